@@ -1,0 +1,101 @@
+//! Approvals: the hash that binds a decision to the exact request, and the
+//! operator's decisions (approve, reject, cancel).
+
+use crate::json::{Canonical, write_string};
+use crate::model::ToolRequest;
+
+/// The canonical request an approval binds: `{"args","run_id","spec","step_id"}`.
+pub fn request_json(request: &ToolRequest) -> crate::Result<Canonical> {
+    let spec = request.spec.to_canonical()?;
+    let mut out = String::with_capacity(
+        request.args.as_str().len() + spec.as_str().len() + request.run_id.len() + 64,
+    );
+    out.push_str("{\"args\":");
+    out.push_str(request.args.as_str());
+    out.push_str(",\"run_id\":");
+    write_string(&mut out, &request.run_id);
+    out.push_str(",\"spec\":");
+    out.push_str(spec.as_str());
+    out.push_str(",\"step_id\":");
+    write_string(&mut out, &request.step_id);
+    out.push('}');
+    Ok(Canonical::assume_canonical(out))
+}
+
+/// The approval hash: BLAKE3 over the canonical
+/// `{"capability","kind","presentation","request"}`.
+///
+/// Every spelling of the same request (whitespace, key order, escapes)
+/// shares the hash; the decision's origin is outside it.
+pub fn approval_hash(
+    kind: &str,
+    capability: &Canonical,
+    presentation: &Canonical,
+    request: &Canonical,
+) -> String {
+    let mut hasher = blake3::Hasher::new();
+    let mut kind_text = String::with_capacity(kind.len() + 2);
+    write_string(&mut kind_text, kind);
+    for piece in [
+        "{\"capability\":",
+        capability.as_str(),
+        ",\"kind\":",
+        &kind_text,
+        ",\"presentation\":",
+        presentation.as_str(),
+        ",\"request\":",
+        request.as_str(),
+        "}",
+    ] {
+        hasher.update(piece.as_bytes());
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{SideEffect, ToolSpec};
+
+    fn golden_request() -> ToolRequest {
+        ToolRequest {
+            run_id: "r1".into(),
+            step_id: "s1".into(),
+            spec: ToolSpec::new("push", "push <main> & tag", SideEffect::RemoteMutation),
+            args: Canonical::parse_str(r#"{"ref":"refs/heads/main","n":7}"#).unwrap(),
+        }
+    }
+
+    #[test]
+    fn approval_hash_golden() {
+        let req = request_json(&golden_request()).unwrap();
+        assert_eq!(
+            req.as_str(),
+            r#"{"args":{"n":7,"ref":"refs/heads/main"},"run_id":"r1","spec":{"description":"push <main> & tag","input_schema":{"type":"object"},"name":"push","side_effect":"remote_mutation","timeout_ms":30000},"step_id":"s1"}"#
+        );
+        let cap = Canonical::parse_str(r#"{"tool":"push","args":{"n":7}}"#).unwrap();
+        let pres = Canonical::parse_str(r#"{"title":"Publish <PR> & tag","lines":1.0}"#).unwrap();
+        let whole = format!(
+            r#"{{"capability":{},"kind":"remote_mutation","presentation":{},"request":{}}}"#,
+            cap, pres, req
+        );
+        // The hashed bytes are the canonical form of the whole object.
+        assert_eq!(Canonical::parse_str(&whole).unwrap().as_str(), whole);
+        let hash = approval_hash("remote_mutation", &cap, &pres, &req);
+        assert_eq!(hash, blake3::hash(whole.as_bytes()).to_hex().as_str());
+        assert_eq!(hash, "b8d717650de609d9a5557af714673bc01f717b8f9309118fa8bc7ffd3cb2f2f0");
+    }
+
+    #[test]
+    fn approval_hash_ignores_argument_spelling() {
+        let mut a = golden_request();
+        let req_a = request_json(&a).unwrap();
+        a.args = Canonical::parse(b"{ \"n\" : 7 , \"ref\" : \"refs\\/heads\\/main\" }").unwrap();
+        let req_b = request_json(&a).unwrap();
+        let cap = Canonical::empty_object();
+        assert_eq!(
+            approval_hash("k", &cap, &cap, &req_a),
+            approval_hash("k", &cap, &cap, &req_b)
+        );
+    }
+}

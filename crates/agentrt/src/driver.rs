@@ -1,0 +1,108 @@
+//! The Driver: the gate plus an agent, in a loop.
+
+use crate::agent::{Agent, AgentError};
+use crate::cancel::Cancel;
+use crate::error::Result;
+use crate::gate::{Gate, GateConfig, Session, VerdictOutcome};
+use crate::model::{Limits, Run};
+
+/// Runs an agent under the gate: step, decide, propose, execute, until the
+/// run pauses for an approval or ends.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use agentrt::*;
+/// let store = Store::open(":memory:")?;
+/// let echo: Arc<dyn Tool> = Arc::new(tool_fn(
+///     ToolSpec::new("echo", "Echo the arguments", SideEffect::ReadOnly),
+///     |call| async move { Ok(ToolResult::raw(call.args.as_str()).with_summary("echoed")) },
+/// ));
+/// let agent = ScriptedAgent::new([
+///     Decision::tool_call("echo", r#"{"say":"hi"}"#),
+///     Decision::complete(r#""said hi""#),
+/// ]);
+/// let mut driver = Driver::new(GateConfig::new(store, DefaultPolicy, vec![echo]), agent)?;
+/// let run = driver.start(None, "say hi", Limits::default()).await?;
+/// assert_eq!(run.status, RunStatus::Completed);
+/// # Ok::<(), agentrt::Error>(()) }).unwrap();
+/// ```
+pub struct Driver<A: Agent> {
+    gate: Gate,
+    agent: A,
+    cancel: Cancel,
+}
+
+impl<A: Agent> Driver<A> {
+    /// A driver over a new gate.
+    pub fn new(config: GateConfig, agent: A) -> Result<Driver<A>> {
+        Ok(Driver {
+            gate: Gate::new(config)?,
+            agent,
+            cancel: Cancel::never(),
+        })
+    }
+
+    /// Sets the caller's cancellation signal.
+    pub fn with_cancel(mut self, cancel: Cancel) -> Driver<A> {
+        self.cancel = cancel;
+        self
+    }
+
+    /// The gate underneath.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The agent.
+    pub fn agent(&self) -> &A {
+        &self.agent
+    }
+
+    /// The agent, mutably (to add decisions between runs, say).
+    pub fn agent_mut(&mut self) -> &mut A {
+        &mut self.agent
+    }
+
+    /// Starts a run and drives it until it pauses or ends.
+    pub async fn start(&mut self, run_id: Option<&str>, goal: &str, limits: Limits) -> Result<Run> {
+        let session = self.gate.begin(run_id, goal, limits).await?;
+        self.drive(session, VerdictOutcome::Open).await
+    }
+
+    /// Resumes a run (a granted approval runs once, after the policy is
+    /// asked again) and drives it until it pauses or ends.
+    pub async fn resume(&mut self, run_id: &str) -> Result<Run> {
+        let (session, verdict) = self.gate.attach(run_id).await?;
+        self.drive(session, verdict.outcome).await
+    }
+
+    async fn drive(&mut self, mut session: Session, first: VerdictOutcome) -> Result<Run> {
+        session.set_cancel(self.cancel.clone());
+        if first == VerdictOutcome::Allowed {
+            session.execute().await?;
+        }
+        while session.step().await?.is_some() {
+            let input = session.input();
+            let decided = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => Err(AgentError::Cancelled),
+                d = self.agent.decide(&input) => d,
+            };
+            let decision = match decided {
+                Ok(d) => d,
+                Err(e) => {
+                    session.fail(e).await?;
+                    break;
+                }
+            };
+            let verdict = session.propose(decision).await?;
+            if verdict.outcome == VerdictOutcome::Allowed {
+                session.execute().await?;
+            }
+        }
+        let run = session.run().clone();
+        session.close().await?;
+        Ok(run)
+    }
+}

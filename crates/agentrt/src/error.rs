@@ -1,0 +1,288 @@
+//! The runtime's errors: one enum, a variant with fields for every case a
+//! caller may act on (README decision 9). Match on variants, never on text.
+
+use std::path::PathBuf;
+
+use crate::json::JsonError;
+use crate::model::{ApprovalStatus, LimitsError, RunStatus};
+
+/// Everything the runtime can refuse or fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// SQLite failed.
+    #[error("database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+
+    /// A file operation failed.
+    #[error("{path}: {source}", path = path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+
+    /// The database was written by another schema version.
+    #[error("database {path} is at schema version {database}, this build of agentrt writes version {build}", path = path.display())]
+    SchemaVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version the database is at (0: not migrated).
+        database: i64,
+        /// The version this build writes.
+        build: i64,
+    },
+
+    /// The file is not an agentrt database.
+    #[error("{path} is not an agentrt database: {detail}", path = path.display())]
+    NotAgentrt {
+        /// The file.
+        path: PathBuf,
+        /// What is missing or wrong.
+        detail: String,
+    },
+
+    /// A database file or sidecar has unsafe ownership or permissions.
+    #[error("{path} has mode {mode:04o} and {reason}; fix it with: chmod 600 {path}", path = path.display())]
+    InsecureMode {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// The database holds a trigger or a view, which would run code on our
+    /// reads and writes.
+    #[error("{path} contains the {kind} {name:?}; a trigger or view could change what agentrt writes or reads, so the database is refused (drop it with the sqlite3 shell if it is yours)", path = path.display())]
+    UnsafeSchema {
+        /// The file.
+        path: PathBuf,
+        /// `trigger` or `view`.
+        kind: String,
+        /// Its name.
+        name: String,
+    },
+
+    /// The database path is a symbolic link.
+    #[error("{path} is a symbolic link; open the file it points to by its own path", path = path.display())]
+    Symlink {
+        /// The path.
+        path: PathBuf,
+    },
+
+    /// A database path or sidecar is not a regular file.
+    #[error("{path} is not a regular file", path = path.display())]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+    },
+
+    /// SQLite stayed busy or locked past the busy timeout.
+    #[error("the database is locked by another process; try again")]
+    DatabaseLocked,
+
+    /// No such run, approval or tool spec.
+    #[error("no {what} {id:?}")]
+    NotFound {
+        /// `run`, `approval`, `step`, `tool spec`.
+        what: &'static str,
+        /// The id asked for.
+        id: String,
+    },
+
+    /// The run is not in a state that allows the operation.
+    #[error("run {run} is {status}: {detail}")]
+    RunState {
+        /// The run.
+        run: String,
+        /// Its status.
+        status: RunStatus,
+        /// What was refused.
+        detail: String,
+    },
+
+    /// Another live owner holds the run's lease.
+    #[error("run {run} is leased to {owner} until {expires_at}")]
+    RunLeased {
+        /// The run.
+        run: String,
+        /// The owner.
+        owner: String,
+        /// When the lease lapses.
+        expires_at: String,
+    },
+
+    /// This instance lost the run's lease; it stopped before any further
+    /// tool or model call.
+    #[error("lost the lease on run {run}; another owner may have taken it over")]
+    LeaseLost {
+        /// The run.
+        run: String,
+    },
+
+    /// The approval is not pending.
+    #[error("approval {approval} is not pending (it is {status})")]
+    NotPending {
+        /// The approval.
+        approval: String,
+        /// Its status.
+        status: ApprovalStatus,
+    },
+
+    /// The approval lapsed (it is, or just became, expired).
+    #[error("approval {approval} expired")]
+    ApprovalExpired {
+        /// The approval.
+        approval: String,
+    },
+
+    /// A newer approval for the same step exists; only the latest grants.
+    #[error(
+        "approval {approval} is not pending: it was superseded by approval {latest} of the same step"
+    )]
+    ApprovalSuperseded {
+        /// The approval.
+        approval: String,
+        /// The step's latest approval.
+        latest: String,
+    },
+
+    /// The approval changed after it was shown.
+    #[error(
+        "approval {approval} changed after it was shown (shown hash {shown}, stored hash {stored}); run the command again"
+    )]
+    ApprovalChanged {
+        /// The approval.
+        approval: String,
+        /// The hash that was shown.
+        shown: String,
+        /// The hash stored now.
+        stored: String,
+    },
+
+    /// The stored approval no longer matches its hash, or cannot be read.
+    #[error("approval {approval} does not match its hash: {detail}")]
+    ApprovalHash {
+        /// The approval.
+        approval: String,
+        /// What does not match.
+        detail: String,
+    },
+
+    /// The run has no pending approval.
+    #[error("run {run} has no pending approval")]
+    NoPendingApproval {
+        /// The run.
+        run: String,
+    },
+
+    /// The run has several pending approvals and none was named.
+    #[error("run {run} has several pending approvals; name one with --approval: {}{}", ids.join(", "), if *more > 0 { format!(" and {more} more") } else { String::new() })]
+    AmbiguousApproval {
+        /// The run.
+        run: String,
+        /// Up to 20 pending approval ids.
+        ids: Vec<String>,
+        /// How many more are pending.
+        more: usize,
+    },
+
+    /// A tool cannot be registered.
+    #[error("tool {tool:?} cannot be registered: {reason}")]
+    InvalidTool {
+        /// The tool's name.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+
+    /// Limits that cannot be used.
+    #[error(transparent)]
+    InvalidLimits(#[from] LimitsError),
+
+    /// A policy id that cannot be recorded.
+    #[error("policy id refused: {reason}")]
+    InvalidPolicyId {
+        /// Why.
+        reason: String,
+    },
+
+    /// An argument the caller supplied is unusable.
+    #[error("{what}: {detail}")]
+    InvalidInput {
+        /// Which argument.
+        what: &'static str,
+        /// What is wrong and what to do.
+        detail: String,
+    },
+
+    /// A value could not be encoded in the canonical form.
+    #[error("canonical JSON: {0}")]
+    Json(#[from] JsonError),
+
+    /// A stored row is damaged.
+    #[error("{table} row {id}: {detail}")]
+    Corrupt {
+        /// The table.
+        table: &'static str,
+        /// The row.
+        id: String,
+        /// What could not be read.
+        detail: String,
+    },
+
+    /// The caller cancelled; what had happened was recorded first.
+    #[error("cancelled by the caller")]
+    Cancelled,
+
+    /// The session is closed (after `close`, or after a failed call).
+    #[error("the session is closed{}", cause.as_ref().map(|c| format!(": {c}")).unwrap_or_default())]
+    SessionClosed {
+        /// The error that closed it, if any.
+        cause: Option<String>,
+    },
+}
+
+impl Error {
+    /// `true` for the errors that mean "this approval cannot be decided
+    /// because it is not the pending one": not pending, expired, superseded.
+    pub fn is_not_pending(&self) -> bool {
+        matches!(
+            self,
+            Error::NotPending { .. }
+                | Error::ApprovalExpired { .. }
+                | Error::ApprovalSuperseded { .. }
+        )
+    }
+
+    /// `true` for errors about the run's state, a foreign lease included.
+    pub fn is_run_state(&self) -> bool {
+        matches!(self, Error::RunState { .. } | Error::RunLeased { .. })
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Busy and locked SQLite errors become [`Error::DatabaseLocked`].
+    pub(crate) fn from_sqlite(e: rusqlite::Error) -> Error {
+        if let rusqlite::Error::SqliteFailure(f, _) = &e
+            && matches!(
+                f.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            )
+        {
+            return Error::DatabaseLocked;
+        }
+        Error::Sqlite(e)
+    }
+}
+
+/// The runtime's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

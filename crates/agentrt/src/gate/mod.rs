@@ -1,0 +1,241 @@
+//! The gate: the sequence of one governed action (step, propose, execute)
+//! for any loop, and the write groups that record it.
+//!
+//! A step costs two durable commits when its tool runs: one makes "this
+//! tool is about to run" durable (decision, policy verdict and tool start
+//! together, since nothing outside the process happens between them), the
+//! other records the result together with the start of the next step (or
+//! the end of the run). A decision that runs no tool costs one commit.
+
+mod limits;
+pub(crate) mod payload;
+mod resume;
+mod session;
+mod tool_run;
+mod writes;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::agent::Observer;
+use crate::clock::{Clock, Timestamp, lock, system_clock};
+use crate::error::{Error, Result};
+use crate::ids::{IdSource, random_id, random_ids};
+use crate::model::{Event, Limits, Tool};
+use crate::policy::{Policy, check_policy_id};
+use crate::registry::Registry;
+use crate::store::{Store, WriteTx};
+
+pub(crate) use resume::check_hash as resume_check_hash;
+pub use session::{Session, StepInfo, Verdict, VerdictOutcome};
+
+/// The default lease time-to-live.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
+
+/// What a gate needs: the store, the policy and the tools, plus optional
+/// observer, clock, id source and lease settings.
+///
+/// ```
+/// use agentrt::{DefaultPolicy, GateConfig, Store};
+/// let config = GateConfig::new(Store::open(":memory:").unwrap(), DefaultPolicy, vec![]);
+/// # let _ = config;
+/// ```
+pub struct GateConfig {
+    /// The database.
+    pub store: Store,
+    /// The policy every tool request is put to.
+    pub policy: Arc<dyn Policy>,
+    /// The tools, registered once.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// Receives committed events, in order.
+    pub observer: Option<Arc<dyn Observer>>,
+    /// The clock read once per recorded state change (default: system).
+    pub clock: Clock,
+    /// The id source (default: random 128-bit hex).
+    pub ids: IdSource,
+    /// How long a lease lasts without renewal (default 30 s).
+    pub lease_ttl: Duration,
+    /// A label for this process's leases (default `agentrt`); a random
+    /// suffix makes each gate's owner distinct.
+    pub lease_owner: String,
+}
+
+impl GateConfig {
+    /// A configuration with the defaults.
+    pub fn new(
+        store: Store,
+        policy: impl Policy + 'static,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> GateConfig {
+        GateConfig {
+            store,
+            policy: Arc::new(policy),
+            tools,
+            observer: None,
+            clock: system_clock(),
+            ids: random_ids(),
+            lease_ttl: DEFAULT_LEASE_TTL,
+            lease_owner: "agentrt".into(),
+        }
+    }
+
+    /// Sets the observer.
+    pub fn with_observer(mut self, observer: impl Observer + 'static) -> GateConfig {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// Sets the clock.
+    pub fn with_clock(mut self, clock: Clock) -> GateConfig {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the id source.
+    pub fn with_ids(mut self, ids: IdSource) -> GateConfig {
+        self.ids = ids;
+        self
+    }
+
+    /// Sets the lease time-to-live.
+    pub fn with_lease_ttl(mut self, ttl: Duration) -> GateConfig {
+        self.lease_ttl = ttl;
+        self
+    }
+
+    /// Sets the lease owner label.
+    pub fn with_lease_owner(mut self, owner: impl Into<String>) -> GateConfig {
+        self.lease_owner = owner.into();
+        self
+    }
+}
+
+pub(crate) struct GateInner {
+    pub store: Store,
+    pub policy: Arc<dyn Policy>,
+    pub policy_id: String,
+    pub registry: Registry,
+    pub observer: Option<Arc<dyn Observer>>,
+    pub clock: Clock,
+    pub ids: IdSource,
+    pub lease_ttl: Duration,
+    pub owner: String,
+    claims: Mutex<HashSet<String>>,
+}
+
+impl GateInner {
+    pub fn now(&self) -> Timestamp {
+        (self.clock)()
+    }
+
+    pub fn new_id(&self) -> String {
+        (self.ids)()
+    }
+
+    /// A lease expiry from now by the wall clock.
+    pub fn lease_expiry(&self) -> Timestamp {
+        Timestamp::now().add(self.lease_ttl)
+    }
+
+    /// Runs one write group and hands its events to the observer after the
+    /// commit.
+    pub fn write<T>(&self, f: impl FnOnce(&mut WriteTx<'_>) -> Result<T>) -> Result<T> {
+        let (value, events) = self.store.write(f)?;
+        self.deliver(&events);
+        Ok(value)
+    }
+
+    pub fn deliver(&self, events: &[Event]) {
+        if let Some(observer) = &self.observer {
+            for event in events {
+                observer.observe(event);
+            }
+        }
+    }
+}
+
+/// Marks a run as driven by this gate; a second session on it is refused.
+pub(crate) struct Claim {
+    gate: Arc<GateInner>,
+    run_id: String,
+}
+
+impl Claim {
+    pub fn take(gate: &Arc<GateInner>, run_id: &str) -> Result<Claim> {
+        if !lock(&gate.claims).insert(run_id.to_owned()) {
+            let expires_at = gate
+                .store
+                .lease(run_id)
+                .map(|(_, expires)| expires)
+                .unwrap_or_default();
+            return Err(Error::RunLeased {
+                run: run_id.to_owned(),
+                owner: gate.owner.clone(),
+                expires_at,
+            });
+        }
+        Ok(Claim {
+            gate: Arc::clone(gate),
+            run_id: run_id.to_owned(),
+        })
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        lock(&self.gate.claims).remove(&self.run_id);
+    }
+}
+
+/// Governs tool calls for loops written anywhere: [`Gate::begin`] starts a
+/// run, [`Gate::attach`] resumes one; both return a [`Session`].
+#[derive(Clone)]
+pub struct Gate {
+    inner: Arc<GateInner>,
+}
+
+impl Gate {
+    /// Registers the tools (refusing bad specs) and reads the policy's id.
+    pub fn new(config: GateConfig) -> Result<Gate> {
+        let registry = Registry::new(config.tools)?;
+        let policy_id = config.policy.policy_id().unwrap_or_default();
+        check_policy_id(&policy_id).map_err(|reason| Error::InvalidPolicyId { reason })?;
+        let owner = format!("{}/{}", config.lease_owner, &random_id()[..12]);
+        Ok(Gate {
+            inner: Arc::new(GateInner {
+                store: config.store,
+                policy: config.policy,
+                policy_id,
+                registry,
+                observer: config.observer,
+                clock: config.clock,
+                ids: config.ids,
+                lease_ttl: config.lease_ttl,
+                owner,
+                claims: Mutex::new(HashSet::new()),
+            }),
+        })
+    }
+
+    /// This gate's lease owner name.
+    pub fn owner(&self) -> &str {
+        &self.inner.owner
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Starts a run (with `run_id`, or a random id) and opens its first step.
+    pub async fn begin(&self, run_id: Option<&str>, goal: &str, limits: Limits) -> Result<Session> {
+        Session::begin(Arc::clone(&self.inner), run_id, goal, limits)
+    }
+
+    /// Attaches to an existing run: a run waiting for approval is resumed
+    /// (the policy is asked again); the verdict says what happened.
+    pub async fn attach(&self, run_id: &str) -> Result<(Session, Verdict)> {
+        Session::attach(Arc::clone(&self.inner), run_id)
+    }
+}

@@ -1,0 +1,304 @@
+//! Event payloads, as stored. Canonical values are embedded as raw JSON.
+
+use serde::Serialize;
+
+use crate::json::Canonical;
+use crate::model::{Limits, Observation, Outcome, PolicyDecision, Run, RunStatus, TerminalReason};
+
+fn encode<T: Serialize>(value: &T) -> String {
+    // Every payload type here serialises: strings, integers and canonical
+    // JSON only. An empty object stands in if that ever stops being true.
+    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned())
+}
+
+pub(crate) fn empty() -> String {
+    "{}".to_owned()
+}
+
+#[derive(Serialize)]
+struct RunCreated<'a> {
+    goal: &'a str,
+    limits: &'a Limits,
+    tools: Vec<&'a str>,
+}
+
+pub(crate) fn run_created(goal: &str, limits: &Limits, tools: Vec<&str>) -> String {
+    encode(&RunCreated {
+        goal,
+        limits,
+        tools,
+    })
+}
+
+pub(crate) fn step_started(index: u64) -> String {
+    format!("{{\"index\":{index}}}")
+}
+
+/// What the policy was handed of the run (counts of steps and approvals).
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ViewCounts {
+    pub status: RunStatus,
+    pub step_count: u64,
+    pub model_calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub estimated_cost_micros: i64,
+    pub active_ms: u64,
+    pub steps: u64,
+    pub approvals: u64,
+}
+
+impl ViewCounts {
+    pub fn of(run: &Run, steps: usize, approvals: usize) -> ViewCounts {
+        ViewCounts {
+            status: run.status,
+            step_count: run.step_count,
+            model_calls: run.model_calls,
+            input_tokens: run.usage.input_tokens,
+            output_tokens: run.usage.output_tokens,
+            cached_input_tokens: run.usage.cached_input_tokens,
+            estimated_cost_micros: run.estimated_cost_micros,
+            active_ms: run.active_ms,
+            steps: steps as u64,
+            approvals: approvals as u64,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct StepPolicy<'a> {
+    outcome: Outcome,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    reason: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capability: Option<&'a Canonical>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    presentation: Option<&'a Canonical>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    policy_id: &'a str,
+    spec_hash: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    view: Option<ViewCounts>,
+}
+
+pub(crate) fn step_policy(
+    decision: &PolicyDecision,
+    policy_id: &str,
+    spec_hash: &str,
+    view: Option<ViewCounts>,
+) -> String {
+    encode(&StepPolicy {
+        outcome: decision.outcome,
+        reason: &decision.reason,
+        kind: &decision.kind,
+        capability: decision.capability.as_ref(),
+        presentation: decision.presentation.as_ref(),
+        policy_id,
+        spec_hash,
+        view,
+    })
+}
+
+#[derive(Serialize)]
+struct ToolStarted<'a> {
+    tool: &'a str,
+    args: &'a Canonical,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval_id: Option<&'a str>,
+}
+
+pub(crate) fn tool_started(tool: &str, args: &Canonical, approval_id: Option<&str>) -> String {
+    encode(&ToolStarted {
+        tool,
+        args,
+        approval_id,
+    })
+}
+
+#[derive(Serialize)]
+struct ToolFinished<'a> {
+    tool: &'a str,
+    duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_hash: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    late: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    observation: Option<&'a Observation>,
+}
+
+/// `{tool, duration_ms, summary, content_hash}` for a result,
+/// `{tool, duration_ms, error}` for a failure; a late one (after an
+/// operator's cancel) adds `late` and the observation.
+pub(crate) fn tool_finished(
+    tool: &str,
+    duration_ms: u64,
+    observation: &Observation,
+    late: bool,
+) -> String {
+    let failed = observation.is_failure();
+    encode(&ToolFinished {
+        tool,
+        duration_ms,
+        summary: (!failed).then_some(observation.summary.as_str()),
+        content_hash: (!failed).then_some(observation.content_hash.as_str()),
+        error: failed.then_some(observation.summary.as_str()),
+        late,
+        observation: late.then_some(observation),
+    })
+}
+
+#[derive(Serialize)]
+struct StepFailed<'a> {
+    detail: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    observation: Option<&'a Observation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_hash: Option<&'a str>,
+}
+
+pub(crate) fn step_failed(detail: &str, observation: Option<&Observation>) -> String {
+    encode(&StepFailed {
+        detail,
+        observation,
+        content_hash: observation
+            .map(|o| o.content_hash.as_str())
+            .filter(|h| !h.is_empty()),
+    })
+}
+
+#[derive(Serialize)]
+struct ApprovalRequested<'a> {
+    approval_id: &'a str,
+    kind: &'a str,
+    reason: &'a str,
+    capability: &'a Canonical,
+    presentation: &'a Canonical,
+    hash: &'a str,
+}
+
+pub(crate) fn approval_requested(
+    approval_id: &str,
+    kind: &str,
+    reason: &str,
+    capability: &Canonical,
+    presentation: &Canonical,
+    hash: &str,
+) -> String {
+    encode(&ApprovalRequested {
+        approval_id,
+        kind,
+        reason,
+        capability,
+        presentation,
+        hash,
+    })
+}
+
+#[derive(Serialize)]
+struct ApprovalDecided<'a> {
+    approval_id: &'a str,
+    status: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    by: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'a str>,
+}
+
+pub(crate) fn approval_decided(approval_id: &str, status: &str, by: &str, note: &str) -> String {
+    encode(&ApprovalDecided {
+        approval_id,
+        status,
+        by: Some(by),
+        note: Some(note),
+    })
+}
+
+pub(crate) fn approval_expired(approval_id: &str) -> String {
+    encode(&ApprovalDecided {
+        approval_id,
+        status: "expired",
+        by: None,
+        note: None,
+    })
+}
+
+#[derive(Serialize)]
+struct RunFinished<'a> {
+    status: RunStatus,
+    reason: TerminalReason,
+    detail: &'a str,
+    steps: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    by: Option<&'a str>,
+}
+
+pub(crate) fn run_finished(
+    status: RunStatus,
+    reason: TerminalReason,
+    detail: &str,
+    steps: u64,
+    by: Option<&str>,
+) -> String {
+    encode(&RunFinished {
+        status,
+        reason,
+        detail,
+        steps,
+        by,
+    })
+}
+
+#[derive(Serialize)]
+struct LimitExceeded<'a> {
+    reason: TerminalReason,
+    detail: &'a str,
+}
+
+pub(crate) fn limit_exceeded(reason: TerminalReason, detail: &str) -> String {
+    encode(&LimitExceeded { reason, detail })
+}
+
+#[derive(Serialize)]
+struct LoopDetected<'a> {
+    repeats: u64,
+    tool: &'a str,
+    args_hash: &'a str,
+    observation_hash: &'a str,
+}
+
+pub(crate) fn loop_detected(
+    repeats: u64,
+    tool: &str,
+    args_hash: &str,
+    observation_hash: &str,
+) -> String {
+    encode(&LoopDetected {
+        repeats,
+        tool,
+        args_hash,
+        observation_hash,
+    })
+}
+
+#[derive(Serialize)]
+struct RunResumed<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    after: Option<&'a str>,
+}
+
+pub(crate) fn run_resumed_approval(approval_id: &str) -> String {
+    encode(&RunResumed {
+        approval_id: Some(approval_id),
+        after: None,
+    })
+}

@@ -1,0 +1,604 @@
+//! Attaching to an existing run. A run waiting for approval is resumed:
+//! the step's latest approval must be granted and still match its hash,
+//! the arguments must pass the current schema, and the policy is asked
+//! again; only then may the request run, once.
+
+use std::sync::Arc;
+
+use super::payload::{self, ViewCounts};
+use super::session::{
+    Allowed, Grant, Session, State, Verdict, VerdictOutcome, evaluate, misuse, to_json,
+};
+use super::writes::{self, Draft, Settle, StepEnd};
+use super::{Claim, GateInner};
+use crate::approval::{approval_hash, request_json};
+use crate::clock::Timestamp;
+use crate::error::{Error, Result};
+use crate::expiry::write_expiry;
+use crate::model::{
+    Approval, ApprovalStatus, EventType, Observation, ObservationKind, Outcome, Run, RunStatus,
+    RunView, Step, StepStatus, TerminalReason, ToolRequest,
+};
+use crate::store::{LeaseChange, RunChange, RunGuard, StepChange};
+
+/// Expires an approval or grant of the session's run and ends the session.
+pub(crate) fn expire(
+    session: &mut Session,
+    approval_id: &str,
+    at: Timestamp,
+    _grant: bool,
+) -> Result<()> {
+    let approval = session
+        .approvals
+        .iter()
+        .find(|a| a.id == approval_id)
+        .cloned()
+        .ok_or_else(|| Error::NotFound {
+            what: "approval",
+            id: approval_id.to_owned(),
+        })?;
+    let gate = Arc::clone(&session.gate);
+    gate.write(|tx| write_expiry(tx, &approval, at))?;
+    session.run = gate.store.get_run(&session.run.id)?;
+    session.state = State::Over;
+    session.allowed = None;
+    Ok(())
+}
+
+/// The guard and change that take a WAITING run back to RUNNING under
+/// this gate's lease.
+fn wake<'a>(gate: &'a GateInner) -> (RunGuard<'a>, RunChange<'a>) {
+    (
+        RunGuard {
+            statuses: &[RunStatus::WaitingForApproval],
+            ..RunGuard::default()
+        },
+        RunChange {
+            status: Some(RunStatus::Running),
+            lease: LeaseChange::Set {
+                owner: &gate.owner,
+                expires_at: gate.lease_expiry(),
+            },
+            ..RunChange::default()
+        },
+    )
+}
+
+impl Session {
+    pub(crate) fn attach(gate: Arc<GateInner>, run_id: &str) -> Result<(Session, Verdict)> {
+        let claim = Claim::take(&gate, run_id)?;
+        let run = gate.store.get_run(run_id)?;
+        if run.status.is_terminal() {
+            return Err(misuse(&run, "the run is finished; nothing to resume"));
+        }
+        let steps = gate.store.list_steps(run_id)?;
+        let approvals = gate.store.list_approvals(run_id)?;
+        let mut session = Session::new(Arc::clone(&gate), run, claim);
+        session.approvals = Arc::new(approvals);
+        let damaged = session
+            .run
+            .decode_error
+            .clone()
+            .map(|e| format!("run: {e}"))
+            .or_else(|| {
+                steps.iter().find_map(|s| {
+                    s.decode_error
+                        .as_ref()
+                        .map(|e| format!("step {}: {e}", s.index))
+                })
+            });
+        if let Some(problem) = damaged {
+            return session.fail_damaged(problem);
+        }
+        match session.run.status {
+            RunStatus::WaitingForApproval => session.resume_waiting(steps),
+            _ => {
+                let (owner, expires) = gate.store.lease(run_id)?;
+                let live =
+                    !owner.is_empty() && expires.as_str() > Timestamp::now().to_string().as_str();
+                if live && owner != gate.owner {
+                    return Err(Error::RunLeased {
+                        run: run_id.to_owned(),
+                        owner,
+                        expires_at: expires,
+                    });
+                }
+                Err(misuse(
+                    &session.run,
+                    "resuming a run that was interrupted while RUNNING is not supported by this build",
+                ))
+            }
+        }
+    }
+
+    /// A stored row of the run cannot be read: fail the run without
+    /// rewriting the damaged rows.
+    fn fail_damaged(mut self, problem: String) -> Result<(Session, Verdict)> {
+        let gate = Arc::clone(&self.gate);
+        let mut draft = Draft::new(&self.run, None);
+        let from = self.run.status;
+        gate.write(|tx| {
+            writes::settle(
+                &gate,
+                tx,
+                &mut draft,
+                Settle {
+                    status: RunStatus::Failed,
+                    reason: TerminalReason::InternalError,
+                    detail: format!("stored data cannot be read: {problem}"),
+                    result: None,
+                    from,
+                },
+            )
+        })?;
+        self.apply(draft);
+        let verdict = Verdict {
+            outcome: VerdictOutcome::Ended,
+            request: None,
+            observation: None,
+            approval: None,
+            run: self.run.clone(),
+        };
+        Ok((self, verdict))
+    }
+
+    fn verdict(&self, outcome: VerdictOutcome) -> Verdict {
+        Verdict {
+            outcome,
+            request: None,
+            observation: None,
+            approval: None,
+            run: self.run.clone(),
+        }
+    }
+
+    fn resume_waiting(mut self, mut steps: Vec<Step>) -> Result<(Session, Verdict)> {
+        let gate = Arc::clone(&self.gate);
+        let Some(position) = steps
+            .iter()
+            .rposition(|s| s.status == StepStatus::AwaitingApproval)
+        else {
+            return Err(misuse(&self.run, "no step awaits an approval"));
+        };
+        let step = steps.remove(position);
+        steps.truncate(position);
+        self.history = Arc::new(steps.into_iter().map(Arc::new).collect());
+        let Some(grant) = self
+            .approvals
+            .iter()
+            .rev()
+            .find(|a| a.step_id == step.id)
+            .cloned()
+        else {
+            return Err(misuse(&self.run, "the awaiting step has no approval"));
+        };
+        self.current = Some(step.clone());
+        self.handed_out = true;
+
+        let now = gate.now();
+        if grant.status == ApprovalStatus::Pending && grant.expires_at.is_some_and(|e| now >= e) {
+            expire(&mut self, &grant.id, now, false)?;
+            let verdict = self.verdict(VerdictOutcome::Ended);
+            return Ok((self, verdict));
+        }
+        if grant.status != ApprovalStatus::Approved {
+            return Err(misuse(
+                &self.run,
+                &format!(
+                    "approval {} is {}; the run resumes once it is approved",
+                    grant.id, grant.status
+                ),
+            ));
+        }
+        check_hash(&grant)?;
+        let Some(decision) = step.decision.clone() else {
+            return Err(Error::ApprovalHash {
+                approval: grant.id.clone(),
+                detail: "the awaiting step has no recorded decision".into(),
+            });
+        };
+        let Some(registered) = gate.registry.get(&decision.tool) else {
+            return self.end_on_resume(
+                step,
+                None,
+                TerminalReason::ReconcileConflict,
+                format!(
+                    "tool {:?} is no longer registered; the approved call cannot run",
+                    decision.tool
+                ),
+            );
+        };
+        let grant_ttl = self.run.limits.grant_ttl_ms;
+        if let Some(granted) = grant.decided_at
+            && grant_ttl > 0
+            && now > granted.add(std::time::Duration::from_millis(grant_ttl))
+        {
+            expire(&mut self, &grant.id, now, true)?;
+            let verdict = self.verdict(VerdictOutcome::Ended);
+            return Ok((self, verdict));
+        }
+        let args = decision.args_or_empty();
+        if let Err(problem) = registered.schema.check(&args) {
+            return self.invalid_on_resume(step, &grant, now, problem);
+        }
+        let request = ToolRequest {
+            run_id: self.run.id.clone(),
+            step_id: step.id.clone(),
+            spec: registered.spec.clone(),
+            args,
+        };
+        let view = RunView {
+            run: self.run.clone(),
+            steps: Arc::clone(&self.history),
+            approvals: Arc::clone(&self.approvals),
+        };
+        let counts = ViewCounts::of(&self.run, self.history.len(), self.approvals.len());
+        let answer = evaluate(&gate, &request, &view);
+        let allowed = |policy| Allowed {
+            request: request.clone(),
+            spec_hash: registered.spec_hash.clone(),
+            spec_json: registered.spec_json.clone(),
+            policy,
+            view: counts,
+            policy_at: now,
+            grant: Grant::Resumed {
+                approval_id: grant.id.clone(),
+                resumed_at: now,
+                granted_at: grant.decided_at,
+            },
+        };
+        let policy = match answer {
+            Err(e) => {
+                return self.end_on_resume(
+                    step,
+                    None,
+                    TerminalReason::InternalError,
+                    format!("policy: {e}"),
+                );
+            }
+            Ok(p) => p,
+        };
+        let candidate = allowed(policy);
+        match candidate.policy.outcome {
+            Outcome::Allow => Ok(self.grant(candidate)),
+            Outcome::RequireApproval => {
+                let same = self.new_approval(&step.id, &candidate, now)?.hash == grant.hash;
+                if same {
+                    Ok(self.grant(candidate))
+                } else {
+                    self.repause(step, candidate)
+                }
+            }
+            Outcome::Deny => self.denied_on_resume(step, &grant, candidate),
+            Outcome::Abort => {
+                let reason = candidate.policy.reason.clone();
+                self.end_on_resume(step, Some(candidate), TerminalReason::PolicyAbort, reason)
+            }
+        }
+    }
+
+    fn grant(mut self, allowed: Allowed) -> (Session, Verdict) {
+        let mut verdict = self.verdict(VerdictOutcome::Allowed);
+        verdict.request = Some(allowed.request.clone());
+        self.allowed = Some(allowed);
+        self.state = State::Active;
+        (self, verdict)
+    }
+
+    /// The policy now asks for a different approval: pause again on the
+    /// same step.
+    fn repause(mut self, mut step: Step, allowed: Allowed) -> Result<(Session, Verdict)> {
+        let gate = Arc::clone(&self.gate);
+        let created_at = gate.now();
+        let approval = self.new_approval(&step.id, &allowed, created_at)?;
+        let policy_json = to_json(&allowed.policy);
+        let policy_payload = payload::step_policy(
+            &allowed.policy,
+            &gate.policy_id,
+            &allowed.spec_hash,
+            Some(allowed.view),
+        );
+        let requested = payload::approval_requested(
+            &approval.id,
+            &approval.kind,
+            &allowed.policy.reason,
+            &approval.capability,
+            &approval.presentation,
+            &approval.hash,
+        );
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        gate.write(|tx| {
+            let moved = tx.update_step(
+                &step_id,
+                &crate::store::StepGuard {
+                    statuses: &[StepStatus::AwaitingApproval],
+                    run: Some((
+                        &run_id,
+                        RunGuard {
+                            statuses: &[RunStatus::WaitingForApproval],
+                            ..RunGuard::default()
+                        },
+                    )),
+                },
+                &StepChange {
+                    policy_json: Some(&policy_json),
+                    policy_id: Some(&gate.policy_id),
+                    ..StepChange::default()
+                },
+            )?;
+            if !moved {
+                return Err(writes::state_error(
+                    &gate,
+                    tx,
+                    &run_id,
+                    "pause the run again",
+                ));
+            }
+            tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
+            tx.insert_approval(&approval)?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &allowed.policy_at,
+                EventType::StepPolicy,
+                &policy_payload,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &created_at,
+                EventType::ApprovalRequested,
+                &requested,
+            )?;
+            Ok(())
+        })?;
+        step.policy = Some(allowed.policy.clone());
+        step.policy_id = gate.policy_id.clone();
+        self.current = Some(step);
+        Arc::make_mut(&mut self.approvals).push(approval.clone());
+        self.state = State::Over;
+        let mut verdict = self.verdict(VerdictOutcome::Pending);
+        verdict.request = Some(allowed.request);
+        verdict.approval = Some(approval);
+        Ok((self, verdict))
+    }
+
+    /// The approved arguments no longer pass the tool's schema: the run
+    /// resumes and the step fails as an invalid decision.
+    fn invalid_on_resume(
+        self,
+        step: Step,
+        grant: &Approval,
+        now: Timestamp,
+        problem: String,
+    ) -> Result<(Session, Verdict)> {
+        let observation = Observation::runtime(
+            ObservationKind::InvalidDecision,
+            &[("error", &problem)],
+            format!("invalid decision on resume: {problem}"),
+        );
+        self.fail_step_on_resume(step, grant, now, None, observation)
+    }
+
+    fn denied_on_resume(
+        self,
+        step: Step,
+        grant: &Approval,
+        allowed: Allowed,
+    ) -> Result<(Session, Verdict)> {
+        let reason = allowed.policy.reason.clone();
+        let observation = Observation::runtime(
+            ObservationKind::PolicyDenied,
+            &[("tool", &allowed.request.spec.name), ("reason", &reason)],
+            format!("denied on resume: {reason}"),
+        );
+        let now = allowed.policy_at;
+        self.fail_step_on_resume(step, grant, now, Some(allowed), observation)
+    }
+
+    /// WAITING → RUNNING, `run.resumed`, (`step.policy`), the step failed,
+    /// and the next step opened.
+    fn fail_step_on_resume(
+        mut self,
+        step: Step,
+        grant: &Approval,
+        resumed_at: Timestamp,
+        allowed: Option<Allowed>,
+        observation: Observation,
+    ) -> Result<(Session, Verdict)> {
+        let gate = Arc::clone(&self.gate);
+        let history = Arc::clone(&self.history);
+        let mut draft = Draft::new(&self.run, None);
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let resumed = payload::run_resumed_approval(&grant.id);
+        gate.write(|tx| {
+            let (guard, change) = wake(&gate);
+            if !tx.update_run(&run_id, &guard, &change)? {
+                return Err(writes::state_error(&gate, tx, &run_id, "resume the run"));
+            }
+            draft.run.status = RunStatus::Running;
+            tx.append_event(&run_id, "", &resumed_at, EventType::RunResumed, &resumed)?;
+            if let Some(a) = &allowed {
+                tx.insert_spec(&a.spec_hash, a.spec_json.as_str())?;
+                let p =
+                    payload::step_policy(&a.policy, &gate.policy_id, &a.spec_hash, Some(a.view));
+                tx.append_event(&run_id, &step_id, &a.policy_at, EventType::StepPolicy, &p)?;
+            }
+            let end_at = gate.now();
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step,
+                end_at,
+                StepEnd {
+                    status: StepStatus::Failed,
+                    observation: Some(observation.clone()),
+                    from: &[StepStatus::AwaitingApproval],
+                    run_guard: writes::running(&gate),
+                    extra: StepChange::default(),
+                    count_active: false,
+                },
+            )?;
+            if ended.is_none() {
+                return Err(writes::state_error(
+                    &gate,
+                    tx,
+                    &run_id,
+                    "fail the awaiting step",
+                ));
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &end_at,
+                EventType::StepFailed,
+                &payload::step_failed(&observation.summary, Some(&observation)),
+            )?;
+            writes::open_next_or_settle(&gate, tx, &mut draft, &history)
+        })?;
+        self.state = State::Active;
+        self.apply(draft);
+        let outcome = if self.state == State::Over {
+            VerdictOutcome::Ended
+        } else {
+            VerdictOutcome::Open
+        };
+        let mut verdict = self.verdict(outcome);
+        verdict.observation = Some(observation);
+        Ok((self, verdict))
+    }
+
+    /// The run ends from WAITING: the awaiting step fails and the run is
+    /// FAILED with `reason`.
+    fn end_on_resume(
+        mut self,
+        step: Step,
+        allowed: Option<Allowed>,
+        reason: TerminalReason,
+        detail: String,
+    ) -> Result<(Session, Verdict)> {
+        let gate = Arc::clone(&self.gate);
+        let mut draft = Draft::new(&self.run, None);
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let (kind, summary) = match reason {
+            TerminalReason::PolicyAbort => (
+                ObservationKind::PolicyDenied,
+                format!("aborted on resume: {detail}"),
+            ),
+            _ => (
+                ObservationKind::InvalidDecision,
+                format!("internal: {detail}"),
+            ),
+        };
+        let observation = match kind {
+            ObservationKind::PolicyDenied => Observation::runtime(
+                kind,
+                &[
+                    (
+                        "tool",
+                        &step
+                            .decision
+                            .as_ref()
+                            .map(|d| d.tool.clone())
+                            .unwrap_or_default(),
+                    ),
+                    ("reason", &detail),
+                ],
+                summary,
+            ),
+            _ => Observation::runtime(kind, &[("error", &summary)], summary.clone()),
+        };
+        let failed_detail = match reason {
+            TerminalReason::InternalError if detail.starts_with("policy: ") => {
+                format!("policy error: {}", &detail["policy: ".len()..])
+            }
+            _ => observation.summary.clone(),
+        };
+        gate.write(|tx| {
+            if let Some(a) = &allowed {
+                tx.insert_spec(&a.spec_hash, a.spec_json.as_str())?;
+                let p =
+                    payload::step_policy(&a.policy, &gate.policy_id, &a.spec_hash, Some(a.view));
+                tx.append_event(&run_id, &step_id, &a.policy_at, EventType::StepPolicy, &p)?;
+            }
+            let end_at = gate.now();
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step,
+                end_at,
+                StepEnd {
+                    status: StepStatus::Failed,
+                    observation: Some(observation.clone()),
+                    from: &[StepStatus::AwaitingApproval],
+                    run_guard: RunGuard {
+                        statuses: &[RunStatus::WaitingForApproval],
+                        ..RunGuard::default()
+                    },
+                    extra: StepChange::default(),
+                    count_active: false,
+                },
+            )?;
+            if ended.is_none() {
+                return Err(writes::state_error(&gate, tx, &run_id, "end the run"));
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &end_at,
+                EventType::StepFailed,
+                &payload::step_failed(&failed_detail, Some(&observation)),
+            )?;
+            writes::settle(
+                &gate,
+                tx,
+                &mut draft,
+                Settle {
+                    status: RunStatus::Failed,
+                    reason,
+                    detail: detail.clone(),
+                    result: None,
+                    from: RunStatus::WaitingForApproval,
+                },
+            )
+        })?;
+        self.apply(draft);
+        let mut verdict = self.verdict(VerdictOutcome::Ended);
+        verdict.observation = Some(observation);
+        Ok((self, verdict))
+    }
+}
+
+/// The stored approval must still hash to its recorded hash.
+pub(crate) fn check_hash(approval: &Approval) -> Result<()> {
+    if let Some(problem) = &approval.decode_error {
+        return Err(Error::ApprovalHash {
+            approval: approval.id.clone(),
+            detail: format!("the stored approval cannot be read: {problem}"),
+        });
+    }
+    let recomputed = approval_hash(
+        &approval.kind,
+        &approval.capability,
+        &approval.presentation,
+        &approval.request,
+    );
+    if recomputed != approval.hash {
+        return Err(Error::ApprovalHash {
+            approval: approval.id.clone(),
+            detail: format!(
+                "its fields hash to {recomputed}, not the recorded {}",
+                approval.hash
+            ),
+        });
+    }
+    Ok(())
+}
+
+#[allow(dead_code)]
+fn unused(_: &Run, _: &dyn Fn() -> Result<()>) {
+    let _ = request_json;
+}

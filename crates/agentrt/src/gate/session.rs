@@ -1,0 +1,1481 @@
+//! A session: one run driven through the gate, one step at a time.
+
+use std::sync::Arc;
+
+use super::payload::{self, ViewCounts};
+use super::writes::{self, Draft, Settle, StepEnd, running};
+use super::{Claim, GateInner, tool_run};
+use crate::agent::{AgentError, StepInput};
+use crate::approval::{approval_hash, request_json};
+use crate::cancel::Cancel;
+use crate::clock::Timestamp;
+use crate::error::{Error, Result};
+use crate::json::Canonical;
+use crate::model::{
+    Approval, ApprovalStatus, DecisionKind, DecisionProblems, EventType, Limits, NewRunFields,
+    Observation, ObservationKind, Origin, Outcome, PolicyDecision, RecordedDecision, Run,
+    RunStatus, RunView, Step, StepStatus, TerminalReason, ToolRequest,
+};
+use crate::policy::PolicyError;
+use crate::registry::Registered;
+use crate::store::{LeaseChange, NewRun, RunChange, RunGuard, StepChange, StepGuard};
+
+/// The open step as a loop sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepInfo {
+    /// The step id.
+    pub id: String,
+    /// Its index in the run.
+    pub index: u64,
+}
+
+/// What became of a proposal (or of an attach).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerdictOutcome {
+    /// Attached to a run that continues; no step is decided yet.
+    Open,
+    /// The request may run: call [`Session::execute`].
+    Allowed,
+    /// The step failed (invalid decision, policy denial); the run continues.
+    Denied,
+    /// The run waits for an operator's approval.
+    Pending,
+    /// The run ended.
+    Ended,
+}
+
+/// The verdict on a proposal.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// What happened.
+    pub outcome: VerdictOutcome,
+    /// The request as the policy judged it (tool calls).
+    pub request: Option<ToolRequest>,
+    /// The step's observation (denied steps).
+    pub observation: Option<Observation>,
+    /// The approval the run waits for (pending).
+    pub approval: Option<Approval>,
+    /// The run after the verdict.
+    pub run: Run,
+}
+
+impl Verdict {
+    fn of(outcome: VerdictOutcome, run: &Run) -> Verdict {
+        Verdict {
+            outcome,
+            request: None,
+            observation: None,
+            approval: None,
+            run: run.clone(),
+        }
+    }
+}
+
+/// How a decided request came to be allowed.
+#[derive(Debug, Clone)]
+pub(crate) enum Grant {
+    /// Allowed by the policy now.
+    Fresh {
+        decision: RecordedDecision,
+        decided_at: Timestamp,
+    },
+    /// An operator's approval, re-judged on resume.
+    Resumed {
+        approval_id: String,
+        resumed_at: Timestamp,
+        granted_at: Option<Timestamp>,
+    },
+}
+
+/// An allowed request waiting for `execute`.
+#[derive(Debug, Clone)]
+pub(crate) struct Allowed {
+    pub request: ToolRequest,
+    pub spec_hash: String,
+    pub spec_json: Canonical,
+    pub policy: PolicyDecision,
+    pub view: ViewCounts,
+    pub policy_at: Timestamp,
+    pub grant: Grant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum State {
+    Active,
+    Over,
+    Closed(Option<String>),
+}
+
+/// One run driven through the gate. Calls are sequential: one open step
+/// at a time.
+pub struct Session {
+    pub(crate) gate: Arc<GateInner>,
+    pub(crate) run: Run,
+    pub(crate) history: Arc<Vec<Arc<Step>>>,
+    pub(crate) approvals: Arc<Vec<Approval>>,
+    pub(crate) current: Option<Step>,
+    pub(crate) handed_out: bool,
+    pub(crate) allowed: Option<Allowed>,
+    pub(crate) state: State,
+    pub(crate) cancel: Cancel,
+    pub(crate) _claim: Claim,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("run", &self.run.id)
+            .field("status", &self.run.status)
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+pub(crate) fn misuse(run: &Run, detail: &str) -> Error {
+    Error::RunState {
+        run: run.id.clone(),
+        status: run.status,
+        detail: detail.to_owned(),
+    }
+}
+
+fn is_constraint(e: &Error) -> bool {
+    matches!(e, Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::ConstraintViolation)
+}
+
+/// Asks the policy, turning a panic into a policy error.
+pub(crate) fn evaluate(
+    gate: &GateInner,
+    request: &ToolRequest,
+    view: &RunView,
+) -> Result<PolicyDecision, PolicyError> {
+    let policy = Arc::clone(&gate.policy);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        policy.evaluate(request, view)
+    }))
+    .unwrap_or_else(|panic| {
+        let text = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(PolicyError::new(format!("the policy panicked: {text}")))
+    })
+}
+
+/// Why a recorded decision cannot be acted on, if it cannot.
+fn invalid_reason(
+    d: &RecordedDecision,
+    problems: &DecisionProblems,
+    registered: Option<&Registered>,
+) -> Option<String> {
+    if !Origin::is_valid_text(&d.origin) {
+        return Some(format!(
+            "origin {:?} is not one of model, plan, operator",
+            d.origin
+        ));
+    }
+    match &d.kind {
+        DecisionKind::Complete => problems
+            .result
+            .as_ref()
+            .map(|e| format!("the result is not acceptable JSON: {e}")),
+        DecisionKind::Fail => None,
+        DecisionKind::ToolCall => {
+            if d.tool.trim().is_empty() {
+                return Some("the tool call names no tool".into());
+            }
+            if registered.is_none() {
+                return Some(format!("no tool named {:?} is registered", d.tool));
+            }
+            problems
+                .args
+                .as_ref()
+                .map(|e| format!("the arguments are not acceptable JSON: {e}"))
+        }
+        DecisionKind::Truncated => {
+            Some("the model's reply was cut off before the decision was complete".into())
+        }
+        DecisionKind::NoToolCall => Some("the model replied without calling a tool".into()),
+        DecisionKind::Other(k) if k.is_empty() => Some("the decision has no kind".into()),
+        DecisionKind::Other(k) => Some(format!("{k:?} is not a decision kind")),
+    }
+}
+
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+impl Session {
+    pub(crate) fn new(gate: Arc<GateInner>, run: Run, claim: Claim) -> Session {
+        Session {
+            gate,
+            run,
+            history: Arc::new(Vec::new()),
+            approvals: Arc::new(Vec::new()),
+            current: None,
+            handed_out: false,
+            allowed: None,
+            state: State::Active,
+            cancel: Cancel::never(),
+            _claim: claim,
+        }
+    }
+
+    pub(crate) fn begin(
+        gate: Arc<GateInner>,
+        run_id: Option<&str>,
+        goal: &str,
+        limits: Limits,
+    ) -> Result<Session> {
+        limits.validate()?;
+        let run_id = match run_id {
+            Some(id) if id.trim().is_empty() => {
+                return Err(Error::InvalidInput {
+                    what: "run id",
+                    detail: "the run id is empty; give a non-empty id or none for a random one"
+                        .into(),
+                });
+            }
+            Some(id) => id.to_owned(),
+            None => gate.new_id(),
+        };
+        let claim = Claim::take(&gate, &run_id)?;
+        let limits_json = to_json(&limits);
+        let at = gate.now();
+        let run = Run::new_running(NewRunFields {
+            id: run_id.clone(),
+            goal: goal.to_owned(),
+            limits,
+            created_at: at,
+        });
+        let mut draft = Draft::new(&run, None);
+        let specs: Vec<&str> = gate.registry.iter().map(|r| r.spec_hash.as_str()).collect();
+        let created = payload::run_created(goal, &limits, specs);
+        let g = Arc::clone(&gate);
+        let written = gate.write(|tx| {
+            tx.insert_run(&NewRun {
+                id: &run_id,
+                goal,
+                limits_json: &limits_json,
+                created_at: at,
+                lease_owner: &g.owner,
+                lease_expires_at: g.lease_expiry(),
+            })?;
+            for r in g.registry.iter() {
+                tx.insert_spec(&r.spec_hash, r.spec_json.as_str())?;
+            }
+            tx.append_event(&run_id, "", &at, EventType::RunCreated, &created)?;
+            tx.append_event(&run_id, "", &at, EventType::RunStarted, &payload::empty())?;
+            writes::open_next_or_settle(&g, tx, &mut draft, &[])
+        });
+        if let Err(e) = written {
+            if is_constraint(&e) {
+                return Err(Error::InvalidInput {
+                    what: "run id",
+                    detail: format!(
+                        "a run with id {run_id:?} already exists; choose another id, or resume it"
+                    ),
+                });
+            }
+            return Err(e);
+        }
+        let mut session = Session::new(gate, run, claim);
+        session.apply(draft);
+        Ok(session)
+    }
+
+    /// Folds a committed draft into the cached state.
+    pub(crate) fn apply(&mut self, draft: Draft) {
+        let same_step = match (&self.current, &draft.current) {
+            (Some(a), Some(b)) => a.id == b.id,
+            _ => false,
+        };
+        if !same_step {
+            self.handed_out = false;
+        }
+        self.run = draft.run;
+        if !draft.finished.is_empty() {
+            Arc::make_mut(&mut self.history).extend(draft.finished);
+        }
+        if !draft.approvals.is_empty() {
+            let list = Arc::make_mut(&mut self.approvals);
+            for a in draft.approvals {
+                match list.iter_mut().find(|x| x.id == a.id) {
+                    Some(slot) => *slot = a,
+                    None => list.push(a),
+                }
+            }
+        }
+        self.current = draft.current;
+        if draft.over {
+            self.state = State::Over;
+        }
+    }
+
+    fn draft(&self) -> Draft {
+        Draft::new(&self.run, None)
+    }
+
+    /// Refuses calls on a closed session.
+    fn usable(&self) -> Result<()> {
+        match &self.state {
+            State::Closed(cause) => Err(Error::SessionClosed {
+                cause: cause.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses calls once the run paused or ended.
+    fn active(&self) -> Result<()> {
+        self.usable()?;
+        if self.state == State::Over {
+            return Err(misuse(
+                &self.run,
+                "the session is over: the run paused or ended",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A failed write closes the session (the cause is kept).
+    fn closing<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r
+            && !matches!(e, Error::RunState { .. })
+        {
+            self.state = State::Closed(Some(e.to_string()));
+        }
+        r
+    }
+
+    /// Sets the cancellation signal the session's tool calls watch.
+    pub fn set_cancel(&mut self, cancel: Cancel) {
+        self.cancel = cancel;
+    }
+
+    /// The run as last written or read.
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// The open step, if any.
+    pub fn current(&self) -> Option<&Step> {
+        self.current.as_ref()
+    }
+
+    /// `true` once the run paused, ended, or the session was closed.
+    pub fn done(&self) -> bool {
+        self.state != State::Active
+    }
+
+    /// What an agent would be handed now: with an open step, exactly the
+    /// agent's input; otherwise the run and all its steps. Reads no clock.
+    pub fn input(&self) -> StepInput {
+        // With a step open, the agent sees the steps before it; otherwise
+        // (paused, ended) every step the run has.
+        let steps = match &self.current {
+            Some(step) if self.state != State::Active => {
+                let mut all = (*self.history).clone();
+                all.push(Arc::new(step.clone()));
+                Arc::new(all)
+            }
+            _ => Arc::clone(&self.history),
+        };
+        StepInput {
+            run: self.run.clone(),
+            steps,
+            approvals: Arc::clone(&self.approvals),
+            tools: self.gate.registry.specs(),
+        }
+    }
+
+    /// Opens the next step (limits checked first). `None` when a limit or
+    /// an earlier outcome ended the run.
+    pub async fn step(&mut self) -> Result<Option<StepInfo>> {
+        self.usable()?;
+        if self.state == State::Over {
+            return Ok(None);
+        }
+        if let Some(step) = &self.current {
+            if self.handed_out || self.allowed.is_some() {
+                return Err(misuse(
+                    &self.run,
+                    "a step is already open; propose a decision for it first",
+                ));
+            }
+            self.handed_out = true;
+            return Ok(Some(StepInfo {
+                id: step.id.clone(),
+                index: step.index,
+            }));
+        }
+        let gate = Arc::clone(&self.gate);
+        let history = Arc::clone(&self.history);
+        let mut draft = self.draft();
+        let r = gate.write(|tx| writes::open_next_or_settle(&gate, tx, &mut draft, &history));
+        self.closing(r)?;
+        self.apply(draft);
+        match &self.current {
+            Some(step) if self.state == State::Active => {
+                self.handed_out = true;
+                Ok(Some(StepInfo {
+                    id: step.id.clone(),
+                    index: step.index,
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Records a decision for the open step and decides it: invalid
+    /// decisions and policy denials fail the step (the run goes on), a
+    /// completion or failure ends the run, an approval pauses it, an
+    /// allowed request waits for [`Session::execute`].
+    pub async fn propose(&mut self, decision: crate::model::Decision) -> Result<Verdict> {
+        self.active()?;
+        let step = match &self.current {
+            Some(s)
+                if self.handed_out
+                    && s.status == StepStatus::Deciding
+                    && self.allowed.is_none() =>
+            {
+                s.clone()
+            }
+            Some(_) if self.allowed.is_some() => {
+                return Err(misuse(
+                    &self.run,
+                    "this step already has an allowed decision; execute it",
+                ));
+            }
+            _ => return Err(misuse(&self.run, "no open step; call step() first")),
+        };
+        let gate = Arc::clone(&self.gate);
+        let decided_at = gate.now();
+        let (recorded, problems) = RecordedDecision::record(&decision);
+        let registered = match recorded.kind {
+            DecisionKind::ToolCall => gate.registry.get(&recorded.tool),
+            _ => None,
+        };
+        let spec_hash = registered.map(|r| r.spec_hash.clone()).unwrap_or_default();
+        if let Some(problem) = invalid_reason(&recorded, &problems, registered) {
+            return self.record_invalid(step, recorded, spec_hash, decided_at, problem, false);
+        }
+        match recorded.kind {
+            DecisionKind::Complete => {
+                let result = recorded.result.clone();
+                self.record_end(
+                    step,
+                    recorded,
+                    decided_at,
+                    RunStatus::Completed,
+                    TerminalReason::GoalCompleted,
+                    String::new(),
+                    result,
+                )
+            }
+            DecisionKind::Fail => {
+                let message = recorded.message.clone();
+                self.record_end(
+                    step,
+                    recorded,
+                    decided_at,
+                    RunStatus::Failed,
+                    TerminalReason::GoalFailed,
+                    message,
+                    None,
+                )
+            }
+            _ => {
+                let Some(registered) = registered else {
+                    return Err(misuse(&self.run, "unregistered tool passed validation"));
+                };
+                let args = recorded.args_or_empty();
+                if let Err(problem) = registered.schema.check(&args) {
+                    return self
+                        .record_invalid(step, recorded, spec_hash, decided_at, problem, false);
+                }
+                let request = ToolRequest {
+                    run_id: self.run.id.clone(),
+                    step_id: step.id.clone(),
+                    spec: registered.spec.clone(),
+                    args,
+                };
+                let spec_json = registered.spec_json.clone();
+                let view = RunView {
+                    run: self.run.clone(),
+                    steps: Arc::clone(&self.history),
+                    approvals: Arc::clone(&self.approvals),
+                };
+                let counts = ViewCounts::of(&self.run, self.history.len(), self.approvals.len());
+                let answer = evaluate(&gate, &request, &view);
+                let policy_at = gate.now();
+                let policy = match answer {
+                    Err(e) => {
+                        return self.record_policy_error(step, recorded, spec_hash, decided_at, e);
+                    }
+                    Ok(p) => p,
+                };
+                let allowed = Allowed {
+                    request,
+                    spec_hash,
+                    spec_json,
+                    policy,
+                    view: counts,
+                    policy_at,
+                    grant: Grant::Fresh {
+                        decision: recorded,
+                        decided_at,
+                    },
+                };
+                match allowed.policy.outcome {
+                    Outcome::Allow => {
+                        let mut verdict = Verdict::of(VerdictOutcome::Allowed, &self.run);
+                        verdict.request = Some(allowed.request.clone());
+                        self.allowed = Some(allowed);
+                        Ok(verdict)
+                    }
+                    Outcome::Deny | Outcome::Abort => self.record_denied(step, allowed),
+                    Outcome::RequireApproval => self.pause(step, allowed),
+                }
+            }
+        }
+    }
+
+    /// After a guarded write found the run changed under it (an operator's
+    /// cancel, a lost lease): re-read the run and end the session.
+    pub(crate) fn changed_under_us(&mut self) -> Result<Verdict> {
+        let run = self.gate.store.get_run(&self.run.id)?;
+        if run.status == RunStatus::Running {
+            let (owner, _) = self.gate.store.lease(&run.id)?;
+            if owner != self.gate.owner {
+                self.state = State::Closed(Some("lost the lease".into()));
+                return Err(Error::LeaseLost { run: run.id });
+            }
+            return Err(misuse(&run, "the step changed under this session"));
+        }
+        self.run = run;
+        self.state = State::Over;
+        Ok(Verdict::of(VerdictOutcome::Ended, &self.run))
+    }
+
+    fn invalid_observation(problem: &str, on_resume: bool) -> Observation {
+        let summary = if on_resume {
+            format!("invalid decision on resume: {problem}")
+        } else {
+            format!("invalid decision: {problem}")
+        };
+        Observation::runtime(
+            ObservationKind::InvalidDecision,
+            &[("error", problem)],
+            summary,
+        )
+    }
+
+    pub(crate) fn record_invalid(
+        &mut self,
+        mut step: Step,
+        recorded: RecordedDecision,
+        spec_hash: String,
+        decided_at: Timestamp,
+        problem: String,
+        _on_resume: bool,
+    ) -> Result<Verdict> {
+        let gate = Arc::clone(&self.gate);
+        let history = Arc::clone(&self.history);
+        let observation = Session::invalid_observation(&problem, false);
+        let decision_json = to_json(&recorded);
+        step.decision = Some(recorded);
+        step.spec_hash = spec_hash.clone();
+        let mut draft = self.draft();
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let r = gate.write(|tx| {
+            let end_at = gate.now();
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step,
+                end_at,
+                StepEnd {
+                    status: StepStatus::Failed,
+                    observation: Some(observation.clone()),
+                    from: &[StepStatus::Deciding],
+                    run_guard: running(&gate),
+                    extra: StepChange {
+                        decision_json: Some(&decision_json),
+                        spec_hash: Some(&spec_hash),
+                        ..StepChange::default()
+                    },
+                    count_active: true,
+                },
+            )?;
+            if ended.is_none() {
+                return Ok(false);
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &decided_at,
+                EventType::StepDecided,
+                &decision_json,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &end_at,
+                EventType::StepFailed,
+                &payload::step_failed(&observation.summary, Some(&observation)),
+            )?;
+            writes::open_next_or_settle(&gate, tx, &mut draft, &history)?;
+            Ok(true)
+        });
+        if !self.closing(r)? {
+            return self.changed_under_us();
+        }
+        self.apply(draft);
+        let mut verdict = Verdict::of(VerdictOutcome::Denied, &self.run);
+        verdict.observation = Some(observation);
+        Ok(verdict)
+    }
+
+    /// A `complete` or `fail` decision: the step is done and the run ends.
+    #[allow(clippy::too_many_arguments)]
+    fn record_end(
+        &mut self,
+        mut step: Step,
+        recorded: RecordedDecision,
+        decided_at: Timestamp,
+        status: RunStatus,
+        reason: TerminalReason,
+        detail: String,
+        result: Option<Canonical>,
+    ) -> Result<Verdict> {
+        let gate = Arc::clone(&self.gate);
+        let decision_json = to_json(&recorded);
+        step.decision = Some(recorded);
+        let mut draft = self.draft();
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let r = gate.write(|tx| {
+            let end_at = gate.now();
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step,
+                end_at,
+                StepEnd {
+                    status: StepStatus::Done,
+                    observation: None,
+                    from: &[StepStatus::Deciding],
+                    run_guard: running(&gate),
+                    extra: StepChange {
+                        decision_json: Some(&decision_json),
+                        ..StepChange::default()
+                    },
+                    count_active: true,
+                },
+            )?;
+            if ended.is_none() {
+                return Ok(false);
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &decided_at,
+                EventType::StepDecided,
+                &decision_json,
+            )?;
+            writes::settle(
+                &gate,
+                tx,
+                &mut draft,
+                Settle {
+                    status,
+                    reason,
+                    detail,
+                    result: result.as_ref(),
+                    from: RunStatus::Running,
+                },
+            )?;
+            Ok(true)
+        });
+        if !self.closing(r)? {
+            return self.changed_under_us();
+        }
+        self.apply(draft);
+        Ok(Verdict::of(VerdictOutcome::Ended, &self.run))
+    }
+
+    fn record_policy_error(
+        &mut self,
+        mut step: Step,
+        recorded: RecordedDecision,
+        spec_hash: String,
+        decided_at: Timestamp,
+        error: PolicyError,
+    ) -> Result<Verdict> {
+        let gate = Arc::clone(&self.gate);
+        let internal = format!("internal: policy: {error}");
+        let observation = Observation::runtime(
+            ObservationKind::InvalidDecision,
+            &[("error", &internal)],
+            internal.clone(),
+        );
+        let decision_json = to_json(&recorded);
+        step.decision = Some(recorded);
+        step.spec_hash = spec_hash.clone();
+        let mut draft = self.draft();
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let r = gate.write(|tx| {
+            let end_at = gate.now();
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step,
+                end_at,
+                StepEnd {
+                    status: StepStatus::Failed,
+                    observation: Some(observation.clone()),
+                    from: &[StepStatus::Deciding],
+                    run_guard: running(&gate),
+                    extra: StepChange {
+                        decision_json: Some(&decision_json),
+                        spec_hash: Some(&spec_hash),
+                        ..StepChange::default()
+                    },
+                    count_active: true,
+                },
+            )?;
+            if ended.is_none() {
+                return Ok(false);
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &decided_at,
+                EventType::StepDecided,
+                &decision_json,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &end_at,
+                EventType::StepFailed,
+                &payload::step_failed(&format!("policy error: {error}"), Some(&observation)),
+            )?;
+            writes::settle(
+                &gate,
+                tx,
+                &mut draft,
+                Settle {
+                    status: RunStatus::Failed,
+                    reason: TerminalReason::InternalError,
+                    detail: format!("policy: {error}"),
+                    result: None,
+                    from: RunStatus::Running,
+                },
+            )?;
+            Ok(true)
+        });
+        if !self.closing(r)? {
+            return self.changed_under_us();
+        }
+        self.apply(draft);
+        let mut verdict = Verdict::of(VerdictOutcome::Ended, &self.run);
+        verdict.observation = Some(observation);
+        Ok(verdict)
+    }
+
+    /// A denial (the run goes on) or an abort (the run ends).
+    fn record_denied(&mut self, mut step: Step, allowed: Allowed) -> Result<Verdict> {
+        let Grant::Fresh {
+            decision,
+            decided_at,
+        } = allowed.grant
+        else {
+            return Err(misuse(
+                &self.run,
+                "a resumed request is denied through resume",
+            ));
+        };
+        let gate = Arc::clone(&self.gate);
+        let history = Arc::clone(&self.history);
+        let abort = allowed.policy.outcome == Outcome::Abort;
+        let reason = allowed.policy.reason.clone();
+        let verb = if abort { "aborted" } else { "denied" };
+        let observation = Observation::runtime(
+            ObservationKind::PolicyDenied,
+            &[("tool", &allowed.request.spec.name), ("reason", &reason)],
+            format!("{verb}: {reason}"),
+        );
+        let decision_json = to_json(&decision);
+        let policy_json = to_json(&allowed.policy);
+        let policy_payload = payload::step_policy(
+            &allowed.policy,
+            &gate.policy_id,
+            &allowed.spec_hash,
+            Some(allowed.view),
+        );
+        step.decision = Some(decision);
+        step.policy = Some(allowed.policy.clone());
+        step.spec_hash = allowed.spec_hash.clone();
+        step.policy_id = gate.policy_id.clone();
+        let mut draft = self.draft();
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let r = gate.write(|tx| {
+            let end_at = gate.now();
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step,
+                end_at,
+                StepEnd {
+                    status: StepStatus::Failed,
+                    observation: Some(observation.clone()),
+                    from: &[StepStatus::Deciding],
+                    run_guard: running(&gate),
+                    extra: StepChange {
+                        decision_json: Some(&decision_json),
+                        policy_json: Some(&policy_json),
+                        spec_hash: Some(&allowed.spec_hash),
+                        policy_id: Some(&gate.policy_id),
+                        ..StepChange::default()
+                    },
+                    count_active: true,
+                },
+            )?;
+            if ended.is_none() {
+                return Ok(false);
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &decided_at,
+                EventType::StepDecided,
+                &decision_json,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &allowed.policy_at,
+                EventType::StepPolicy,
+                &policy_payload,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &end_at,
+                EventType::StepFailed,
+                &payload::step_failed(&observation.summary, Some(&observation)),
+            )?;
+            if abort {
+                writes::settle(
+                    &gate,
+                    tx,
+                    &mut draft,
+                    Settle {
+                        status: RunStatus::Failed,
+                        reason: TerminalReason::PolicyAbort,
+                        detail: reason.clone(),
+                        result: None,
+                        from: RunStatus::Running,
+                    },
+                )?;
+            } else {
+                writes::open_next_or_settle(&gate, tx, &mut draft, &history)?;
+            }
+            Ok(true)
+        });
+        if !self.closing(r)? {
+            return self.changed_under_us();
+        }
+        self.apply(draft);
+        let outcome = if abort {
+            VerdictOutcome::Ended
+        } else {
+            VerdictOutcome::Denied
+        };
+        let mut verdict = Verdict::of(outcome, &self.run);
+        verdict.request = Some(allowed.request);
+        verdict.observation = Some(observation);
+        Ok(verdict)
+    }
+
+    /// Builds the approval a `require_approval` decision asks for.
+    pub(crate) fn new_approval(
+        &self,
+        step_id: &str,
+        allowed: &Allowed,
+        created_at: Timestamp,
+    ) -> Result<Approval> {
+        let request = request_json(&allowed.request)?;
+        let capability = allowed
+            .policy
+            .capability
+            .clone()
+            .unwrap_or_else(Canonical::empty_object);
+        let presentation = allowed
+            .policy
+            .presentation
+            .clone()
+            .unwrap_or_else(Canonical::empty_object);
+        let hash = approval_hash(&allowed.policy.kind, &capability, &presentation, &request);
+        let ttl = self.run.limits.approval_ttl_ms;
+        Ok(Approval {
+            id: self.gate.new_id(),
+            run_id: self.run.id.clone(),
+            step_id: step_id.to_owned(),
+            kind: allowed.policy.kind.clone(),
+            capability,
+            presentation,
+            request,
+            hash,
+            status: ApprovalStatus::Pending,
+            created_at,
+            expires_at: (ttl > 0).then(|| created_at.add(std::time::Duration::from_millis(ttl))),
+            decided_at: None,
+            decided_by: String::new(),
+            note: String::new(),
+            decode_error: None,
+        })
+    }
+
+    /// Pauses the run for an operator: the approval, the step awaiting it,
+    /// the run WAITING (lease cleared), `step.policy`, `approval.requested`.
+    fn pause(&mut self, mut step: Step, allowed: Allowed) -> Result<Verdict> {
+        let Grant::Fresh {
+            decision,
+            decided_at,
+        } = allowed.grant.clone()
+        else {
+            return Err(misuse(&self.run, "a resumed request pauses through resume"));
+        };
+        let gate = Arc::clone(&self.gate);
+        let created_at = gate.now();
+        let approval = self.new_approval(&step.id, &allowed, created_at)?;
+        let decision_json = to_json(&decision);
+        let policy_json = to_json(&allowed.policy);
+        let policy_payload = payload::step_policy(
+            &allowed.policy,
+            &gate.policy_id,
+            &allowed.spec_hash,
+            Some(allowed.view),
+        );
+        let requested = payload::approval_requested(
+            &approval.id,
+            &approval.kind,
+            &allowed.policy.reason,
+            &approval.capability,
+            &approval.presentation,
+            &approval.hash,
+        );
+        step.decision = Some(decision);
+        step.policy = Some(allowed.policy.clone());
+        step.spec_hash = allowed.spec_hash.clone();
+        step.policy_id = gate.policy_id.clone();
+        step.status = StepStatus::AwaitingApproval;
+        let mut draft = self.draft();
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let r = gate.write(|tx| {
+            let guard = StepGuard {
+                statuses: &[StepStatus::Deciding],
+                run: Some((&run_id, running(&gate))),
+            };
+            let change = StepChange {
+                status: Some(StepStatus::AwaitingApproval),
+                decision_json: Some(&decision_json),
+                policy_json: Some(&policy_json),
+                spec_hash: Some(&allowed.spec_hash),
+                policy_id: Some(&gate.policy_id),
+                ..StepChange::default()
+            };
+            if !tx.update_step(&step_id, &guard, &change)? {
+                return Ok(false);
+            }
+            tx.insert_approval(&approval)?;
+            let paused = tx.update_run(
+                &run_id,
+                &running(&gate),
+                &RunChange {
+                    status: Some(RunStatus::WaitingForApproval),
+                    lease: LeaseChange::Clear,
+                    ..RunChange::default()
+                },
+            )?;
+            if !paused {
+                return Err(writes::state_error(&gate, tx, &run_id, "pause the run"));
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &decided_at,
+                EventType::StepDecided,
+                &decision_json,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &allowed.policy_at,
+                EventType::StepPolicy,
+                &policy_payload,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &created_at,
+                EventType::ApprovalRequested,
+                &requested,
+            )?;
+            Ok(true)
+        });
+        if !self.closing(r)? {
+            return self.changed_under_us();
+        }
+        draft.run.status = RunStatus::WaitingForApproval;
+        draft.current = Some(step);
+        draft.approvals.push(approval.clone());
+        draft.over = true;
+        self.apply(draft);
+        let mut verdict = Verdict::of(VerdictOutcome::Pending, &self.run);
+        verdict.request = Some(allowed.request);
+        verdict.approval = Some(approval);
+        Ok(verdict)
+    }
+
+    /// Runs the allowed request once and records its outcome.
+    ///
+    /// Returns the observation; if the caller cancelled while the tool ran,
+    /// the outcome is recorded first and [`Error::Cancelled`] returned.
+    pub async fn execute(&mut self) -> Result<Observation> {
+        self.usable()?;
+        let Some(allowed) = self.allowed.take() else {
+            return Err(misuse(
+                &self.run,
+                "nothing to execute: no allowed request on this step",
+            ));
+        };
+        let Some(mut step) = self.current.clone() else {
+            return Err(misuse(&self.run, "nothing to execute: no open step"));
+        };
+        let gate = Arc::clone(&self.gate);
+        let Some(registered) = gate.registry.get(&allowed.request.spec.name) else {
+            return Err(misuse(&self.run, "the allowed tool is not registered"));
+        };
+        let tool = Arc::clone(&registered.tool);
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let policy_payload = payload::step_policy(
+            &allowed.policy,
+            &gate.policy_id,
+            &allowed.spec_hash,
+            Some(allowed.view),
+        );
+        let mut draft = self.draft();
+
+        // Write group 1: make "this tool is about to run" durable.
+        let started = match &allowed.grant {
+            Grant::Fresh {
+                decision,
+                decided_at,
+            } => {
+                let decision_json = to_json(decision);
+                let policy_json = to_json(&allowed.policy);
+                let tool_started =
+                    payload::tool_started(&allowed.request.spec.name, &allowed.request.args, None);
+                step.decision = Some(decision.clone());
+                step.policy = Some(allowed.policy.clone());
+                step.spec_hash = allowed.spec_hash.clone();
+                step.policy_id = gate.policy_id.clone();
+                let r = gate.write(|tx| {
+                    let wall = Timestamp::now();
+                    let guard = StepGuard {
+                        statuses: &[StepStatus::Deciding],
+                        run: Some((
+                            &run_id,
+                            RunGuard {
+                                lease_live_at: Some(wall),
+                                ..running(&gate)
+                            },
+                        )),
+                    };
+                    let change = StepChange {
+                        status: Some(StepStatus::Executing),
+                        decision_json: Some(&decision_json),
+                        policy_json: Some(&policy_json),
+                        spec_hash: Some(&allowed.spec_hash),
+                        policy_id: Some(&gate.policy_id),
+                        ..StepChange::default()
+                    };
+                    if !tx.update_step(&step_id, &guard, &change)? {
+                        return Ok(false);
+                    }
+                    tx.append_event(
+                        &run_id,
+                        &step_id,
+                        decided_at,
+                        EventType::StepDecided,
+                        &decision_json,
+                    )?;
+                    tx.append_event(
+                        &run_id,
+                        &step_id,
+                        &allowed.policy_at,
+                        EventType::StepPolicy,
+                        &policy_payload,
+                    )?;
+                    tx.append_event(
+                        &run_id,
+                        &step_id,
+                        &allowed.policy_at,
+                        EventType::StepToolStarted,
+                        &tool_started,
+                    )?;
+                    Ok(true)
+                });
+                self.closing(r)?
+            }
+            Grant::Resumed {
+                approval_id,
+                resumed_at,
+                granted_at,
+            } => {
+                let start_at = gate.now();
+                let grant_ttl = self.run.limits.grant_ttl_ms;
+                if let Some(granted) = granted_at
+                    && grant_ttl > 0
+                    && start_at > granted.add(std::time::Duration::from_millis(grant_ttl))
+                {
+                    return self.expire_grant_at_execute(approval_id.clone(), start_at);
+                }
+                let tool_started = payload::tool_started(
+                    &allowed.request.spec.name,
+                    &allowed.request.args,
+                    Some(approval_id),
+                );
+                let resumed = payload::run_resumed_approval(approval_id);
+                step.started_at = start_at;
+                let r = gate.write(|tx| {
+                    let guard = RunGuard {
+                        statuses: &[RunStatus::WaitingForApproval],
+                        ..RunGuard::default()
+                    };
+                    let change = RunChange {
+                        status: Some(RunStatus::Running),
+                        lease: LeaseChange::Set {
+                            owner: &gate.owner,
+                            expires_at: gate.lease_expiry(),
+                        },
+                        ..RunChange::default()
+                    };
+                    if !tx.update_run(&run_id, &guard, &change)? {
+                        return Ok(false);
+                    }
+                    tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
+                    let moved = tx.update_step(
+                        &step_id,
+                        &StepGuard {
+                            statuses: &[StepStatus::AwaitingApproval],
+                            run: None,
+                        },
+                        &StepChange {
+                            status: Some(StepStatus::Executing),
+                            started_at: Some(start_at),
+                            ..StepChange::default()
+                        },
+                    )?;
+                    if !moved {
+                        return Err(misuse(
+                            &draft.run,
+                            "the awaiting step changed under this session",
+                        ));
+                    }
+                    tx.append_event(&run_id, "", resumed_at, EventType::RunResumed, &resumed)?;
+                    tx.append_event(
+                        &run_id,
+                        &step_id,
+                        resumed_at,
+                        EventType::StepPolicy,
+                        &policy_payload,
+                    )?;
+                    tx.append_event(
+                        &run_id,
+                        &step_id,
+                        &start_at,
+                        EventType::StepToolStarted,
+                        &tool_started,
+                    )?;
+                    Ok(true)
+                });
+                let ok = self.closing(r)?;
+                if ok {
+                    draft.run.status = RunStatus::Running;
+                    self.run.status = RunStatus::Running;
+                    self.state = State::Active;
+                }
+                ok
+            }
+        };
+        if !started {
+            self.changed_under_us()?;
+            return Err(misuse(
+                &self.run,
+                "the run changed before the tool started; nothing ran",
+            ));
+        }
+        step.status = StepStatus::Executing;
+        self.current = Some(step.clone());
+
+        // The effect.
+        let call = crate::model::ToolCall {
+            run_id: run_id.clone(),
+            step_id: step_id.clone(),
+            args: allowed.request.args.clone(),
+            cancel: self.cancel.clone(),
+        };
+        let ran = tool_run::run(tool, call, allowed.request.spec.timeout_ms, &self.cancel).await;
+        let tool_name = allowed.request.spec.name.clone();
+        let outcome = tool_run::observe(&tool_name, ran);
+        let observation = outcome.observation.clone();
+        let cancelled = observation.kind == ObservationKind::Interrupted;
+        let status = match observation.kind {
+            ObservationKind::ToolResult => StepStatus::Done,
+            ObservationKind::Interrupted => StepStatus::Interrupted,
+            _ => StepStatus::Failed,
+        };
+        let terminal = allowed.request.spec.terminal && status == StepStatus::Done;
+        let history = Arc::clone(&self.history);
+
+        // Write group 2: the outcome, with the next step or the run's end.
+        let mut end_at_seen = None;
+        let r = gate.write(|tx| {
+            let end_at = gate.now();
+            end_at_seen = Some(end_at);
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step.clone(),
+                end_at,
+                StepEnd {
+                    status,
+                    observation: Some(observation.clone()),
+                    from: &[StepStatus::Executing],
+                    run_guard: running(&gate),
+                    extra: StepChange::default(),
+                    count_active: true,
+                },
+            )?;
+            if ended.is_none() {
+                return Ok(false);
+            }
+            let duration = end_at.millis_since(&step.started_at);
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &end_at,
+                EventType::StepToolFinished,
+                &payload::tool_finished(&tool_name, duration, &observation, false),
+            )?;
+            if status == StepStatus::Failed {
+                tx.append_event(
+                    &run_id,
+                    &step_id,
+                    &end_at,
+                    EventType::StepFailed,
+                    &payload::step_failed(&observation.summary, Some(&observation)),
+                )?;
+            }
+            if let Some(detail) = &outcome.abort {
+                writes::settle(
+                    &gate,
+                    tx,
+                    &mut draft,
+                    Settle {
+                        status: RunStatus::Failed,
+                        reason: TerminalReason::ToolAbort,
+                        detail: detail.clone(),
+                        result: None,
+                        from: RunStatus::Running,
+                    },
+                )?;
+            } else if terminal {
+                writes::settle(
+                    &gate,
+                    tx,
+                    &mut draft,
+                    Settle {
+                        status: RunStatus::Completed,
+                        reason: TerminalReason::GoalCompleted,
+                        detail: format!("terminal tool {tool_name}"),
+                        result: observation.content.as_ref(),
+                        from: RunStatus::Running,
+                    },
+                )?;
+            } else if cancelled {
+                tx.update_run(
+                    &run_id,
+                    &running(&gate),
+                    &RunChange {
+                        lease: LeaseChange::Clear,
+                        ..RunChange::default()
+                    },
+                )?;
+            } else {
+                writes::open_next_or_settle(&gate, tx, &mut draft, &history)?;
+            }
+            Ok(true)
+        });
+        let recorded = self.closing(r)?;
+        if !recorded {
+            return self.record_late(&tool_name, &step, end_at_seen, observation);
+        }
+        self.apply(draft);
+        if cancelled || self.cancel.is_cancelled() {
+            self.state = State::Closed(Some("cancelled by the caller".into()));
+            return Err(Error::Cancelled);
+        }
+        Ok(observation)
+    }
+
+    /// The tool finished after an operator ended the run: the outcome goes
+    /// into a late `step.tool_finished` after `run.finished`; the step row
+    /// and the run stay as the operator left them.
+    fn record_late(
+        &mut self,
+        tool: &str,
+        step: &Step,
+        end_at: Option<Timestamp>,
+        observation: Observation,
+    ) -> Result<Observation> {
+        let run = self.gate.store.get_run(&self.run.id)?;
+        if !run.status.is_terminal() {
+            self.changed_under_us()?;
+            return Err(misuse(&self.run, "the step changed while its tool ran"));
+        }
+        let gate = Arc::clone(&self.gate);
+        let at = end_at.unwrap_or_else(|| gate.now());
+        let duration = at.millis_since(&step.started_at);
+        let late = payload::tool_finished(tool, duration, &observation, true);
+        let r = gate.write(|tx| {
+            tx.append_event(&run.id, &step.id, &at, EventType::StepToolFinished, &late)
+        });
+        self.closing(r)?;
+        self.run = run;
+        self.state = State::Over;
+        self.current = None;
+        Ok(observation)
+    }
+
+    /// A grant that lapsed between attach and execute (grant TTL).
+    fn expire_grant_at_execute(
+        &mut self,
+        approval_id: String,
+        at: Timestamp,
+    ) -> Result<Observation> {
+        let r = super::resume::expire(self, &approval_id, at, true);
+        self.closing(r)?;
+        Err(Error::ApprovalExpired {
+            approval: approval_id,
+        })
+    }
+
+    /// Ends the run because the agent could not decide (like an agent
+    /// error in the Driver). A cancellation leaves the step in flight.
+    pub async fn fail(&mut self, error: AgentError) -> Result<Run> {
+        self.active()?;
+        if error == AgentError::Cancelled {
+            self.state = State::Closed(Some("cancelled by the caller".into()));
+            return Err(Error::Cancelled);
+        }
+        let Some(step) = self.current.clone() else {
+            return Err(misuse(&self.run, "no open step to fail"));
+        };
+        let reason = match &error {
+            AgentError::Limit { reason, .. } => *reason,
+            AgentError::ModelUnavailable { .. } => TerminalReason::ModelUnavailable,
+            _ => TerminalReason::AgentError,
+        };
+        let detail = error.to_string();
+        let gate = Arc::clone(&self.gate);
+        let mut draft = self.draft();
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let r = gate.write(|tx| {
+            let end_at = gate.now();
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step,
+                end_at,
+                StepEnd {
+                    status: StepStatus::Failed,
+                    observation: None,
+                    from: &[StepStatus::Deciding],
+                    run_guard: running(&gate),
+                    extra: StepChange::default(),
+                    count_active: true,
+                },
+            )?;
+            if ended.is_none() {
+                return Ok(false);
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &end_at,
+                EventType::StepFailed,
+                &payload::step_failed(&format!("agent error: {detail}"), None),
+            )?;
+            writes::settle(
+                &gate,
+                tx,
+                &mut draft,
+                Settle {
+                    status: RunStatus::Failed,
+                    reason,
+                    detail: detail.clone(),
+                    result: None,
+                    from: RunStatus::Running,
+                },
+            )?;
+            Ok(true)
+        });
+        if !self.closing(r)? {
+            self.changed_under_us()?;
+            return Ok(self.run.clone());
+        }
+        self.apply(draft);
+        Ok(self.run.clone())
+    }
+
+    /// Releases the lease and ends the session; an open step is left as a
+    /// crash would leave it. A no-op on a closed session.
+    pub async fn close(&mut self) -> Result<()> {
+        if matches!(self.state, State::Closed(_)) {
+            return Ok(());
+        }
+        let was_active = self.state == State::Active;
+        self.state = State::Closed(None);
+        if was_active {
+            let gate = Arc::clone(&self.gate);
+            let run_id = self.run.id.clone();
+            gate.write(|tx| {
+                tx.update_run(
+                    &run_id,
+                    &RunGuard {
+                        lease_owner: Some(&gate.owner),
+                        ..RunGuard::default()
+                    },
+                    &RunChange {
+                        lease: LeaseChange::Clear,
+                        ..RunChange::default()
+                    },
+                )
+            })?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,40 @@
+//! # agentrt
+//!
+//! Deterministic control of the effects of tool-using AI agents. A model
+//! proposes an action; agentrt decides, executes and records it: every tool
+//! request is recorded exactly, checked against the tool's JSON Schema and
+//! put to a policy written in code; approvals are bound by hash to the exact
+//! request; limits are enforced before dispatch; and the audit log is
+//! written in the same SQLite transaction as the state it explains.
+
+pub mod agent;
+pub mod approval;
+pub mod cancel;
+pub mod chain;
+pub mod clock;
+pub mod driver;
+mod error;
+mod expiry;
+pub mod gate;
+pub mod ids;
+pub mod json;
+pub mod model;
+pub mod operator;
+pub mod policy;
+mod registry;
+pub mod store;
+pub mod text;
+
+pub use agent::{Agent, AgentError, Observer, ScriptedAgent, StepInput};
+pub use cancel::{Cancel, CancelHandle, cancel_pair};
+pub use clock::{Clock, ManualClock, Timestamp, system_clock};
+pub use driver::Driver;
+pub use error::{Error, Result};
+pub use gate::{Gate, GateConfig, Session, StepInfo, Verdict, VerdictOutcome};
+pub use ids::{IdSource, random_id, random_ids, sequential_ids};
+pub use json::{Canonical, JsonError};
+pub use model::*;
+pub use operator::{DecideOptions, Operator};
+pub use policy::{DefaultPolicy, Policy, PolicyError, SideEffectPolicy};
+pub use registry::{ToolSchema, check_args};
+pub use store::{Durability, Page, Store, StoreOptions};

@@ -1,0 +1,110 @@
+use serde::{Deserialize, Serialize};
+
+use super::text_enum;
+use crate::json::{Canonical, write_string};
+
+text_enum! {
+    /// What kind of outcome a step observed.
+    pub enum ObservationKind {
+        /// The tool ran and returned content.
+        ToolResult => "tool_result",
+        /// The tool failed, timed out, panicked, aborted or returned bad content.
+        ToolError => "tool_error",
+        /// The policy (or an operator's rejection) refused the call.
+        PolicyDenied => "policy_denied",
+        /// The decision could not be acted on.
+        InvalidDecision => "invalid_decision",
+        /// The step was cut short; its outcome is unknown.
+        Interrupted => "interrupted",
+    }
+}
+
+/// What a step observed: a tool's content, or an outcome the runtime wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The kind of outcome.
+    pub kind: ObservationKind,
+    /// The content, canonical.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Canonical>,
+    /// One line for people and for models beyond the recent window.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
+    /// Hash of the canonical content (empty without content).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub content_hash: String,
+}
+
+impl Observation {
+    /// An observation with `content`; the hash is computed here.
+    pub fn new(
+        kind: ObservationKind,
+        content: Option<Canonical>,
+        summary: impl Into<String>,
+    ) -> Observation {
+        let content_hash = content.as_ref().map(Canonical::hash).unwrap_or_default();
+        Observation {
+            kind,
+            content,
+            summary: summary.into(),
+            content_hash,
+        }
+    }
+
+    /// An observation the runtime writes: content is an object of string
+    /// fields.
+    pub fn runtime(
+        kind: ObservationKind,
+        fields: &[(&str, &str)],
+        summary: impl Into<String>,
+    ) -> Observation {
+        Observation::new(kind, Some(string_object(fields)), summary)
+    }
+
+    /// `true` unless the tool ran and returned content.
+    pub fn is_failure(&self) -> bool {
+        self.kind != ObservationKind::ToolResult
+    }
+}
+
+/// A canonical JSON object of string members (keys sorted here, so the
+/// result is canonical without a parse).
+pub(crate) fn string_object(fields: &[(&str, &str)]) -> Canonical {
+    let mut sorted: Vec<&(&str, &str)> = fields.iter().collect();
+    sorted.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    sorted.dedup_by(|a, b| a.0 == b.0);
+    let mut out = String::with_capacity(64);
+    out.push('{');
+    for (i, (k, v)) in sorted.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(&mut out, k);
+        out.push(':');
+        write_string(&mut out, v);
+    }
+    out.push('}');
+    // Built from escaped strings with sorted unique keys: always canonical.
+    Canonical::assume_canonical(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_content_is_sorted_and_hashed() {
+        let o = Observation::runtime(
+            ObservationKind::PolicyDenied,
+            &[("tool", "rm"), ("reason", "no <deletes> & \"no\" undo")],
+            "denied: no deletes",
+        );
+        let content = o.content.clone().unwrap();
+        assert_eq!(
+            content.as_str(),
+            r#"{"reason":"no <deletes> & \"no\" undo","tool":"rm"}"#
+        );
+        assert_eq!(o.content_hash, content.hash());
+        assert!(o.is_failure());
+    }
+}

@@ -1,0 +1,404 @@
+//! What an operator does to runs from outside the loop: approve or reject
+//! a pending approval, cancel a run. Each is one transaction; the checks
+//! run inside it.
+
+use std::sync::Arc;
+
+use crate::agent::Observer;
+use crate::clock::{Clock, Timestamp, system_clock};
+use crate::error::{Error, Result};
+use crate::expiry::write_expiry;
+use crate::gate::payload;
+use crate::gate::resume_check_hash as check_hash;
+use crate::model::{
+    Approval, ApprovalStatus, EventType, Observation, ObservationKind, Run, RunStatus, StepStatus,
+    TerminalReason,
+};
+use crate::store::{
+    ApprovalChange, LeaseChange, RunChange, RunGuard, StepChange, StepGuard, Store, WriteTx,
+};
+
+/// Decides approvals and cancels runs with a chosen clock.
+///
+/// The free functions [`approve`], [`reject`] and [`cancel`] use the wall
+/// clock and no observer.
+#[derive(Clone)]
+pub struct Operator {
+    store: Store,
+    observer: Option<Arc<dyn Observer>>,
+    clock: Clock,
+}
+
+/// What the operator decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    Approve,
+    Reject,
+}
+
+/// A decision, and the hash of the approval it applies to when that was
+/// shown to the operator first.
+#[derive(Debug, Clone, Default)]
+pub struct DecideOptions<'a> {
+    /// Who decides (an unverified label).
+    pub by: &'a str,
+    /// A note for the record.
+    pub note: &'a str,
+    /// The hash that was shown: the decision applies only if the stored
+    /// approval still has it. `Some("")` is refused.
+    pub shown_hash: Option<&'a str>,
+}
+
+enum Decided {
+    Done(Box<Approval>),
+    Expired(String),
+}
+
+impl Operator {
+    /// An operator on `store` with the system clock.
+    pub fn new(store: Store) -> Operator {
+        Operator {
+            store,
+            observer: None,
+            clock: system_clock(),
+        }
+    }
+
+    /// Sets the clock.
+    pub fn with_clock(mut self, clock: Clock) -> Operator {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the observer.
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Operator {
+        self.observer = Some(observer);
+        self
+    }
+
+    fn write<T>(&self, f: impl FnOnce(&mut WriteTx<'_>) -> Result<T>) -> Result<T> {
+        let (value, events) = self.store.write(f)?;
+        if let Some(observer) = &self.observer {
+            for event in &events {
+                observer.observe(event);
+            }
+        }
+        Ok(value)
+    }
+
+    /// Approves a pending approval. The run stays waiting until its
+    /// consumer resumes it.
+    pub fn approve(
+        &self,
+        run_id: &str,
+        approval_id: &str,
+        options: &DecideOptions<'_>,
+    ) -> Result<Approval> {
+        self.decide(run_id, approval_id, options, Verb::Approve)
+    }
+
+    /// Rejects a pending approval: the step fails and the run is cancelled
+    /// (`approval_rejected`).
+    pub fn reject(
+        &self,
+        run_id: &str,
+        approval_id: &str,
+        options: &DecideOptions<'_>,
+    ) -> Result<Approval> {
+        self.decide(run_id, approval_id, options, Verb::Reject)
+    }
+
+    fn decide(
+        &self,
+        run_id: &str,
+        approval_id: &str,
+        options: &DecideOptions<'_>,
+        verb: Verb,
+    ) -> Result<Approval> {
+        let decided = self.write(|tx| {
+            let run = tx.run(run_id)?.ok_or_else(|| Error::NotFound {
+                what: "run",
+                id: run_id.to_owned(),
+            })?;
+            let approval = tx
+                .approval(run_id, approval_id)?
+                .ok_or_else(|| Error::NotFound {
+                    what: "approval",
+                    id: approval_id.to_owned(),
+                })?;
+            if run.status != RunStatus::WaitingForApproval {
+                return Err(Error::RunState {
+                    run: run.id,
+                    status: run.status,
+                    detail: "only a run waiting for approval can have an approval decided".into(),
+                });
+            }
+            match approval.status {
+                ApprovalStatus::Pending => {}
+                ApprovalStatus::Expired => {
+                    return Err(Error::ApprovalExpired {
+                        approval: approval.id,
+                    });
+                }
+                status => {
+                    return Err(Error::NotPending {
+                        approval: approval.id,
+                        status,
+                    });
+                }
+            }
+            if let Some(shown) = options.shown_hash
+                && (shown.is_empty() || shown != approval.hash)
+            {
+                return Err(Error::ApprovalChanged {
+                    approval: approval.id,
+                    shown: shown.to_owned(),
+                    stored: approval.hash,
+                });
+            }
+            check_hash(&approval)?;
+            let latest = tx
+                .approvals(run_id)?
+                .into_iter()
+                .rev()
+                .find(|a| a.step_id == approval.step_id)
+                .map(|a| a.id);
+            if let Some(latest) = latest
+                && latest != approval.id
+            {
+                return Err(Error::ApprovalSuperseded {
+                    approval: approval.id,
+                    latest,
+                });
+            }
+            let now = (self.clock)();
+            if approval.expires_at.is_some_and(|e| now >= e) {
+                write_expiry(tx, &approval, now)?;
+                return Ok(Decided::Expired(approval.id));
+            }
+            let status = match verb {
+                Verb::Approve => ApprovalStatus::Approved,
+                Verb::Reject => ApprovalStatus::Rejected,
+            };
+            let changed = tx.update_approval(
+                &approval.id,
+                &ApprovalChange {
+                    status,
+                    from: ApprovalStatus::Pending,
+                    hash: &approval.hash,
+                    decided_at: Some(now),
+                    decided_by: Some(options.by),
+                    note: Some(options.note),
+                },
+            )?;
+            if !changed {
+                return Err(Error::NotPending {
+                    approval: approval.id,
+                    status: approval.status,
+                });
+            }
+            tx.append_event(
+                run_id,
+                &approval.step_id,
+                &now,
+                EventType::ApprovalDecided,
+                &payload::approval_decided(&approval.id, status.as_str(), options.by, options.note),
+            )?;
+            if verb == Verb::Reject {
+                reject_run(tx, &run, &approval, options.note, now)?;
+            }
+            Ok(Decided::Done(Box::new(Approval {
+                status,
+                decided_at: Some(now),
+                decided_by: options.by.to_owned(),
+                note: options.note.to_owned(),
+                ..approval
+            })))
+        })?;
+        match decided {
+            Decided::Done(approval) => Ok(*approval),
+            Decided::Expired(id) => Err(Error::ApprovalExpired { approval: id }),
+        }
+    }
+
+    /// Cancels a run that has not finished: in-flight steps fail with the
+    /// cancel observation, the run is CANCELLED (`operator_cancelled`).
+    /// A live loop stops at its next write. Needs no lease.
+    pub fn cancel(&self, run_id: &str, by: &str, note: &str) -> Result<Run> {
+        self.write(|tx| {
+            let run = tx.run(run_id)?.ok_or_else(|| Error::NotFound {
+                what: "run",
+                id: run_id.to_owned(),
+            })?;
+            if run.status.is_terminal() {
+                return Err(Error::RunState {
+                    run: run.id,
+                    status: run.status,
+                    detail: format!("already {}", run.status),
+                });
+            }
+            let now = (self.clock)();
+            let summary = format!("cancelled by operator: {note}");
+            let observation = Observation::runtime(
+                ObservationKind::Interrupted,
+                &[("by", by), ("note", note)],
+                summary,
+            );
+            let observation_json = serde_json::to_string(&observation).unwrap_or_default();
+            let in_flight = [
+                StepStatus::Deciding,
+                StepStatus::AwaitingApproval,
+                StepStatus::Executing,
+            ];
+            for step in tx
+                .steps(run_id)?
+                .into_iter()
+                .filter(|s| in_flight.contains(&s.status))
+            {
+                tx.update_step(
+                    &step.id,
+                    &StepGuard {
+                        statuses: &in_flight,
+                        run: None,
+                    },
+                    &StepChange {
+                        status: Some(StepStatus::Failed),
+                        observation: Some((&observation_json, &observation.content_hash)),
+                        finished_at: Some(Some(now)),
+                        ..StepChange::default()
+                    },
+                )?;
+            }
+            let cancelled = tx.update_run(
+                run_id,
+                &RunGuard {
+                    statuses: &[RunStatus::Running, RunStatus::WaitingForApproval],
+                    ..RunGuard::default()
+                },
+                &RunChange {
+                    status: Some(RunStatus::Cancelled),
+                    reason: Some((TerminalReason::OperatorCancelled, note)),
+                    finished_at: Some(now),
+                    lease: LeaseChange::Clear,
+                    ..RunChange::default()
+                },
+            )?;
+            if !cancelled {
+                return Err(Error::RunState {
+                    run: run.id,
+                    status: run.status,
+                    detail: "the run changed while it was being cancelled".into(),
+                });
+            }
+            tx.append_event(
+                run_id,
+                "",
+                &now,
+                EventType::RunFinished,
+                &payload::run_finished(
+                    RunStatus::Cancelled,
+                    TerminalReason::OperatorCancelled,
+                    note,
+                    run.step_count,
+                    Some(by),
+                ),
+            )?;
+            Ok(Run {
+                status: RunStatus::Cancelled,
+                reason: Some(TerminalReason::OperatorCancelled),
+                reason_detail: note.to_owned(),
+                finished_at: Some(now),
+                ..run
+            })
+        })
+    }
+}
+
+/// A rejection: the step fails with the rejection observation (its
+/// decision and policy untouched), the run is cancelled.
+fn reject_run(
+    tx: &mut WriteTx<'_>,
+    run: &Run,
+    approval: &Approval,
+    note: &str,
+    now: Timestamp,
+) -> Result<()> {
+    let observation = Observation::runtime(
+        ObservationKind::PolicyDenied,
+        &[("approval_id", &approval.id), ("note", note)],
+        format!("approval rejected: {note}"),
+    );
+    let observation_json = serde_json::to_string(&observation).unwrap_or_default();
+    tx.update_step(
+        &approval.step_id,
+        &StepGuard {
+            statuses: &[StepStatus::AwaitingApproval],
+            run: None,
+        },
+        &StepChange {
+            status: Some(StepStatus::Failed),
+            observation: Some((&observation_json, &observation.content_hash)),
+            finished_at: Some(Some(now)),
+            ..StepChange::default()
+        },
+    )?;
+    let cancelled = tx.update_run(
+        &run.id,
+        &RunGuard {
+            statuses: &[RunStatus::WaitingForApproval],
+            ..RunGuard::default()
+        },
+        &RunChange {
+            status: Some(RunStatus::Cancelled),
+            reason: Some((TerminalReason::ApprovalRejected, note)),
+            finished_at: Some(now),
+            lease: LeaseChange::Clear,
+            ..RunChange::default()
+        },
+    )?;
+    if !cancelled {
+        return Err(Error::RunState {
+            run: run.id.clone(),
+            status: run.status,
+            detail: "the run changed while the rejection was recorded".into(),
+        });
+    }
+    tx.append_event(
+        &run.id,
+        "",
+        &now,
+        EventType::RunFinished,
+        &payload::run_finished(
+            RunStatus::Cancelled,
+            TerminalReason::ApprovalRejected,
+            note,
+            run.step_count,
+            None,
+        ),
+    )
+}
+
+/// Approves with the wall clock. See [`Operator::approve`].
+pub fn approve(
+    store: &Store,
+    run_id: &str,
+    approval_id: &str,
+    options: &DecideOptions<'_>,
+) -> Result<Approval> {
+    Operator::new(store.clone()).approve(run_id, approval_id, options)
+}
+
+/// Rejects with the wall clock. See [`Operator::reject`].
+pub fn reject(
+    store: &Store,
+    run_id: &str,
+    approval_id: &str,
+    options: &DecideOptions<'_>,
+) -> Result<Approval> {
+    Operator::new(store.clone()).reject(run_id, approval_id, options)
+}
+
+/// Cancels with the wall clock. See [`Operator::cancel`].
+pub fn cancel(store: &Store, run_id: &str, by: &str, note: &str) -> Result<Run> {
+    Operator::new(store.clone()).cancel(run_id, by, note)
+}

@@ -1,0 +1,299 @@
+//! Opening a database: file rules, connection settings, migrations.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, config::DbConfig};
+
+use super::schema::{CANONICAL_FORM, HASH_ALGORITHM, MIGRATIONS, SCHEMA_VERSION, TIME_FORMAT};
+use super::{Durability, StoreOptions, files};
+use crate::clock::Timestamp;
+use crate::error::{Error, Result};
+
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Opens (creating and migrating as needed) a database for writing.
+pub(super) fn open_or_create(
+    path: &Path,
+    options: &StoreOptions,
+) -> Result<(Connection, Option<PathBuf>)> {
+    if path.as_os_str() == ":memory:" {
+        let conn = Connection::open_in_memory().map_err(Error::from_sqlite)?;
+        configure(&conn)?;
+        refuse_unsafe_schema(&conn, path)?;
+        migrate(&conn, path)?;
+        return Ok((conn, None));
+    }
+    if std::fs::metadata(path).is_err() {
+        files::create_private(path)?;
+    }
+    files::check(path, true, true)?;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| open_error(path, e))?;
+    configure(&conn)?;
+    refuse_unsafe_schema(&conn, path)?;
+    enable_wal(&conn)?;
+    set_durability(&conn, options.durability)?;
+    migrate(&conn, path)?;
+    files::check(path, true, true)?;
+    Ok((conn, Some(path.to_owned())))
+}
+
+/// Opens an existing database at this build's schema version.
+pub(super) fn open_existing(
+    path: &Path,
+    read_only: bool,
+    options: &StoreOptions,
+) -> Result<Connection> {
+    files::check(path, false, !read_only)?;
+    let conn = if read_only {
+        open_read_only(path)?
+    } else {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| open_error(path, e))?;
+        configure(&conn)?;
+        refuse_unsafe_schema(&conn, path)?;
+        conn
+    };
+    check_version(&conn, path)?;
+    if !read_only {
+        enable_wal(&conn)?;
+        set_durability(&conn, options.durability)?;
+        files::check(path, false, true)?;
+    }
+    Ok(conn)
+}
+
+/// A read-only connection. A WAL database in a directory this process
+/// cannot write (no `-shm` can be made) is opened `immutable`, which reads
+/// the file as it is without any locking or sidecar.
+fn open_read_only(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let first = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e));
+    let attempt = first.and_then(|conn| {
+        configure(&conn)?;
+        refuse_unsafe_schema(&conn, path)?;
+        Ok(conn)
+    });
+    match attempt {
+        Err(Error::Sqlite(e)) if needs_immutable(&e) => {
+            let uri = immutable_uri(path);
+            let conn = Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                .map_err(|e| open_error(path, e))?;
+            configure(&conn)?;
+            refuse_unsafe_schema(&conn, path)?;
+            Ok(conn)
+        }
+        other => other,
+    }
+}
+
+fn needs_immutable(e: &rusqlite::Error) -> bool {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) => {
+            // SQLITE_READONLY_DIRECTORY, SQLITE_CANTOPEN (no -shm possible),
+            // SQLITE_READONLY_RECOVERY / _CANTINIT on a read-only -shm.
+            f.code == ErrorCode::CannotOpen
+                || f.extended_code == rusqlite::ffi::SQLITE_READONLY_DIRECTORY
+                || f.extended_code == rusqlite::ffi::SQLITE_READONLY_CANTINIT
+                || f.extended_code == rusqlite::ffi::SQLITE_READONLY_RECOVERY
+        }
+        _ => false,
+    }
+}
+
+/// `file:` URI for `path` with `immutable=1`, every byte outside the
+/// unreserved set percent-encoded (so `?`, `#`, `%` name the file).
+fn immutable_uri(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut uri = String::from("file:");
+    for &b in absolute.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    PathBuf::from(uri)
+}
+
+fn open_error(path: &Path, e: rusqlite::Error) -> Error {
+    if let rusqlite::Error::SqliteFailure(f, _) = &e
+        && f.code == ErrorCode::NotADatabase
+    {
+        return Error::NotAgentrt {
+            path: path.into(),
+            detail: "the file is not a SQLite database".into(),
+        };
+    }
+    Error::from_sqlite(e)
+}
+
+fn configure(conn: &Connection) -> Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(Error::from_sqlite)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
+        .map_err(Error::from_sqlite)?;
+    conn.pragma_update(None, "trusted_schema", false)
+        .map_err(Error::from_sqlite)?;
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(Error::from_sqlite)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
+/// Refuses a database holding a trigger or a view: they would run code on
+/// our statements. Checked before any other statement touches the schema.
+fn refuse_unsafe_schema(conn: &Connection, path: &Path) -> Result<()> {
+    let found = conn.query_row(
+        "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view') LIMIT 1",
+        [],
+        |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+    );
+    match found {
+        Ok((kind, name)) => Err(Error::UnsafeSchema {
+            path: path.into(),
+            kind,
+            name,
+        }),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(()),
+        Err(e) => Err(open_error(path, e)),
+    }
+}
+
+/// `journal_mode=WAL`, retried while another opener holds the lock.
+fn enable_wal(conn: &Connection) -> Result<()> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(f, _))
+                if matches!(f.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(Error::from_sqlite(e)),
+        }
+    }
+}
+
+fn set_durability(conn: &Connection, durability: Durability) -> Result<()> {
+    let level = match durability {
+        Durability::Full => "FULL",
+        Durability::Normal => "NORMAL",
+    };
+    conn.pragma_update(None, "synchronous", level)
+        .map_err(Error::from_sqlite)
+}
+
+/// Applies the missing migrations in one IMMEDIATE transaction, so
+/// concurrent first opens are safe; refuses a newer database.
+fn migrate(conn: &Connection, path: &Path) -> Result<()> {
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)
+        .map_err(Error::from_sqlite)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version    INTEGER PRIMARY KEY,
+            applied_at TEXT NOT NULL
+        )",
+    )
+    .map_err(Error::from_sqlite)?;
+    let current: i64 = tx
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(Error::from_sqlite)?;
+    if current > SCHEMA_VERSION {
+        return Err(Error::SchemaVersion {
+            path: path.into(),
+            database: current,
+            build: SCHEMA_VERSION,
+        });
+    }
+    let applied_at = Timestamp::now().to_string();
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+        tx.execute_batch(sql).map_err(Error::from_sqlite)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
+            rusqlite::params![version, applied_at],
+        )
+        .map_err(Error::from_sqlite)?;
+        if *version == 1 {
+            for (key, value) in [
+                ("hash_algorithm", HASH_ALGORITHM),
+                ("canonical_form", CANONICAL_FORM),
+                ("time_format", TIME_FORMAT),
+            ] {
+                tx.execute(
+                    "INSERT INTO agentrt_meta (key, value) VALUES (?1, ?2)",
+                    rusqlite::params![key, value],
+                )
+                .map_err(Error::from_sqlite)?;
+            }
+        }
+    }
+    tx.commit().map_err(Error::from_sqlite)
+}
+
+/// The database must be at exactly this build's version, with our meta.
+fn check_version(conn: &Connection, path: &Path) -> Result<()> {
+    let has_table: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| open_error(path, e))?;
+    if !has_table {
+        return Err(Error::NotAgentrt {
+            path: path.into(),
+            detail: "it has no schema_migrations table".into(),
+        });
+    }
+    let version: i64 = conn
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(Error::from_sqlite)?;
+    if version != SCHEMA_VERSION {
+        return Err(Error::SchemaVersion {
+            path: path.into(),
+            database: version,
+            build: SCHEMA_VERSION,
+        });
+    }
+    let mut stmt = conn
+        .prepare("SELECT key, value FROM agentrt_meta")
+        .map_err(Error::from_sqlite)?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .map_err(Error::from_sqlite)?;
+    for row in rows {
+        let (key, value) = row.map_err(Error::from_sqlite)?;
+        let want = match key.as_str() {
+            "hash_algorithm" => HASH_ALGORITHM,
+            "canonical_form" => CANONICAL_FORM,
+            "time_format" => TIME_FORMAT,
+            _ => continue,
+        };
+        if value != want {
+            return Err(Error::NotAgentrt {
+                path: path.into(),
+                detail: format!("its {key} is {value:?}, this build uses {want:?}"),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,501 @@
+//! Reads: rows to model values. A column that does not decode is reported
+//! in the value's `decode_error` instead of failing the read, so a damaged
+//! run can still be listed, shown and cancelled.
+
+use rusqlite::{Connection, OptionalExtension, Row};
+
+use super::Store;
+use crate::clock::Timestamp;
+use crate::error::{Error, Result};
+use crate::json::Canonical;
+use crate::model::{
+    Approval, ApprovalStatus, Event, EventType, Limits, Run, RunStatus, Step, StepStatus,
+    TerminalReason, ToolSpec, Usage,
+};
+
+/// A page of rows and the total the page was cut from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    /// The rows of this page.
+    pub items: Vec<T>,
+    /// How many rows there are in all.
+    pub total: u64,
+}
+
+/// A run row's columns as text, for callers that print rather than decode.
+pub type RunRow = Run;
+/// An event as stored.
+pub type EventRecord = Event;
+
+/// Collects decode problems of one row.
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn note(&mut self, column: &str, detail: impl std::fmt::Display) {
+        self.0.push(format!("{column}: {detail}"));
+    }
+
+    fn into_option(self) -> Option<String> {
+        if self.0.is_empty() {
+            None
+        } else {
+            Some(self.0.join("; "))
+        }
+    }
+
+    fn time(&mut self, column: &str, text: &str) -> Option<Timestamp> {
+        if text.is_empty() {
+            return None;
+        }
+        match Timestamp::parse(text) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.note(column, e);
+                None
+            }
+        }
+    }
+
+    fn required_time(&mut self, column: &str, text: &str) -> Timestamp {
+        self.time(column, text)
+            .unwrap_or_else(|| Timestamp::from_unix_nanos(0))
+    }
+
+    fn canonical(&mut self, column: &str, text: &str) -> Option<Canonical> {
+        if text.is_empty() {
+            return None;
+        }
+        match Canonical::parse_str(text) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                self.note(column, e);
+                None
+            }
+        }
+    }
+
+    fn json<T: serde::de::DeserializeOwned>(&mut self, column: &str, text: &str) -> Option<T> {
+        if text.is_empty() {
+            return None;
+        }
+        match serde_json::from_str(text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.note(column, e);
+                None
+            }
+        }
+    }
+
+    fn count(&mut self, column: &str, n: i64) -> u64 {
+        u64::try_from(n).unwrap_or_else(|_| {
+            self.note(column, format!("negative count {n}"));
+            0
+        })
+    }
+}
+
+pub(super) const RUN_COLUMNS: &str = "id, goal, status, reason, reason_detail, limits_json, step_count, created_at, \
+     finished_at, result_json, model_calls, input_tokens, output_tokens, cached_input_tokens, \
+     estimated_cost_micros, active_ms";
+
+pub(super) fn run_from_row(r: &Row<'_>) -> rusqlite::Result<Run> {
+    let mut p = Problems::default();
+    let status_text: String = r.get(2)?;
+    let status = RunStatus::parse(&status_text).unwrap_or_else(|| {
+        p.note("status", format!("{status_text:?} is not a run status"));
+        RunStatus::Failed
+    });
+    let reason_text: String = r.get(3)?;
+    let reason = if reason_text.is_empty() {
+        None
+    } else {
+        let parsed = TerminalReason::parse(&reason_text);
+        if parsed.is_none() {
+            p.note(
+                "reason",
+                format!("{reason_text:?} is not a terminal reason"),
+            );
+        }
+        parsed
+    };
+    let limits_text: String = r.get(5)?;
+    let limits = p
+        .json::<Limits>("limits_json", &limits_text)
+        .unwrap_or_default();
+    let created: String = r.get(7)?;
+    let finished: String = r.get(8)?;
+    let result: String = r.get(9)?;
+    let run = Run {
+        id: r.get(0)?,
+        goal: r.get(1)?,
+        status,
+        reason,
+        reason_detail: r.get(4)?,
+        limits,
+        step_count: p.count("step_count", r.get(6)?),
+        created_at: p.required_time("created_at", &created),
+        finished_at: p.time("finished_at", &finished),
+        result: p.canonical("result_json", &result),
+        model_calls: p.count("model_calls", r.get(10)?),
+        usage: Usage {
+            input_tokens: p.count("input_tokens", r.get(11)?),
+            output_tokens: p.count("output_tokens", r.get(12)?),
+            cached_input_tokens: p.count("cached_input_tokens", r.get(13)?),
+        },
+        estimated_cost_micros: r.get(14)?,
+        active_ms: p.count("active_ms", r.get(15)?),
+        decode_error: None,
+    };
+    Ok(Run {
+        decode_error: p.into_option(),
+        ..run
+    })
+}
+
+pub(super) const STEP_COLUMNS: &str = "id, run_id, idx, status, decision_json, policy_json, observation_json, \
+     started_at, finished_at, spec_hash, policy_id";
+
+pub(super) fn step_from_row(r: &Row<'_>) -> rusqlite::Result<Step> {
+    let mut p = Problems::default();
+    let status_text: String = r.get(3)?;
+    let status = StepStatus::parse(&status_text).unwrap_or_else(|| {
+        p.note("status", format!("{status_text:?} is not a step status"));
+        StepStatus::Failed
+    });
+    let decision: String = r.get(4)?;
+    let policy: String = r.get(5)?;
+    let observation: String = r.get(6)?;
+    let started: String = r.get(7)?;
+    let finished: String = r.get(8)?;
+    let step = Step {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        index: p.count("idx", r.get(2)?),
+        status,
+        decision: p.json("decision_json", &decision),
+        policy: p.json("policy_json", &policy),
+        observation: p.json("observation_json", &observation),
+        started_at: p.required_time("started_at", &started),
+        finished_at: p.time("finished_at", &finished),
+        spec_hash: r.get(9)?,
+        policy_id: r.get(10)?,
+        decode_error: None,
+    };
+    Ok(Step {
+        decode_error: p.into_option(),
+        ..step
+    })
+}
+
+pub(super) const APPROVAL_COLUMNS: &str = "id, run_id, step_id, kind, capability_json, presentation_json, \
+     request_json, hash, status, created_at, decided_at, decided_by, note, expires_at";
+
+pub(super) fn approval_from_row(r: &Row<'_>) -> rusqlite::Result<Approval> {
+    let mut p = Problems::default();
+    let status_text: String = r.get(8)?;
+    let status = ApprovalStatus::parse(&status_text).unwrap_or_else(|| {
+        p.note(
+            "status",
+            format!("{status_text:?} is not an approval status"),
+        );
+        ApprovalStatus::Expired
+    });
+    let cap: String = r.get(4)?;
+    let pres: String = r.get(5)?;
+    let req: String = r.get(6)?;
+    let created: String = r.get(9)?;
+    let decided: String = r.get(10)?;
+    let expires: String = r.get(13)?;
+    let required = |p: &mut Problems, column: &str, text: &str| {
+        if text.is_empty() {
+            p.note(column, "empty");
+        }
+        p.canonical(column, text).unwrap_or_else(Canonical::null)
+    };
+    let approval = Approval {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        step_id: r.get(2)?,
+        kind: r.get(3)?,
+        capability: required(&mut p, "capability_json", &cap),
+        presentation: required(&mut p, "presentation_json", &pres),
+        request: required(&mut p, "request_json", &req),
+        hash: r.get(7)?,
+        status,
+        created_at: p.required_time("created_at", &created),
+        decided_at: p.time("decided_at", &decided),
+        decided_by: r.get(11)?,
+        note: r.get(12)?,
+        expires_at: p.time("expires_at", &expires),
+        decode_error: None,
+    };
+    Ok(Approval {
+        decode_error: p.into_option(),
+        ..approval
+    })
+}
+
+pub(super) const EVENT_COLUMNS: &str = "seq, run_id, step_id, at, type, payload_json";
+
+pub(super) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<Event> {
+    let type_text: String = r.get(4)?;
+    let event_type = EventType::parse(&type_text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            4,
+            rusqlite::types::Type::Text,
+            format!("{type_text:?} is not an event type").into(),
+        )
+    })?;
+    Ok(Event {
+        seq: r.get(0)?,
+        run_id: r.get(1)?,
+        step_id: r.get(2)?,
+        at: r.get(3)?,
+        event_type,
+        payload: r.get(5)?,
+    })
+}
+
+pub(super) fn get_run(conn: &Connection, run_id: &str) -> Result<Option<Run>> {
+    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?");
+    let mut stmt = conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
+    stmt.query_row([run_id], run_from_row)
+        .optional()
+        .map_err(Error::from_sqlite)
+}
+
+pub(super) fn list_steps(conn: &Connection, run_id: &str) -> Result<Vec<Step>> {
+    let sql = format!("SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY idx");
+    let mut stmt = conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
+    let rows = stmt
+        .query_map([run_id], step_from_row)
+        .map_err(Error::from_sqlite)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(Error::from_sqlite)
+}
+
+pub(super) fn list_approvals(conn: &Connection, run_id: &str) -> Result<Vec<Approval>> {
+    let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? ORDER BY rowid");
+    let mut stmt = conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
+    let rows = stmt
+        .query_map([run_id], approval_from_row)
+        .map_err(Error::from_sqlite)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(Error::from_sqlite)
+}
+
+pub(super) fn get_approval(
+    conn: &Connection,
+    run_id: &str,
+    approval_id: &str,
+) -> Result<Option<Approval>> {
+    let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ? AND run_id = ?");
+    let mut stmt = conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
+    stmt.query_row([approval_id, run_id], approval_from_row)
+        .optional()
+        .map_err(Error::from_sqlite)
+}
+
+fn count(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<u64> {
+    let n: i64 = conn
+        .query_row(sql, params, |r| r.get(0))
+        .map_err(Error::from_sqlite)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+fn page_bounds(limit: u64, offset: u64) -> (i64, i64) {
+    let limit = if limit == 0 {
+        -1
+    } else {
+        i64::try_from(limit).unwrap_or(i64::MAX)
+    };
+    (limit, i64::try_from(offset).unwrap_or(i64::MAX))
+}
+
+impl Store {
+    /// The run with this id.
+    pub fn get_run(&self, run_id: &str) -> Result<Run> {
+        self.read(|c| get_run(c, run_id))?
+            .ok_or_else(|| Error::NotFound {
+                what: "run",
+                id: run_id.to_owned(),
+            })
+    }
+
+    /// Runs, newest first (insertion order); `limit` 0 means all.
+    pub fn list_runs(&self, limit: u64, offset: u64) -> Result<Page<Run>> {
+        self.read(|c| {
+            let total = count(c, "SELECT COUNT(*) FROM runs", [])?;
+            let (limit, offset) = page_bounds(limit, offset);
+            let sql =
+                format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY rowid DESC LIMIT ? OFFSET ?");
+            let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
+            let items = stmt
+                .query_map([limit, offset], run_from_row)
+                .map_err(Error::from_sqlite)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(Error::from_sqlite)?;
+            Ok(Page { items, total })
+        })
+    }
+
+    /// A run's steps in index order.
+    pub fn list_steps(&self, run_id: &str) -> Result<Vec<Step>> {
+        self.read(|c| list_steps(c, run_id))
+    }
+
+    /// A page of a run's steps in index order; `limit` 0 means all.
+    pub fn steps_page(&self, run_id: &str, limit: u64, offset: u64) -> Result<Page<Step>> {
+        self.read(|c| {
+            let total = count(c, "SELECT COUNT(*) FROM steps WHERE run_id = ?", [run_id])?;
+            let (limit, offset) = page_bounds(limit, offset);
+            let sql = format!(
+                "SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ?1 ORDER BY idx LIMIT ?2 OFFSET ?3"
+            );
+            let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
+            let items = stmt
+                .query_map(rusqlite::params![run_id, limit, offset], step_from_row)
+                .map_err(Error::from_sqlite)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(Error::from_sqlite)?;
+            Ok(Page { items, total })
+        })
+    }
+
+    /// A run's approvals in creation order.
+    pub fn list_approvals(&self, run_id: &str) -> Result<Vec<Approval>> {
+        self.read(|c| list_approvals(c, run_id))
+    }
+
+    /// A page of a run's pending approvals in creation order, with the total.
+    pub fn pending_approvals_page(
+        &self,
+        run_id: &str,
+        limit: u64,
+        offset: u64,
+    ) -> Result<Page<Approval>> {
+        self.read(|c| {
+            let total = count(
+                c,
+                "SELECT COUNT(*) FROM approvals WHERE run_id = ? AND status = 'pending'",
+                [run_id],
+            )?;
+            let (limit, offset) = page_bounds(limit, offset);
+            let sql = format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ?1 AND status = 'pending'
+                 ORDER BY rowid LIMIT ?2 OFFSET ?3"
+            );
+            let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
+            let items = stmt
+                .query_map(rusqlite::params![run_id, limit, offset], approval_from_row)
+                .map_err(Error::from_sqlite)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(Error::from_sqlite)?;
+            Ok(Page { items, total })
+        })
+    }
+
+    /// The ids of a run's pending approvals (at most `limit`), and how many
+    /// there are.
+    pub fn pending_approval_ids(&self, run_id: &str, limit: u64) -> Result<(Vec<String>, u64)> {
+        self.read(|c| {
+            let total = count(
+                c,
+                "SELECT COUNT(*) FROM approvals WHERE run_id = ? AND status = 'pending'",
+                [run_id],
+            )?;
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT id FROM approvals WHERE run_id = ?1 AND status = 'pending' ORDER BY rowid LIMIT ?2",
+                )
+                .map_err(Error::from_sqlite)?;
+            let ids = stmt
+                .query_map(rusqlite::params![run_id, page_bounds(limit, 0).0], |r| r.get(0))
+                .map_err(Error::from_sqlite)?
+                .collect::<rusqlite::Result<Vec<String>>>()
+                .map_err(Error::from_sqlite)?;
+            Ok((ids, total))
+        })
+    }
+
+    /// One approval, which must belong to `run_id`.
+    pub fn get_approval(&self, run_id: &str, approval_id: &str) -> Result<Approval> {
+        self.read(|c| get_approval(c, run_id, approval_id))?
+            .ok_or_else(|| Error::NotFound {
+                what: "approval",
+                id: approval_id.to_owned(),
+            })
+    }
+
+    /// A run's events in seq order.
+    pub fn list_events(&self, run_id: &str) -> Result<Vec<Event>> {
+        Ok(self.events_page(run_id, 0, 0)?.items)
+    }
+
+    /// A page of a run's events in seq order; `limit` 0 means all.
+    pub fn events_page(&self, run_id: &str, limit: u64, offset: u64) -> Result<Page<Event>> {
+        self.read(|c| {
+            let total = count(c, "SELECT COUNT(*) FROM events WHERE run_id = ?", [run_id])?;
+            let (limit, offset) = page_bounds(limit, offset);
+            let sql = format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ?1 ORDER BY seq LIMIT ?2 OFFSET ?3"
+            );
+            let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
+            let items = stmt
+                .query_map(rusqlite::params![run_id, limit, offset], event_from_row)
+                .map_err(Error::from_sqlite)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(Error::from_sqlite)?;
+            Ok(Page { items, total })
+        })
+    }
+
+    /// The spec recorded under `hash`; refuses JSON that no longer hashes to
+    /// its key.
+    pub fn tool_spec(&self, hash: &str) -> Result<ToolSpec> {
+        let json: Option<String> = self.read(|c| {
+            c.query_row(
+                "SELECT spec_json FROM tool_specs WHERE hash = ?",
+                [hash],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(Error::from_sqlite)
+        })?;
+        let json = json.ok_or_else(|| Error::NotFound {
+            what: "tool spec",
+            id: hash.to_owned(),
+        })?;
+        let corrupt = |detail: String| Error::Corrupt {
+            table: "tool_specs",
+            id: hash.to_owned(),
+            detail,
+        };
+        let canonical = Canonical::parse_str(&json).map_err(|e| corrupt(e.to_string()))?;
+        if canonical.hash() != hash {
+            return Err(corrupt(
+                "the stored spec no longer hashes to its key".into(),
+            ));
+        }
+        serde_json::from_str(canonical.as_str()).map_err(|e| corrupt(e.to_string()))
+    }
+
+    /// The run's lease owner and expiry text (empty when not leased).
+    pub fn lease(&self, run_id: &str) -> Result<(String, String)> {
+        self.read(|c| {
+            c.query_row(
+                "SELECT lease_owner, lease_expires_at FROM runs WHERE id = ?",
+                [run_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(Error::from_sqlite)
+        })?
+        .ok_or_else(|| Error::NotFound {
+            what: "run",
+            id: run_id.to_owned(),
+        })
+    }
+}

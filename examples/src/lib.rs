@@ -1,0 +1,1 @@
+//! Runnable consumers of agentrt; see the `[[example]]` targets.
