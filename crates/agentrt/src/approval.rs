@@ -83,7 +83,10 @@ mod tests {
         assert_eq!(Canonical::parse_str(&whole).unwrap().as_str(), whole);
         let hash = approval_hash("remote_mutation", &cap, &pres, &req);
         assert_eq!(hash, blake3::hash(whole.as_bytes()).to_hex().as_str());
-        assert_eq!(hash, "b8d717650de609d9a5557af714673bc01f717b8f9309118fa8bc7ffd3cb2f2f0");
+        assert_eq!(
+            hash,
+            "b8d717650de609d9a5557af714673bc01f717b8f9309118fa8bc7ffd3cb2f2f0"
+        );
     }
 
     #[test]

@@ -1220,6 +1220,15 @@ impl Session {
             }
         };
         if !started {
+            if matches!(allowed.grant, Grant::Resumed { .. }) {
+                // Another resumer took the run first: it runs the grant.
+                self.run = self.gate.store.get_run(&self.run.id)?;
+                self.state = State::Over;
+                return Err(misuse(
+                    &self.run,
+                    "another session resumed this run first; nothing ran here",
+                ));
+            }
             self.changed_under_us()?;
             return Err(misuse(
                 &self.run,

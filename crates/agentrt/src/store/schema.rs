@@ -114,7 +114,10 @@ mod tests {
     /// If this fails, you edited a released migration; add a new one instead.
     #[test]
     fn released_migration_texts_are_pinned() {
-        let pinned = [(1, "d7dcf6c4dd48b8b9d6da7a272c29479b308e910c393f6d7c38abf9385e99e42b")];
+        let pinned = [(
+            1,
+            "d7dcf6c4dd48b8b9d6da7a272c29479b308e910c393f6d7c38abf9385e99e42b",
+        )];
         for (version, hash) in pinned {
             let (_, sql) = MIGRATIONS
                 .iter()
