@@ -22,7 +22,14 @@ fn main() -> ExitCode {
         "ci" => {
             let steps: [&[&str]; 3] = [
                 &["fmt", "--all", "--", "--check"],
-                &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+                &[
+                    "clippy",
+                    "--workspace",
+                    "--all-targets",
+                    "--",
+                    "-D",
+                    "warnings",
+                ],
                 &["test", "--workspace"],
             ];
             if steps.iter().all(|s| cargo(s)) {

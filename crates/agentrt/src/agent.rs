@@ -82,6 +82,7 @@ pub trait Agent: Send {
 pub struct ScriptedAgent {
     decisions: VecDeque<Decision>,
     inputs: Vec<StepInput>,
+    record: bool,
 }
 
 impl ScriptedAgent {
@@ -90,10 +91,19 @@ impl ScriptedAgent {
         ScriptedAgent {
             decisions: decisions.into_iter().collect(),
             inputs: Vec::new(),
+            record: false,
         }
     }
 
-    /// The inputs it was handed, in order.
+    /// Keeps every input it is handed (see [`ScriptedAgent::inputs`]).
+    /// Off by default: kept inputs share the run's history, so the session
+    /// copies the history on each later step.
+    pub fn recording_inputs(mut self) -> ScriptedAgent {
+        self.record = true;
+        self
+    }
+
+    /// The inputs it was handed, in order (when recording).
     pub fn inputs(&self) -> &[StepInput] {
         &self.inputs
     }
@@ -109,7 +119,9 @@ impl Agent for ScriptedAgent {
         &'a mut self,
         input: &'a StepInput,
     ) -> BoxFuture<'a, Result<Decision, AgentError>> {
-        self.inputs.push(input.clone());
+        if self.record {
+            self.inputs.push(input.clone());
+        }
         let next = self.decisions.pop_front();
         Box::pin(async move {
             next.ok_or_else(|| AgentError::failed("the script has no more decisions"))

@@ -83,12 +83,15 @@ impl<A: Agent> Driver<A> {
             session.execute().await?;
         }
         while session.step().await?.is_some() {
+            // The input shares the session's history; it is dropped before
+            // the next write so appending never copies the history.
             let input = session.input();
             let decided = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => Err(AgentError::Cancelled),
                 d = self.agent.decide(&input) => d,
             };
+            drop(input);
             let decision = match decided {
                 Ok(d) => d,
                 Err(e) => {

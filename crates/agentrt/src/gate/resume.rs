@@ -234,6 +234,7 @@ impl Session {
         };
         let counts = ViewCounts::of(&self.run, self.history.len(), self.approvals.len());
         let answer = evaluate(&gate, &request, &view);
+        drop(view);
         let allowed = |policy| Allowed {
             request: request.clone(),
             spec_hash: registered.spec_hash.clone(),

@@ -509,6 +509,9 @@ impl Session {
                 };
                 let counts = ViewCounts::of(&self.run, self.history.len(), self.approvals.len());
                 let answer = evaluate(&gate, &request, &view);
+                // The view shares the history; release it before the write
+                // appends to the history, or the append copies it.
+                drop(view);
                 let policy_at = gate.now();
                 let policy = match answer {
                     Err(e) => {
