@@ -409,7 +409,7 @@ impl Session {
         observation: Observation,
     ) -> Result<(Session, Verdict)> {
         let gate = Arc::clone(&self.gate);
-        let history = Arc::clone(&self.history);
+        let history = &*self.history;
         let mut draft = Draft::new(&self.run, None);
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();

@@ -411,7 +411,7 @@ impl Session {
             }));
         }
         let gate = Arc::clone(&self.gate);
-        let history = Arc::clone(&self.history);
+        let history = &*self.history;
         let mut draft = self.draft();
         let r = gate.write(|tx| writes::open_next_or_settle(&gate, tx, &mut draft, &history));
         self.closing(r)?;
@@ -585,7 +585,7 @@ impl Session {
         _on_resume: bool,
     ) -> Result<Verdict> {
         let gate = Arc::clone(&self.gate);
-        let history = Arc::clone(&self.history);
+        let history = &*self.history;
         let observation = Session::invalid_observation(&problem, false);
         let decision_json = to_json(&recorded);
         step.decision = Some(recorded);
@@ -804,7 +804,7 @@ impl Session {
             ));
         };
         let gate = Arc::clone(&self.gate);
-        let history = Arc::clone(&self.history);
+        let history = &*self.history;
         let abort = allowed.policy.outcome == Outcome::Abort;
         let reason = allowed.policy.reason.clone();
         let verb = if abort { "aborted" } else { "denied" };
@@ -1259,7 +1259,7 @@ impl Session {
             _ => StepStatus::Failed,
         };
         let terminal = allowed.request.spec.terminal && status == StepStatus::Done;
-        let history = Arc::clone(&self.history);
+        let history = &*self.history;
 
         // Write group 2: the outcome, with the next step or the run's end.
         let mut end_at_seen = None;
