@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use agentrt::{
-    Agent, AgentError, BoxFuture, Decision, DefaultPolicy, Driver, Event, GateConfig, Limits,
+    Agent, AgentError, BoxFuture, Decision, DefaultPolicy, Driver, GateConfig, Limits, Observer,
     RunStatus, SideEffect, StepInput, Store, Tool, ToolError, ToolResult, ToolSpec, text, tool_fn,
 };
 
@@ -133,6 +133,15 @@ fn tools(repo: Arc<Mutex<BTreeMap<String, String>>>) -> Vec<Arc<dyn Tool>> {
     vec![Arc::new(read), Arc::new(delete), Arc::new(open_pr)]
 }
 
+/// The name the printed approve command records (`--by`): `$USER`, or
+/// `operator` where it is not set.
+pub fn operator_name() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| "operator".to_owned())
+}
+
 /// What the demo was asked to do.
 pub struct Options {
     /// The SQLite file.
@@ -154,7 +163,7 @@ pub struct Outcome {
 pub async fn run(
     options: &Options,
     out: &mut dyn Write,
-    trace: Arc<dyn Fn(&Event) + Send + Sync>,
+    trace: Arc<dyn Observer>,
 ) -> Result<Outcome, DemoError> {
     let store = Store::open(&options.db)?;
     let repo = Arc::new(Mutex::new(BTreeMap::from([
@@ -164,10 +173,9 @@ pub async fn run(
         ),
         ("CHANGELOG.md".to_owned(), "# Changelog\n".to_owned()),
     ])));
-    let observer = move |e: &Event| trace(e);
-    let config = GateConfig::new(store.clone(), DefaultPolicy, tools(repo))
-        .with_lease_owner("scripted-demo")
-        .with_observer(observer);
+    let mut config = GateConfig::new(store.clone(), DefaultPolicy, tools(repo))
+        .with_lease_owner("scripted-demo");
+    config.observer = Some(trace);
     let mut driver = Driver::new(config, PlanAgent { plan: plan() })?;
     let run = match &options.resume {
         None => {
@@ -200,10 +208,11 @@ pub async fn run(
             writeln!(out, "Approve it:")?;
             writeln!(
                 out,
-                "  cargo run -p agentrt-cli -- --db {:?} approve {} --approval {}",
+                "  cargo run -p agentrt-cli -- --db {:?} approve {} --approval {} --by {:?}",
                 db.display().to_string(),
                 run.id,
-                approval
+                approval,
+                operator_name()
             )?;
             writeln!(
                 out,

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use agentrt::{Event, text};
+use agentrt::trace::TextTrace;
 
 fn parse_args() -> Result<Option<demo::Options>, String> {
     let mut db = PathBuf::from("agentrt-demo.db");
@@ -36,14 +36,6 @@ fn parse_args() -> Result<Option<demo::Options>, String> {
     Ok(Some(demo::Options { db, resume }))
 }
 
-fn print_event(event: &Event) {
-    eprintln!(
-        "  {:<20} {}",
-        event.event_type.as_str(),
-        text::clip(&event.payload, 160)
-    );
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let options = match parse_args() {
@@ -58,7 +50,13 @@ async fn main() -> ExitCode {
         }
     };
     eprintln!("events, as they commit:");
-    match demo::run(&options, &mut std::io::stdout(), Arc::new(print_event)).await {
+    match demo::run(
+        &options,
+        &mut std::io::stdout(),
+        Arc::new(TextTrace::new(std::io::stderr())),
+    )
+    .await
+    {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

@@ -18,7 +18,7 @@ async fn the_demo_pauses_prints_the_approve_command_and_resumes_to_completion() 
         resume: None,
     };
     let mut out = Vec::new();
-    let first = demo::run(&options, &mut out, Arc::new(|_| {}))
+    let first = demo::run(&options, &mut out, Arc::new(|_: &agentrt::Event| {}))
         .await
         .unwrap();
     assert_eq!(first.run.status, RunStatus::WaitingForApproval);
@@ -26,8 +26,9 @@ async fn the_demo_pauses_prints_the_approve_command_and_resumes_to_completion() 
     let text = String::from_utf8(out).unwrap();
     let absolute = std::path::absolute(&db).unwrap().display().to_string();
     let command = format!(
-        "cargo run -p agentrt-cli -- --db {absolute:?} approve {} --approval {approval}",
-        first.run.id
+        "cargo run -p agentrt-cli -- --db {absolute:?} approve {} --approval {approval} --by {:?}\n",
+        first.run.id,
+        demo::operator_name()
     );
     assert!(text.contains(&command), "{text}");
     assert!(text.contains(&format!(
@@ -53,7 +54,7 @@ async fn the_demo_pauses_prints_the_approve_command_and_resumes_to_completion() 
         resume: Some(first.run.id.clone()),
     };
     let mut out = Vec::new();
-    let second = demo::run(&options, &mut out, Arc::new(|_| {}))
+    let second = demo::run(&options, &mut out, Arc::new(|_: &agentrt::Event| {}))
         .await
         .unwrap();
     assert_eq!(second.run.status, RunStatus::Completed);

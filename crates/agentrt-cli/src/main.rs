@@ -1,1 +1,53 @@
-fn main() {}
+//! `agentrt`: the operator command line. It reads runs from an existing
+//! database and decides approvals; it never executes a step, never resumes,
+//! never re-checks, never creates and never migrates a database.
+
+mod args;
+mod commands;
+mod consent;
+mod error;
+mod open;
+mod output;
+mod usage;
+
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+
+use args::{Env, Parsed, UsageError};
+use error::CliError;
+
+fn main() -> ExitCode {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    match args::parse(&argv, &Env::from_process()) {
+        Ok(Parsed::Help) => {
+            let mut stdout = std::io::stdout().lock();
+            if stdout
+                .write_all(usage::USAGE.as_bytes())
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
+                return ExitCode::from(1);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(UsageError(problem)) => {
+            CliError::Usage(problem).report("", &mut std::io::stderr());
+            ExitCode::from(2)
+        }
+        Ok(Parsed::Run(invocation)) => {
+            let stdout = std::io::stdout();
+            let mut out = BufWriter::new(stdout.lock());
+            let result = commands::run(&invocation, &mut out)
+                .and_then(|()| out.flush().map_err(CliError::Output));
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    // What was printed before the failure goes out first.
+                    let _ = out.flush();
+                    e.report(invocation.command.name(), &mut std::io::stderr());
+                    ExitCode::from(e.exit_code())
+                }
+            }
+        }
+    }
+}

@@ -69,8 +69,13 @@ fn raw_commits(conn: &rusqlite::Connection, steps: u64, result_bytes: usize) {
     let second = "r".repeat(result_bytes.max(200) + 400);
     for _ in 0..steps {
         for body in [&first, &second] {
-            let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate).unwrap();
-            tx.execute("INSERT INTO t (body) VALUES (?1)", [body]).unwrap();
+            let tx = rusqlite::Transaction::new_unchecked(
+                conn,
+                rusqlite::TransactionBehavior::Immediate,
+            )
+            .unwrap();
+            tx.execute("INSERT INTO t (body) VALUES (?1)", [body])
+                .unwrap();
             tx.commit().unwrap();
         }
     }
@@ -78,10 +83,16 @@ fn raw_commits(conn: &rusqlite::Connection, steps: u64, result_bytes: usize) {
 
 fn raw_conn(dir: &tempfile::TempDir, name: &str, durability: Durability) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open(dir.path().join(name)).unwrap();
-    conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(())).unwrap();
-    let sync = if durability == Durability::Full { "FULL" } else { "NORMAL" };
+    conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+        .unwrap();
+    let sync = if durability == Durability::Full {
+        "FULL"
+    } else {
+        "NORMAL"
+    };
     conn.pragma_update(None, "synchronous", sync).unwrap();
-    conn.execute_batch("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)").unwrap();
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+        .unwrap();
     conn
 }
 
@@ -93,7 +104,12 @@ struct Recorded {
     steps: Vec<(String, String, String, String)>,
 }
 
-fn record(dir: &tempfile::TempDir, rt: &tokio::runtime::Runtime, steps: u64, result_bytes: usize) -> Recorded {
+fn record(
+    dir: &tempfile::TempDir,
+    rt: &tokio::runtime::Runtime,
+    steps: u64,
+    result_bytes: usize,
+) -> Recorded {
     let store = store(dir, "recorded.db", Durability::Normal);
     rt.block_on(one_run(&store, steps, result_bytes));
     let conn = rusqlite::Connection::open(dir.path().join("recorded.db")).unwrap();
@@ -119,7 +135,9 @@ fn record(dir: &tempfile::TempDir, rt: &tokio::runtime::Runtime, steps: u64, res
 /// The same rows, statements and commit boundaries as the runtime's run,
 /// with every value precomputed (the "same rows" baseline).
 fn replay(conn: &rusqlite::Connection, rec: &Recorded, run: &str) {
-    let immediate = |c| rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate).unwrap();
+    let immediate = |c| {
+        rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate).unwrap()
+    };
     let event = |tx: &rusqlite::Transaction<'_>, step: &str, e: &(i64, String, String, String)| {
         tx.prepare_cached("INSERT INTO events (run_id, step_id, at, type, payload_json, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
             .unwrap()
@@ -159,8 +177,12 @@ fn replay(conn: &rusqlite::Connection, rec: &Recorded, run: &str) {
             let tx = immediate(conn);
             tx.prepare_cached("UPDATE steps SET status = 'done', decision_json = ?2, finished_at = ?3 WHERE id = ?1").unwrap()
                 .execute(rusqlite::params![id, s.0, "2026-10-01T09:00:01.000000000Z"]).unwrap();
-            tx.prepare_cached("UPDATE runs SET status = 'COMPLETED', finished_at = ?2 WHERE id = ?1").unwrap()
-                .execute(rusqlite::params![run, "2026-10-01T09:00:01.000000000Z"]).unwrap();
+            tx.prepare_cached(
+                "UPDATE runs SET status = 'COMPLETED', finished_at = ?2 WHERE id = ?1",
+            )
+            .unwrap()
+            .execute(rusqlite::params![run, "2026-10-01T09:00:01.000000000Z"])
+            .unwrap();
             for e in events.by_ref() {
                 event(&tx, &id, e);
             }
@@ -179,7 +201,10 @@ fn replay(conn: &rusqlite::Connection, rec: &Recorded, run: &str) {
         let tx = immediate(conn);
         tx.prepare_cached("UPDATE steps SET status = 'done', observation_json = ?2, observation_hash = ?3, finished_at = ?4 WHERE id = ?1 AND status = 'executing'").unwrap()
             .execute(rusqlite::params![id, s.2, s.3, "2026-10-01T09:00:01.000000000Z"]).unwrap();
-        tx.prepare_cached("UPDATE runs SET active_ms = active_ms + 1 WHERE id = ?1").unwrap().execute([run]).unwrap();
+        tx.prepare_cached("UPDATE runs SET active_ms = active_ms + 1 WHERE id = ?1")
+            .unwrap()
+            .execute([run])
+            .unwrap();
         event(&tx, &id, events.next().unwrap());
         new_step(&tx, i + 1);
         event(&tx, &step_id(i + 1), events.next().unwrap());
@@ -236,7 +261,11 @@ fn runs(c: &mut Criterion) {
                 let recorded = record(&dir, &rt, steps, result_bytes);
                 drop(store(&dir, "same-rows.db", durability));
                 let conn = rusqlite::Connection::open(dir.path().join("same-rows.db")).unwrap();
-                let sync = if durability == Durability::Full { "FULL" } else { "NORMAL" };
+                let sync = if durability == Durability::Full {
+                    "FULL"
+                } else {
+                    "NORMAL"
+                };
                 conn.pragma_update(None, "synchronous", sync).unwrap();
                 group.bench_with_input(
                     BenchmarkId::new(format!("raw_same_rows_{size}"), steps),

@@ -24,6 +24,8 @@ pub mod policy;
 mod registry;
 pub mod store;
 pub mod text;
+pub mod trace;
+pub mod view;
 
 pub use agent::{Agent, AgentError, Observer, ScriptedAgent, StepInput};
 pub use cancel::{Cancel, CancelHandle, cancel_pair};

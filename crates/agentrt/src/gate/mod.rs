@@ -7,10 +7,12 @@
 //! other records the result together with the start of the next step (or
 //! the end of the run). A decision that runs no tool costs one commit.
 
+mod lease;
 mod limits;
 pub(crate) mod payload;
 mod resume;
 mod session;
+mod takeover;
 mod tool_run;
 mod writes;
 

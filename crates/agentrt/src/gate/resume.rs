@@ -11,13 +11,13 @@ use super::session::{
 };
 use super::writes::{self, Draft, Settle, StepEnd};
 use super::{Claim, GateInner};
-use crate::approval::{approval_hash, request_json};
+use crate::approval::approval_hash;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::expiry::write_expiry;
 use crate::model::{
-    Approval, ApprovalStatus, EventType, Observation, ObservationKind, Outcome, Run, RunStatus,
-    RunView, Step, StepStatus, TerminalReason, ToolRequest,
+    Approval, ApprovalStatus, EventType, INTERRUPTED_SIDE_EFFECT, Observation, ObservationKind,
+    Outcome, RunStatus, RunView, Step, StepStatus, TerminalReason, ToolRequest,
 };
 use crate::store::{LeaseChange, RunChange, RunGuard, StepChange};
 
@@ -71,6 +71,21 @@ impl Session {
         if run.status.is_terminal() {
             return Err(misuse(&run, "the run is finished; nothing to resume"));
         }
+        // A live lease of another owner: refuse before reading anything else.
+        let mut previous = None;
+        if run.status == RunStatus::Running {
+            let (owner, expires) = gate.store.lease(run_id)?;
+            let live =
+                !owner.is_empty() && expires.as_str() > Timestamp::now().to_string().as_str();
+            if live && owner != gate.owner {
+                return Err(Error::RunLeased {
+                    run: run_id.to_owned(),
+                    owner,
+                    expires_at: expires,
+                });
+            }
+            previous = Some((owner, expires));
+        }
         let steps = gate.store.list_steps(run_id)?;
         let approvals = gate.store.list_approvals(run_id)?;
         let mut session = Session::new(Arc::clone(&gate), run, claim);
@@ -88,36 +103,32 @@ impl Session {
                 })
             });
         if let Some(problem) = damaged {
-            return session.fail_damaged(problem);
+            let owner = previous.map(|(owner, _)| owner);
+            return session.fail_damaged(problem, owner);
         }
-        match session.run.status {
-            RunStatus::WaitingForApproval => session.resume_waiting(steps),
-            _ => {
-                let (owner, expires) = gate.store.lease(run_id)?;
-                let live =
-                    !owner.is_empty() && expires.as_str() > Timestamp::now().to_string().as_str();
-                if live && owner != gate.owner {
-                    return Err(Error::RunLeased {
-                        run: run_id.to_owned(),
-                        owner,
-                        expires_at: expires,
-                    });
-                }
-                Err(misuse(
-                    &session.run,
-                    "resuming a run that was interrupted while RUNNING is not supported by this build",
-                ))
-            }
+        match previous {
+            None => session.resume_waiting(steps),
+            Some((owner, expires)) => session.take_over(steps, owner, expires),
         }
     }
 
     /// A stored row of the run cannot be read: fail the run without
     /// rewriting the damaged rows.
-    fn fail_damaged(mut self, problem: String) -> Result<(Session, Verdict)> {
+    fn fail_damaged(
+        mut self,
+        problem: String,
+        lease_owner: Option<String>,
+    ) -> Result<(Session, Verdict)> {
         let gate = Arc::clone(&self.gate);
         let mut draft = Draft::new(&self.run, None);
         let from = self.run.status;
+        let run_id = self.run.id.clone();
         gate.write(|tx| {
+            if let Some(owner) = &lease_owner
+                && !super::takeover::take_lease(tx, &gate, &run_id, owner)?
+            {
+                return Err(writes::state_error(&gate, tx, &run_id, "take over the run"));
+            }
             writes::settle(
                 &gate,
                 tx,
@@ -263,7 +274,16 @@ impl Session {
         match candidate.policy.outcome {
             Outcome::Allow => Ok(self.grant(candidate)),
             Outcome::RequireApproval => {
-                let same = self.new_approval(&step.id, &candidate, now)?.hash == grant.hash;
+                let wanted = self.new_approval(&step.id, &candidate, now)?.hash;
+                // An approved re-run of an interrupted side effect stands
+                // with the approval the step was granted before it started.
+                let earlier_grant = grant.kind == INTERRUPTED_SIDE_EFFECT
+                    && self.approvals.iter().any(|a| {
+                        a.step_id == step.id
+                            && a.status == ApprovalStatus::Approved
+                            && a.hash == wanted
+                    });
+                let same = wanted == grant.hash || earlier_grant;
                 if same {
                     Ok(self.grant(candidate))
                 } else {
@@ -457,10 +477,11 @@ impl Session {
                 EventType::StepFailed,
                 &payload::step_failed(&observation.summary, Some(&observation)),
             )?;
-            writes::open_next_or_settle(&gate, tx, &mut draft, &history)
+            writes::open_next_or_settle(&gate, tx, &mut draft, history)
         })?;
         self.state = State::Active;
         self.apply(draft);
+        self.hold_lease();
         let outcome = if self.state == State::Over {
             VerdictOutcome::Ended
         } else {
@@ -597,9 +618,4 @@ pub(crate) fn check_hash(approval: &Approval) -> Result<()> {
         });
     }
     Ok(())
-}
-
-#[allow(dead_code)]
-fn unused(_: &Run, _: &dyn Fn() -> Result<()>) {
-    let _ = request_json;
 }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::lease::Lease;
 use super::payload::{self, ViewCounts};
 use super::writes::{self, Draft, Settle, StepEnd, running};
 use super::{Claim, GateInner, tool_run};
@@ -118,6 +119,7 @@ pub struct Session {
     pub(crate) allowed: Option<Allowed>,
     pub(crate) state: State,
     pub(crate) cancel: Cancel,
+    pub(crate) lease: Lease,
     pub(crate) _claim: Claim,
 }
 
@@ -218,6 +220,7 @@ impl Session {
             allowed: None,
             state: State::Active,
             cancel: Cancel::never(),
+            lease: Lease::none(),
             _claim: claim,
         }
     }
@@ -282,6 +285,7 @@ impl Session {
         }
         let mut session = Session::new(gate, run, claim);
         session.apply(draft);
+        session.hold_lease();
         Ok(session)
     }
 
@@ -310,7 +314,31 @@ impl Session {
         self.current = draft.current;
         if draft.over {
             self.state = State::Over;
+            self.lease.stop();
+        } else {
+            self.lease.renewed(self.gate.lease_ttl);
         }
+    }
+
+    /// Starts the heartbeat of the lease this session just took, if the
+    /// run is running.
+    pub(crate) fn hold_lease(&mut self) {
+        if self.state == State::Active && self.run.status == RunStatus::Running {
+            self.lease = Lease::hold(&self.gate, &self.run.id);
+        }
+    }
+
+    /// Refuses to go on once the lease is lost or lapsed: nothing more may
+    /// start a tool or a model call.
+    fn check_lease(&mut self) -> Result<()> {
+        if self.run.status == RunStatus::Running && !self.lease.ok() {
+            self.lease.stop();
+            self.state = State::Closed(Some("lost the lease".into()));
+            return Err(Error::LeaseLost {
+                run: self.run.id.clone(),
+            });
+        }
+        Ok(())
     }
 
     fn draft(&self) -> Draft {
@@ -357,6 +385,12 @@ impl Session {
     /// The run as last written or read.
     pub fn run(&self) -> &Run {
         &self.run
+    }
+
+    /// `true` while this session's lease heartbeat task runs (a closed or
+    /// finished session has none).
+    pub fn heartbeat_running(&self) -> bool {
+        self.lease.beating()
     }
 
     /// The open step, if any.
@@ -413,7 +447,7 @@ impl Session {
         let gate = Arc::clone(&self.gate);
         let history = &*self.history;
         let mut draft = self.draft();
-        let r = gate.write(|tx| writes::open_next_or_settle(&gate, tx, &mut draft, &history));
+        let r = gate.write(|tx| writes::open_next_or_settle(&gate, tx, &mut draft, history));
         self.closing(r)?;
         self.apply(draft);
         match &self.current {
@@ -434,6 +468,7 @@ impl Session {
     /// allowed request waits for [`Session::execute`].
     pub async fn propose(&mut self, decision: crate::model::Decision) -> Result<Verdict> {
         self.active()?;
+        self.check_lease()?;
         let step = match &self.current {
             Some(s)
                 if self.handed_out
@@ -630,7 +665,7 @@ impl Session {
                 EventType::StepFailed,
                 &payload::step_failed(&observation.summary, Some(&observation)),
             )?;
-            writes::open_next_or_settle(&gate, tx, &mut draft, &history)?;
+            writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
             Ok(true)
         });
         if !self.closing(r)? {
@@ -888,7 +923,7 @@ impl Session {
                     },
                 )?;
             } else {
-                writes::open_next_or_settle(&gate, tx, &mut draft, &history)?;
+                writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
             }
             Ok(true)
         });
@@ -1079,6 +1114,10 @@ impl Session {
         );
         let mut draft = self.draft();
 
+        if matches!(allowed.grant, Grant::Fresh { .. }) {
+            self.check_lease()?;
+        }
+
         // Write group 1: make "this tool is about to run" durable.
         let started = match &allowed.grant {
             Grant::Fresh {
@@ -1218,6 +1257,7 @@ impl Session {
                     draft.run.status = RunStatus::Running;
                     self.run.status = RunStatus::Running;
                     self.state = State::Active;
+                    self.hold_lease();
                 }
                 ok
             }
@@ -1336,7 +1376,7 @@ impl Session {
                     },
                 )?;
             } else {
-                writes::open_next_or_settle(&gate, tx, &mut draft, &history)?;
+                writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
             }
             Ok(true)
         });
@@ -1471,6 +1511,7 @@ impl Session {
         }
         let was_active = self.state == State::Active;
         self.state = State::Closed(None);
+        self.lease.stop();
         if was_active {
             let gate = Arc::clone(&self.gate);
             let run_id = self.run.id.clone();

@@ -49,8 +49,9 @@ pub(crate) fn create_private(path: &Path) -> Result<()> {
 
 /// Checks the database file (already known to exist) and its sidecars.
 ///
-/// `writer` tightens files this process owns that others can read; a
-/// read-only opener never changes anything.
+/// Every rule is checked before anything is changed, so a refused file set
+/// is left as it was. Then `writer` tightens the files this process owns
+/// that others can read; a read-only opener never changes anything.
 #[cfg(unix)]
 pub(crate) fn check(db: &Path, follow_db_symlink: bool, writer: bool) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
@@ -69,7 +70,11 @@ pub(crate) fn check(db: &Path, follow_db_symlink: bool, writer: bool) -> Result<
     }
     let me = current_uid();
     let db_owner = meta.uid();
-    check_mode(db, meta.mode(), meta.uid(), me, writer)?;
+    refuse_writable(db, meta.mode())?;
+    let mut tighten: Vec<(PathBuf, bool)> = Vec::new();
+    if needs_tightening(meta.mode(), db_owner, me, writer) {
+        tighten.push((db.to_owned(), false));
+    }
 
     for sidecar in sidecars(db) {
         let side = match std::fs::symlink_metadata(&sidecar) {
@@ -90,14 +95,28 @@ pub(crate) fn check(db: &Path, follow_db_symlink: bool, writer: bool) -> Result<
                 path: sidecar,
             });
         }
-        check_mode(&sidecar, side.mode(), side.uid(), me, writer)?;
+        refuse_writable(&sidecar, side.mode())?;
+        if needs_tightening(side.mode(), side.uid(), me, writer) {
+            tighten.push((sidecar, true));
+        }
+    }
+
+    for (path, is_sidecar) in tighten {
+        use std::os::unix::fs::PermissionsExt;
+        match std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {
+            Ok(()) => {}
+            // SQLite removes the sidecars when the last connection closes,
+            // which another process may do at any moment.
+            Err(e) if is_sidecar && e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
     }
     Ok(())
 }
 
+/// Refuses a file that group or others can write.
 #[cfg(unix)]
-fn check_mode(path: &Path, mode: u32, owner: u32, me: u32, writer: bool) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
+fn refuse_writable(path: &Path, mode: u32) -> Result<()> {
     let bits = mode & 0o7777;
     if bits & 0o022 != 0 {
         return Err(Error::InsecureMode {
@@ -106,27 +125,41 @@ fn check_mode(path: &Path, mode: u32, owner: u32, me: u32, writer: bool) -> Resu
             reason: "is writable by group or others".into(),
         });
     }
-    if writer && owner == me && bits & 0o077 != 0 {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| Error::io(path, e))?;
-    }
     Ok(())
 }
 
+/// A writer tightens a file it owns that group or others can read.
+#[cfg(unix)]
+fn needs_tightening(mode: u32, owner: u32, me: u32, writer: bool) -> bool {
+    writer && owner == me && mode & 0o077 != 0
+}
+
+/// This process's effective uid (`u32::MAX` if it cannot be learnt, which
+/// matches no file, so nothing is tightened).
 #[cfg(unix)]
 fn current_uid() -> u32 {
-    use std::os::unix::fs::MetadataExt;
-    // The owner of a file we just observed is not necessarily us; the
-    // process's own directory entry in /proc is, on Linux. Elsewhere fall
-    // back to the owner of a fresh temporary file.
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    // On Linux the process's own /proc directory is owned by its effective
+    // uid. Elsewhere, the owner of a file this process creates: created
+    // exclusively (never through a planted link) under an unguessable name.
     if let Ok(m) = std::fs::metadata("/proc/self") {
         return m.uid();
     }
-    let probe = std::env::temp_dir().join(format!("agentrt-uid-{}", std::process::id()));
-    let uid = std::fs::File::create(&probe)
-        .and_then(|f| f.metadata())
-        .map(|m| m.uid())
-        .unwrap_or(u32::MAX);
+    let probe = std::env::temp_dir().join(format!(
+        ".agentrt-uid-{}-{}",
+        std::process::id(),
+        crate::ids::random_id()
+    ));
+    let Ok(file) = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&probe)
+    else {
+        return u32::MAX;
+    };
+    let uid = file.metadata().map(|m| m.uid()).unwrap_or(u32::MAX);
+    drop(file);
     let _ = std::fs::remove_file(&probe);
     uid
 }

@@ -6,7 +6,9 @@
 //! group, whose events are returned only after the commit.
 
 mod files;
+mod lease;
 mod open;
+mod page;
 mod read;
 pub mod schema;
 mod tx;
@@ -20,6 +22,7 @@ use crate::clock::lock;
 use crate::error::{Error, Result};
 use crate::model::Event;
 
+pub use page::{MAX_PAGE_TEXT, PAGE_READ_ROWS, PendingCount};
 pub use read::{EventRecord, Page, RunRow};
 pub use tx::{
     ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
@@ -55,6 +58,9 @@ pub struct Store {
 
 struct StoreInner {
     conn: Mutex<Connection>,
+    /// A second connection for lease heartbeats (file stores), opened on
+    /// first use, so a long transaction on `conn` cannot starve them.
+    heartbeat: Mutex<Option<Connection>>,
     path: Option<PathBuf>,
     read_only: bool,
 }
@@ -100,6 +106,7 @@ impl Store {
         Store {
             inner: Arc::new(StoreInner {
                 conn: Mutex::new(conn),
+                heartbeat: Mutex::new(None),
                 path,
                 read_only,
             }),

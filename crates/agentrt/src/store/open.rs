@@ -22,24 +22,52 @@ pub(super) fn open_or_create(
         configure(&conn)?;
         refuse_unsafe_schema(&conn, path)?;
         migrate(&conn, path)?;
+        check_meta(&conn, path)?;
         return Ok((conn, None));
     }
     if std::fs::metadata(path).is_err() {
         files::create_private(path)?;
     }
-    files::check(path, true, true)?;
+    // This opener follows a symbolic link, and so does SQLite, which keeps
+    // the sidecars next to the file the link names: check and open that.
+    let file = resolve_link(path)?;
+    // Refuse before anything else; tighten only once the file is accepted.
+    files::check(&file, true, false)?;
     let conn = Connection::open_with_flags(
-        path,
+        sqlite_path(&file),
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|e| open_error(path, e))?;
+    .map_err(|e| open_error(&file, e))?;
     configure(&conn)?;
-    refuse_unsafe_schema(&conn, path)?;
+    refuse_unsafe_schema(&conn, &file)?;
     enable_wal(&conn)?;
     set_durability(&conn, options.durability)?;
-    migrate(&conn, path)?;
-    files::check(path, true, true)?;
+    migrate(&conn, &file)?;
+    check_meta(&conn, &file)?;
+    files::check(&file, true, true)?;
     Ok((conn, Some(path.to_owned())))
+}
+
+/// The file a symbolic link at `path` leads to (`path` itself if it is no
+/// link).
+fn resolve_link(path: &Path) -> Result<PathBuf> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+    if meta.file_type().is_symlink() {
+        std::fs::canonicalize(path).map_err(|e| Error::io(path, e))
+    } else {
+        Ok(path.to_owned())
+    }
+}
+
+/// The name to hand SQLite for a file path. SQLite reads a name starting
+/// with `file:` as a URI and `:memory:` as no file at all; a relative path
+/// gets a leading `./`, so every path names its file.
+fn sqlite_path(path: &Path) -> PathBuf {
+    if path.is_relative() {
+        Path::new(".").join(path)
+    } else {
+        path.to_owned()
+    }
 }
 
 /// Opens an existing database at this build's schema version.
@@ -48,12 +76,14 @@ pub(super) fn open_existing(
     read_only: bool,
     options: &StoreOptions,
 ) -> Result<Connection> {
-    files::check(path, false, !read_only)?;
+    // Refuse before anything else; a writer tightens the files only once
+    // the database is accepted, so a refused file keeps its permissions.
+    files::check(path, false, false)?;
     let conn = if read_only {
         open_read_only(path)?
     } else {
         let conn = Connection::open_with_flags(
-            path,
+            sqlite_path(path),
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| open_error(path, e))?;
@@ -72,10 +102,13 @@ pub(super) fn open_existing(
 
 /// A read-only connection. A WAL database in a directory this process
 /// cannot write (no `-shm` can be made) is opened `immutable`, which reads
-/// the file as it is without any locking or sidecar.
+/// the main file as it is, without any locking or sidecar. That reads every
+/// commit only while the write-ahead log holds none: with a non-empty
+/// `-wal` the open is refused rather than showing an older state.
 fn open_read_only(path: &Path) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let first = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e));
+    let first =
+        Connection::open_with_flags(sqlite_path(path), flags).map_err(|e| open_error(path, e));
     let attempt = first.and_then(|conn| {
         configure(&conn)?;
         refuse_unsafe_schema(&conn, path)?;
@@ -83,6 +116,7 @@ fn open_read_only(path: &Path) -> Result<Connection> {
     });
     match attempt {
         Err(Error::Sqlite(e)) if needs_immutable(&e) => {
+            refuse_unread_wal(path, &e)?;
             let uri = immutable_uri(path);
             let conn = Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
                 .map_err(|e| open_error(path, e))?;
@@ -91,6 +125,33 @@ fn open_read_only(path: &Path) -> Result<Connection> {
             Ok(conn)
         }
         other => other,
+    }
+}
+
+/// Frames start after the 32-byte WAL header: a log no longer than that
+/// holds no commit.
+const WAL_HEADER_LEN: u64 = 32;
+
+/// Refuses the immutable fallback while the `-wal` holds commits that an
+/// immutable read would silently leave out.
+fn refuse_unread_wal(path: &Path, cause: &rusqlite::Error) -> Result<()> {
+    let [wal, shm] = files::sidecars(path);
+    match std::fs::symlink_metadata(&wal) {
+        Ok(m) if m.len() > WAL_HEADER_LEN => Err(Error::io(
+            shm,
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} holds commits not yet in the database, and reading them needs this \
+                     shared-memory file, which this process cannot open or create ({cause}); \
+                     open the database as a user who can write its directory",
+                    wal.display()
+                ),
+            ),
+        )),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(wal, e)),
     }
 }
 
@@ -274,26 +335,112 @@ fn check_version(conn: &Connection, path: &Path) -> Result<()> {
             build: SCHEMA_VERSION,
         });
     }
+    check_meta(conn, path)
+}
+
+/// The database must record this build's hash algorithm, canonical form
+/// and time format (README decision 3): a file at our version with other
+/// or missing meta was not written by this build's rules.
+fn check_meta(conn: &Connection, path: &Path) -> Result<()> {
+    let not_agentrt = |detail: String| Error::NotAgentrt {
+        path: path.into(),
+        detail,
+    };
+    let has_table: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agentrt_meta')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| open_error(path, e))?;
+    if !has_table {
+        return Err(not_agentrt("it has no agentrt_meta table".into()));
+    }
     let mut stmt = conn
         .prepare("SELECT key, value FROM agentrt_meta")
         .map_err(Error::from_sqlite)?;
     let rows = stmt
         .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
         .map_err(Error::from_sqlite)?;
+    let mut found = [false; 3];
     for row in rows {
         let (key, value) = row.map_err(Error::from_sqlite)?;
-        let want = match key.as_str() {
-            "hash_algorithm" => HASH_ALGORITHM,
-            "canonical_form" => CANONICAL_FORM,
-            "time_format" => TIME_FORMAT,
+        let (i, want) = match key.as_str() {
+            "hash_algorithm" => (0, HASH_ALGORITHM),
+            "canonical_form" => (1, CANONICAL_FORM),
+            "time_format" => (2, TIME_FORMAT),
             _ => continue,
         };
         if value != want {
-            return Err(Error::NotAgentrt {
-                path: path.into(),
-                detail: format!("its {key} is {value:?}, this build uses {want:?}"),
-            });
+            return Err(not_agentrt(format!(
+                "its {key} is {value:?}, this build uses {want:?}"
+            )));
+        }
+        found[i] = true;
+    }
+    for (key, seen) in ["hash_algorithm", "canonical_form", "time_format"]
+        .into_iter()
+        .zip(found)
+    {
+        if !seen {
+            return Err(not_agentrt(format!("its agentrt_meta has no {key}")));
         }
     }
     Ok(())
+}
+
+/// A read-write connection to an existing, migrated file for lease
+/// heartbeats: no file checks or migrations (the main connection did them).
+pub(super) fn heartbeat_connection(path: &Path) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        sqlite_path(path),
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| open_error(path, e))?;
+    configure(&conn)?;
+    Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synchronous(conn: &Connection) -> i64 {
+        conn.query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// The store's own connection is private, so its per-connection
+    /// settings are checked here: FULL (2) by default, NORMAL (1) on
+    /// request, WAL on, defensive settings in force.
+    #[test]
+    fn durability_sets_synchronous_and_wal_is_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("durability.db");
+        let (full, _) = open_or_create(&db, &StoreOptions::default()).unwrap();
+        assert_eq!(synchronous(&full), 2);
+        let journal: String = full
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(journal, "wal");
+        let normal = StoreOptions {
+            durability: Durability::Normal,
+        };
+        let (fast, _) = open_or_create(&db, &normal).unwrap();
+        assert_eq!(synchronous(&fast), 1);
+        let existing = open_existing(&db, false, &normal).unwrap();
+        assert_eq!(synchronous(&existing), 1);
+        let existing = open_existing(&db, false, &StoreOptions::default()).unwrap();
+        assert_eq!(synchronous(&existing), 2);
+        for (pragma, want) in [
+            ("foreign_keys", 1),
+            ("trusted_schema", 0),
+            ("busy_timeout", 5000),
+        ] {
+            let got: i64 = full
+                .query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(got, want, "{pragma}");
+        }
+    }
 }

@@ -1,0 +1,52 @@
+//! One module per command; each reads through `agentrt::view` or decides
+//! through `agentrt::Operator`, and writes its report to stdout.
+
+mod cancel;
+mod decide;
+mod events;
+mod runs;
+mod show;
+
+use std::io::Write;
+
+use crate::args::{Command, Invocation};
+use crate::error::CliError;
+use crate::open::{Access, open};
+
+/// Runs a validated invocation, writing its report to `out`.
+pub fn run(inv: &Invocation, out: &mut dyn Write) -> Result<(), CliError> {
+    match &inv.command {
+        Command::Runs(paging) => {
+            let store = open(&inv.db, Access::ReadOnly)?;
+            runs::run(&store, *paging, inv.json, out)
+        }
+        Command::Show { run, paging } => {
+            let store = open(&inv.db, Access::ReadOnly)?;
+            show::run(&store, run, *paging, inv, out)
+        }
+        Command::Events { run, paging } => {
+            let store = open(&inv.db, Access::ReadOnly)?;
+            events::run(&store, run, *paging, inv.json, out)
+        }
+        Command::Decide(decide) => {
+            let store = open(&inv.db, Access::ReadWrite)?;
+            decide::run(&store, decide, inv, out)
+        }
+        Command::Cancel { run, by, note } => {
+            let store = open(&inv.db, Access::ReadWrite)?;
+            cancel::run(&store, run, by, note, inv.json, out)
+        }
+    }
+}
+
+/// The paging footer of a listing, when rows exist past the page:
+/// `... <k> more <what>; rerun with --offset <next> to see them (showing <n> of <total>)`.
+pub fn footer(what: &str, offset: u64, shown: usize, total: u64) -> Option<String> {
+    let next = offset.saturating_add(shown as u64);
+    (next < total).then(|| {
+        format!(
+            "... {} more {what}; rerun with --offset {next} to see them (showing {shown} of {total})",
+            total - next
+        )
+    })
+}

@@ -1,0 +1,63 @@
+//! The one usage text: printed to stdout for `-h`, `--help` and `help`,
+//! and to stderr after the problem line of a usage error.
+
+/// The usage text (ends with a newline).
+pub const USAGE: &str = "\
+agentrt: the operator's view of an agentrt database. It lists runs, shows
+them with their pending approvals, prints their events, decides approvals
+and cancels runs.
+
+Usage: agentrt [--db PATH] [--json] <command> [arguments]
+
+Global options (before the command):
+  --db PATH       the database (default: $AGENTRT_DB). It must exist:
+                  agentrt never creates and never migrates a database
+  --json          JSON output, pretty-printed (events: JSON Lines)
+  -h, --help      print this help
+
+Commands:
+  runs            list runs, newest first
+      --limit N   runs per page (default 100; 0 = all)
+      --offset N  runs to skip (default 0)
+  show <run>      a run, its pending approvals and its steps
+      --limit N   steps and pending approvals per page (default 500; 0 = all)
+      --offset N  steps and pending approvals to skip (default 0)
+  events <run>    a run's events in order
+      --limit N   events per page (default 500; 0 = all, printed as read)
+      --offset N  events to skip (default 0)
+  approve <run>   approve the run's pending approval
+  reject <run>    reject it: the step fails and the run is cancelled
+                  (approval_rejected)
+      --approval ID  the approval to decide (default: the run's only
+                  pending approval); naming it is consent
+      --by WHO    who decides, recorded as given and never verified
+                  (default: $USER)
+      --note TEXT a note for the record (default: empty)
+      --yes       consent without a prompt
+  cancel <run>    cancel a run that has not finished (operator_cancelled);
+                  no confirmation
+      --by WHO    who cancels (default: $USER)
+      --note TEXT a note for the record (default: empty)
+  help            print this help
+
+Flags of a command may come before or after the run id; `--` ends flags.
+Negative --limit values mean 0 (all), negative --offset values mean 0.
+
+approve and reject print the approval first, then need consent: --approval,
+--yes, or a typed y/yes when stdin is an interactive terminal (and --json
+is not given). The decision applies only to the approval exactly as it was
+printed: if it changed in between, nothing is decided.
+
+agentrt reads and decides; it never runs a step. There is no resume command
+and no re-check command: both need the consumer's agent, tools and policy.
+An approved run stays waiting until the consumer's program resumes it with
+Driver::resume; re-checking a run against a policy is the consumer's call
+to agentrt::recheck.
+
+Whoever can write the database can approve anything: names given with --by
+are labels, not identities. agentrt refuses a database that group or others
+can write, a symbolic link, and a database holding a trigger or a view.
+runs, show and events open the database read-only.
+
+Exit status: 0 success, 1 error or refusal, 2 usage problem.
+";

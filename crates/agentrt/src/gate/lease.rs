@@ -1,0 +1,103 @@
+//! A session's hold on its run: renewed by a heartbeat task every third of
+//! the lease's time-to-live, lost (for good) when the row no longer names
+//! this owner.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::task::JoinHandle;
+
+use super::GateInner;
+use crate::clock::{Timestamp, lock};
+
+struct State {
+    lost: AtomicBool,
+    expires: Mutex<Timestamp>,
+}
+
+/// The heartbeat of one session's lease. Dropping it stops the heartbeat.
+pub(crate) struct Lease {
+    state: Arc<State>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Lease {
+    /// A lease this session does not hold (paused or finished runs).
+    pub fn none() -> Lease {
+        Lease {
+            state: Arc::new(State {
+                lost: AtomicBool::new(false),
+                expires: Mutex::new(Timestamp::from_unix_nanos(0)),
+            }),
+            task: None,
+        }
+    }
+
+    /// Starts the heartbeat for a lease just written (expiring about
+    /// now + TTL). Must run inside a tokio runtime.
+    pub fn hold(gate: &Arc<GateInner>, run_id: &str) -> Lease {
+        let state = Arc::new(State {
+            lost: AtomicBool::new(false),
+            expires: Mutex::new(Timestamp::now().add(gate.lease_ttl)),
+        });
+        let beat = Arc::clone(&state);
+        let store = gate.store.clone();
+        let owner = gate.owner.clone();
+        let run_id = run_id.to_owned();
+        let ttl = gate.lease_ttl;
+        let period = (ttl / 3).max(std::time::Duration::from_millis(10));
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                let expires = Timestamp::now().add(ttl);
+                let (store, run_id, owner) = (store.clone(), run_id.clone(), owner.clone());
+                let renewal = tokio::task::spawn_blocking(move || {
+                    store.renew_lease(&run_id, &owner, expires)
+                });
+                match tokio::time::timeout(period, renewal).await {
+                    Ok(Ok(Ok(true))) => *lock(&beat.expires) = expires,
+                    Ok(Ok(Ok(false))) => {
+                        beat.lost.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    // A busy database, a slow disk, a panic in the write:
+                    // try again at the next tick.
+                    _ => continue,
+                }
+            }
+        });
+        Lease {
+            state,
+            task: Some(task),
+        }
+    }
+
+    /// Records a renewal written by the session itself.
+    pub fn renewed(&self, ttl: std::time::Duration) {
+        *lock(&self.state.expires) = Timestamp::now().add(ttl);
+    }
+
+    /// Held: not lost, and not past its last written expiry by the wall clock.
+    pub fn ok(&self) -> bool {
+        !self.state.lost.load(Ordering::SeqCst) && Timestamp::now() < *lock(&self.state.expires)
+    }
+
+    /// Stops the heartbeat.
+    pub fn stop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+
+    /// `true` while the heartbeat runs.
+    pub fn beating(&self) -> bool {
+        self.task.as_ref().is_some_and(|t| !t.is_finished())
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,45 @@
+//! Lease renewal on a connection of its own.
+
+use rusqlite::Connection;
+
+use super::{Store, open};
+use crate::clock::{Timestamp, lock};
+use crate::error::{Error, Result};
+
+fn renew(conn: &Connection, run_id: &str, owner: &str, expires_at: &Timestamp) -> Result<bool> {
+    let mut stmt = conn
+        .prepare_cached(
+            "UPDATE runs SET lease_expires_at = ?1 WHERE id = ?2 AND lease_owner = ?3 AND status = 'RUNNING'",
+        )
+        .map_err(Error::from_sqlite)?;
+    let n = stmt
+        .execute(rusqlite::params![expires_at.to_string(), run_id, owner])
+        .map_err(Error::from_sqlite)?;
+    Ok(n == 1)
+}
+
+impl Store {
+    /// Extends `owner`'s lease on a RUNNING run to `expires_at`; `false`
+    /// when the run is no longer leased to `owner` (the lease is lost).
+    ///
+    /// File stores use a dedicated connection, so the heartbeat is never
+    /// queued behind the main connection's work.
+    pub(crate) fn renew_lease(
+        &self,
+        run_id: &str,
+        owner: &str,
+        expires_at: Timestamp,
+    ) -> Result<bool> {
+        let Some(path) = &self.inner.path else {
+            return self.read(|c| renew(c, run_id, owner, &expires_at));
+        };
+        let mut slot = lock(&self.inner.heartbeat);
+        if slot.is_none() {
+            *slot = Some(open::heartbeat_connection(path)?);
+        }
+        match slot.as_ref() {
+            Some(conn) => renew(conn, run_id, owner, &expires_at),
+            None => Ok(false),
+        }
+    }
+}

@@ -1,0 +1,439 @@
+//! The interruption contract and the run lease: a crashed step is never
+//! re-executed by the runtime on its own.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agentrt::*;
+use common::*;
+
+const TTL: Duration = Duration::from_millis(300);
+
+/// A tool that counts calls; the first call hangs forever (the process
+/// "dies" while it runs), later calls return at once.
+fn hanging_once(name: &str, class: SideEffect, calls: Arc<AtomicUsize>) -> Arc<dyn Tool> {
+    Arc::new(tool_fn(ToolSpec::new(name, "", class), move |call| {
+        let n = calls.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n == 0 {
+                std::future::pending::<()>().await;
+            }
+            Ok(ToolResult::raw(call.args.as_str()))
+        }
+    }))
+}
+
+fn gate_config(
+    store: &Store,
+    tools: Vec<Arc<dyn Tool>>,
+    rec: &Recorder,
+    owner: &str,
+    ids: &str,
+) -> GateConfig {
+    GateConfig::new(store.clone(), DefaultPolicy, tools)
+        .with_ids(sequential_ids(ids))
+        .with_observer(rec.clone())
+        .with_lease_ttl(TTL)
+        .with_lease_owner(owner)
+}
+
+/// Starts a run whose first decision is `first`, and "crashes" while it is
+/// in flight (the driver's future is dropped).
+async fn crash_during(
+    store: &Store,
+    tools: Vec<Arc<dyn Tool>>,
+    first: Decision,
+    hang_in_agent: bool,
+) {
+    let rec = Recorder::default();
+    let config = gate_config(store, tools, &rec, "first", "a-");
+    struct Hang;
+    impl Agent for Hang {
+        fn decide<'a>(
+            &'a mut self,
+            _: &'a StepInput,
+        ) -> BoxFuture<'a, std::result::Result<Decision, AgentError>> {
+            Box::pin(std::future::pending())
+        }
+    }
+    let task = if hang_in_agent {
+        let mut driver = Driver::new(config, Hang).unwrap();
+        tokio::spawn(async move {
+            driver
+                .start(Some("r"), "g", Limits::default())
+                .await
+                .map(|_| ())
+        })
+    } else {
+        let mut driver = Driver::new(config, ScriptedAgent::new([first])).unwrap();
+        tokio::spawn(async move {
+            driver
+                .start(Some("r"), "g", Limits::default())
+                .await
+                .map(|_| ())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    task.abort();
+    let _ = task.await;
+}
+
+async fn after_expiry() {
+    tokio::time::sleep(TTL + Duration::from_millis(150)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_side_effect_pauses_and_runs_again_only_once_approved() {
+    let store = Store::open(":memory:").unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tool = hanging_once("write", SideEffect::LocalMutation, calls.clone());
+    crash_during(
+        &store,
+        vec![tool.clone()],
+        Decision::tool_call("write", r#"{"n":1}"#),
+        false,
+    )
+    .await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        store.list_steps("r").unwrap()[0].status,
+        StepStatus::Executing
+    );
+
+    // A live lease is refused, with its owner and expiry, and nothing changes.
+    let rec = Recorder::default();
+    let second = Driver::new(
+        gate_config(&store, vec![tool.clone()], &rec, "second", "b-"),
+        ScriptedAgent::new([]),
+    );
+    let mut second = second.unwrap();
+    let before = store.list_events("r").unwrap().len();
+    match second.resume("r").await.unwrap_err() {
+        Error::RunLeased {
+            owner, expires_at, ..
+        } => {
+            assert!(owner.starts_with("first/"));
+            assert!(!expires_at.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.list_events("r").unwrap().len(), before);
+
+    after_expiry().await;
+    let run = second.resume("r").await.unwrap();
+    assert_eq!(run.status, RunStatus::WaitingForApproval);
+    let approval = store.list_approvals("r").unwrap().pop().unwrap();
+    assert_eq!(approval.kind, INTERRUPTED_SIDE_EFFECT);
+    assert!(
+        approval
+            .presentation
+            .as_str()
+            .contains("outcome is unknown")
+    );
+    let types = rec.types();
+    assert_eq!(
+        types,
+        [
+            "lease.taken_over",
+            "step.interrupted",
+            "step.policy",
+            "approval.requested"
+        ]
+    );
+    let policy = rec.events()[2].payload.clone();
+    assert!(
+        !policy.contains("\"view\"") && !policy.contains("policy_id"),
+        "a non-policy pause: {policy}"
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "nothing ran again on its own"
+    );
+
+    // Approving re-runs exactly that step once.
+    Operator::new(store.clone())
+        .approve("r", &approval.id, &DecideOptions::default())
+        .unwrap();
+    let mut third = Driver::new(
+        gate_config(&store, vec![tool.clone()], &rec, "third", "c-"),
+        ScriptedAgent::new([Decision::complete("1")]),
+    )
+    .unwrap();
+    let run = third.resume("r").await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let steps = store.list_steps("r").unwrap();
+    assert_eq!(steps[0].status, StepStatus::Done);
+    assert_eq!(steps.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejecting_an_interrupted_side_effect_ends_the_run_without_running_it() {
+    let store = Store::open(":memory:").unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tool = hanging_once("push", SideEffect::RemoteMutation, calls.clone());
+    // A remote mutation needs approval first: approve it, crash during the approved call.
+    let rec = Recorder::default();
+    let mut d = Driver::new(
+        gate_config(&store, vec![tool.clone()], &rec, "first", "a-"),
+        ScriptedAgent::new([Decision::tool_call("push", "{}")]),
+    )
+    .unwrap();
+    d.start(Some("r"), "g", Limits::default()).await.unwrap();
+    let approval = store.list_approvals("r").unwrap()[0].clone();
+    Operator::new(store.clone())
+        .approve("r", &approval.id, &DecideOptions::default())
+        .unwrap();
+    let task = tokio::spawn(async move { d.resume("r").await.map(|_| ()) });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    task.abort();
+    let _ = task.await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    after_expiry().await;
+    let mut second = Driver::new(
+        gate_config(&store, vec![tool.clone()], &rec, "second", "b-"),
+        ScriptedAgent::new([]),
+    )
+    .unwrap();
+    assert_eq!(
+        second.resume("r").await.unwrap().status,
+        RunStatus::WaitingForApproval
+    );
+    let interrupted = store.list_approvals("r").unwrap().pop().unwrap();
+    assert_eq!(interrupted.kind, INTERRUPTED_SIDE_EFFECT);
+    Operator::new(store.clone())
+        .reject("r", &interrupted.id, &DecideOptions::default())
+        .unwrap();
+    assert!(second.resume("r").await.unwrap_err().is_run_state());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        store.get_run("r").unwrap().reason,
+        Some(TerminalReason::ApprovalRejected)
+    );
+
+    // Approving instead re-runs it once: the policy's remote approval of the same
+    // request was granted before, so the re-run needs no third decision.
+    let store = Store::open(":memory:").unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tool = hanging_once("push", SideEffect::RemoteMutation, calls.clone());
+    let mut d = Driver::new(
+        gate_config(&store, vec![tool.clone()], &rec, "first", "a-"),
+        ScriptedAgent::new([Decision::tool_call("push", "{}")]),
+    )
+    .unwrap();
+    d.start(Some("r"), "g", Limits::default()).await.unwrap();
+    let approval = store.list_approvals("r").unwrap()[0].clone();
+    Operator::new(store.clone())
+        .approve("r", &approval.id, &DecideOptions::default())
+        .unwrap();
+    let task = tokio::spawn(async move { d.resume("r").await.map(|_| ()) });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    task.abort();
+    let _ = task.await;
+    after_expiry().await;
+    let mut second = Driver::new(
+        gate_config(&store, vec![tool.clone()], &rec, "second", "b-"),
+        ScriptedAgent::new([Decision::complete("1")]),
+    )
+    .unwrap();
+    second.resume("r").await.unwrap();
+    let interrupted = store.list_approvals("r").unwrap().pop().unwrap();
+    Operator::new(store.clone())
+        .approve("r", &interrupted.id, &DecideOptions::default())
+        .unwrap();
+    assert_eq!(
+        second.resume("r").await.unwrap().status,
+        RunStatus::Completed
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupted_read_only_and_deciding_steps_continue() {
+    for (class, in_agent) in [
+        (SideEffect::ReadOnly, false),
+        (SideEffect::LocalMutation, true),
+    ] {
+        let store = Store::open(":memory:").unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let tool = hanging_once("t", class, calls.clone());
+        crash_during(
+            &store,
+            vec![tool.clone()],
+            Decision::tool_call("t", "{}"),
+            in_agent,
+        )
+        .await;
+        after_expiry().await;
+        let rec = Recorder::default();
+        let mut d = Driver::new(
+            gate_config(&store, vec![tool], &rec, "second", "b-"),
+            ScriptedAgent::new([Decision::complete("1")]),
+        )
+        .unwrap();
+        let run = d.resume("r").await.unwrap();
+        assert_eq!(run.status, RunStatus::Completed, "{class:?}");
+        let steps = store.list_steps("r").unwrap();
+        assert_eq!(steps[0].status, StepStatus::Interrupted);
+        let o = steps[0].observation.as_ref().unwrap();
+        let was = if in_agent { "deciding" } else { "executing" };
+        assert_eq!(o.summary, format!("step interrupted while {was}"));
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            if in_agent { 0 } else { 1 },
+            "never run again by the runtime"
+        );
+        assert_eq!(&rec.types()[..2], ["lease.taken_over", "step.interrupted"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_tool_or_failing_arguments_end_the_run_reconcile_conflict() {
+    let store = Store::open(":memory:").unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tool = hanging_once("w", SideEffect::LocalMutation, calls.clone());
+    crash_during(
+        &store,
+        vec![tool],
+        Decision::tool_call("w", r#"{"n":1}"#),
+        false,
+    )
+    .await;
+    after_expiry().await;
+    let rec = Recorder::default();
+    let mut d = Driver::new(
+        gate_config(&store, vec![], &rec, "second", "b-"),
+        ScriptedAgent::new([]),
+    )
+    .unwrap();
+    let run = d.resume("r").await.unwrap();
+    assert_eq!(
+        (run.status, run.reason),
+        (RunStatus::Failed, Some(TerminalReason::ReconcileConflict))
+    );
+
+    let store = Store::open(":memory:").unwrap();
+    let tool = hanging_once(
+        "w",
+        SideEffect::LocalMutation,
+        Arc::new(AtomicUsize::new(0)),
+    );
+    crash_during(
+        &store,
+        vec![tool],
+        Decision::tool_call("w", r#"{"n":1}"#),
+        false,
+    )
+    .await;
+    after_expiry().await;
+    let strict: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("w", "", SideEffect::LocalMutation)
+            .with_schema_str(r#"{"type":"object","required":["m"]}"#)
+            .unwrap(),
+        |_| async { Ok(ToolResult::raw("1")) },
+    ));
+    let mut d = Driver::new(
+        gate_config(&store, vec![strict], &rec, "second", "b-"),
+        ScriptedAgent::new([]),
+    )
+    .unwrap();
+    let run = d.resume("r").await.unwrap();
+    assert_eq!(run.reason, Some(TerminalReason::ReconcileConflict));
+    assert!(
+        run.reason_detail.contains("schema"),
+        "{}",
+        run.reason_detail
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_heartbeat_sustains_a_call_several_ttls_long_and_stops_with_the_session() {
+    let store = Store::open(":memory:").unwrap();
+    let rec = Recorder::default();
+    let slow: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("slow", "", SideEffect::ReadOnly),
+        |_| async {
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+            Ok(ToolResult::raw("1"))
+        },
+    ));
+    let gate = Gate::new(gate_config(&store, vec![slow], &rec, "only", "a-")).unwrap();
+    let mut session = gate.begin(Some("r"), "g", Limits::default()).await.unwrap();
+    assert!(session.heartbeat_running());
+    session.step().await.unwrap().unwrap();
+    assert_eq!(
+        session
+            .propose(Decision::tool_call("slow", "{}"))
+            .await
+            .unwrap()
+            .outcome,
+        VerdictOutcome::Allowed
+    );
+    session.execute().await.unwrap();
+    // Still held after 1 s with a 300 ms TTL: the next decision is accepted.
+    session.step().await.unwrap().unwrap();
+    assert_eq!(
+        session
+            .propose(Decision::complete("1"))
+            .await
+            .unwrap()
+            .outcome,
+        VerdictOutcome::Ended
+    );
+    assert!(
+        !session.heartbeat_running(),
+        "a finished run's heartbeat stops"
+    );
+    session.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_stops_the_session_before_the_next_tool() {
+    let store = Store::open(":memory:").unwrap();
+    let rec = Recorder::default();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let t: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("t", "", SideEffect::ReadOnly),
+        move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { Ok(ToolResult::raw("1")) }
+        },
+    ));
+    let gate = Gate::new(gate_config(&store, vec![t.clone()], &rec, "one", "a-")).unwrap();
+    let mut session = gate.begin(Some("r"), "g", Limits::default()).await.unwrap();
+    session.step().await.unwrap().unwrap();
+    // Another owner takes the run (as a takeover after an expiry would).
+    let other = Gate::new(gate_config(&store, vec![t], &rec, "two", "b-")).unwrap();
+    store
+        .write(|tx| {
+            tx.update_run(
+                "r",
+                &agentrt::store::RunGuard::default(),
+                &agentrt::store::RunChange {
+                    lease: agentrt::store::LeaseChange::Set {
+                        owner: other.owner(),
+                        expires_at: Timestamp::now().add(Duration::from_secs(60)),
+                    },
+                    ..Default::default()
+                },
+            )
+        })
+        .unwrap();
+    tokio::time::sleep(TTL).await;
+    let err = session
+        .propose(Decision::tool_call("t", "{}"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::LeaseLost { .. }), "{err:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    assert!(!session.heartbeat_running());
+    assert!(matches!(
+        session.step().await.unwrap_err(),
+        Error::SessionClosed { .. }
+    ));
+}
