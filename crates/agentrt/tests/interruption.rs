@@ -352,7 +352,14 @@ async fn a_vanished_tool_or_failing_arguments_end_the_run_reconcile_conflict() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_heartbeat_sustains_a_call_several_ttls_long_and_stops_with_the_session() {
-    let store = Store::open(":memory:").unwrap();
+    // In memory the heartbeat shares the connection; a file store gives it
+    // a connection of its own.
+    let dir = tempfile::tempdir().unwrap();
+    heartbeat_case(Store::open(":memory:").unwrap()).await;
+    heartbeat_case(Store::open(dir.path().join("hb.db")).unwrap()).await;
+}
+
+async fn heartbeat_case(store: Store) {
     let rec = Recorder::default();
     let slow: Arc<dyn Tool> = Arc::new(tool_fn(
         ToolSpec::new("slow", "", SideEffect::ReadOnly),
@@ -436,4 +443,248 @@ async fn a_lost_lease_stops_the_session_before_the_next_tool() {
         session.step().await.unwrap_err(),
         Error::SessionClosed { .. }
     ));
+}
+
+/// A reconciliation hook that answers from a closure.
+struct Answer<F>(F);
+
+impl<F> Reconcile for Answer<F>
+where
+    F: Fn(&ReconcileInput) -> std::result::Result<Reconciled, ReconcileError> + Send + Sync,
+{
+    fn reconcile<'a>(
+        &'a self,
+        input: &'a ReconcileInput,
+    ) -> BoxFuture<'a, std::result::Result<Reconciled, ReconcileError>> {
+        let answer = (self.0)(input);
+        Box::pin(async move { answer })
+    }
+}
+
+async fn reconciled_run(
+    answer: impl Fn(&ReconcileInput) -> std::result::Result<Reconciled, ReconcileError>
+    + Send
+    + Sync
+    + 'static,
+    schema: Option<&str>,
+) -> (Store, Run, Recorder, Arc<AtomicUsize>) {
+    let store = Store::open(":memory:").unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tool = hanging_once("w", SideEffect::LocalMutation, calls.clone());
+    crash_during(
+        &store,
+        vec![tool.clone()],
+        Decision::tool_call("w", r#"{"n":1}"#),
+        false,
+    )
+    .await;
+    after_expiry().await;
+    let tool = match schema {
+        None => tool,
+        Some(schema) => Arc::new(tool_fn(
+            ToolSpec::new("w", "", SideEffect::LocalMutation)
+                .with_schema_str(schema)
+                .unwrap(),
+            |_| async { Ok(ToolResult::raw("1")) },
+        )) as Arc<dyn Tool>,
+    };
+    let rec = Recorder::default();
+    let config =
+        gate_config(&store, vec![tool], &rec, "second", "b-").with_reconcile(Answer(answer));
+    let mut d = Driver::new(
+        config,
+        ScriptedAgent::new([Decision::complete("\"after\"")]),
+    )
+    .unwrap();
+    let run = d.resume("r").await.unwrap();
+    (store, run, rec, calls)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_reconcile_outcome_behaves_as_specified() {
+    // continue: the run resumes after the interruption with a new step.
+    let (store, run, rec, calls) = reconciled_run(
+        |input| {
+            assert_eq!(input.interrupted.len(), 1);
+            assert_eq!(input.interrupted[0].status, StepStatus::Interrupted);
+            Ok(Reconciled::Continue)
+        },
+        None,
+    )
+    .await;
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let resumed = rec
+        .events()
+        .into_iter()
+        .find(|e| e.event_type == EventType::RunResumed)
+        .unwrap();
+    assert_eq!(resumed.payload, r#"{"after":"interruption"}"#);
+    assert_eq!(store.list_steps("r").unwrap().len(), 2);
+
+    // completed: the run completes with the hook's result.
+    let (_, run, _, _) = reconciled_run(
+        |_| {
+            Ok(Reconciled::Completed {
+                result: br#"{"merged":true}"#.to_vec(),
+            })
+        },
+        None,
+    )
+    .await;
+    assert_eq!(
+        (run.status, run.reason_detail.as_str()),
+        (RunStatus::Completed, "completed by reconciliation")
+    );
+    assert_eq!(run.result.unwrap().as_str(), r#"{"merged":true}"#);
+    let (_, run, _, _) = reconciled_run(
+        |_| {
+            Ok(Reconciled::Completed {
+                result: b"{oops".to_vec(),
+            })
+        },
+        None,
+    )
+    .await;
+    assert_eq!(run.reason, Some(TerminalReason::InternalError));
+
+    // conflict, and an error of the hook.
+    let (_, run, _, _) = reconciled_run(
+        |_| {
+            Ok(Reconciled::Conflict {
+                detail: "two versions".into(),
+            })
+        },
+        None,
+    )
+    .await;
+    assert_eq!(
+        (run.reason, run.reason_detail.as_str()),
+        (Some(TerminalReason::ReconcileConflict), "two versions")
+    );
+    let (_, run, _, _) = reconciled_run(
+        |_| {
+            Err(ReconcileError {
+                message: "remote unreachable".into(),
+            })
+        },
+        None,
+    )
+    .await;
+    assert_eq!(
+        (run.reason, run.reason_detail.as_str()),
+        (
+            Some(TerminalReason::InternalError),
+            "reconcile: remote unreachable"
+        )
+    );
+
+    // waiting: an ordinary pause on the same step, with the hook's approval.
+    let ask = PolicyDecision::need_approval_json(
+        "check_remote",
+        "did it land?",
+        &serde_json::json!({"n": 1}),
+        &serde_json::json!({}),
+    )
+    .unwrap();
+    let (store, run, _, calls) = reconciled_run(
+        move |_| {
+            Ok(Reconciled::Waiting {
+                decision: ask.clone(),
+            })
+        },
+        None,
+    )
+    .await;
+    assert_eq!(run.status, RunStatus::WaitingForApproval);
+    let approval = store.list_approvals("r").unwrap().pop().unwrap();
+    assert_eq!(approval.kind, "check_remote");
+    let step = &store.list_steps("r").unwrap()[0];
+    assert_eq!(
+        (
+            step.status,
+            step.observation.is_none(),
+            step.finished_at.is_none()
+        ),
+        (StepStatus::AwaitingApproval, true, true)
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    // waiting needs a require_approval decision, and a call that still passes its schema.
+    let (_, run, _, _) = reconciled_run(
+        |_| {
+            Ok(Reconciled::Waiting {
+                decision: PolicyDecision::allow(),
+            })
+        },
+        None,
+    )
+    .await;
+    assert_eq!(run.reason, Some(TerminalReason::InternalError));
+    let ask = PolicyDecision::need_approval("k", "r", None, None);
+    let (store, run, _, _) = reconciled_run(
+        move |_| {
+            Ok(Reconciled::Waiting {
+                decision: ask.clone(),
+            })
+        },
+        Some(r#"{"type":"object","required":["m"]}"#),
+    )
+    .await;
+    assert_eq!(run.reason, Some(TerminalReason::ReconcileConflict));
+    let step = &store.list_steps("r").unwrap()[0];
+    assert_eq!(
+        step.observation.as_ref().unwrap().kind,
+        ObservationKind::InvalidDecision
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_that_died_after_marking_still_pauses_the_executing_step() {
+    let store = Store::open(":memory:").unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tool = hanging_once("w", SideEffect::LocalMutation, calls.clone());
+    crash_during(
+        &store,
+        vec![tool.clone()],
+        Decision::tool_call("w", "{}"),
+        false,
+    )
+    .await;
+    after_expiry().await;
+    // The second owner marks the step, then dies inside its (never answering) hook.
+    struct Never;
+    impl Reconcile for Never {
+        fn reconcile<'a>(
+            &'a self,
+            _: &'a ReconcileInput,
+        ) -> BoxFuture<'a, std::result::Result<Reconciled, ReconcileError>> {
+            Box::pin(std::future::pending())
+        }
+    }
+    let rec = Recorder::default();
+    let config =
+        gate_config(&store, vec![tool.clone()], &rec, "second", "b-").with_reconcile(Never);
+    let mut d = Driver::new(config, ScriptedAgent::new([])).unwrap();
+    let task = tokio::spawn(async move { d.resume("r").await.map(|_| ()) });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    task.abort();
+    let _ = task.await;
+    assert_eq!(
+        store.list_steps("r").unwrap()[0].status,
+        StepStatus::Interrupted
+    );
+    after_expiry().await;
+    let mut third = Driver::new(
+        gate_config(&store, vec![tool], &rec, "third", "c-"),
+        ScriptedAgent::new([]),
+    )
+    .unwrap();
+    let run = third.resume("r").await.unwrap();
+    assert_eq!(run.status, RunStatus::WaitingForApproval);
+    assert_eq!(
+        store.list_approvals("r").unwrap()[0].kind,
+        INTERRUPTED_SIDE_EFFECT
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
 }

@@ -277,3 +277,27 @@ async fn observers_hear_only_committed_events_in_order() {
         "the winner heard exactly what it committed"
     );
 }
+
+#[tokio::test]
+async fn an_unknown_event_type_is_listed_not_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.db");
+    let store = Store::open(&path).unwrap();
+    let clock = stepping_clock();
+    let rec = Recorder::default();
+    let mut d = Driver::new(
+        config(&store, DefaultPolicy, vec![], &clock, &rec),
+        ScriptedAgent::new([Decision::complete("1")]),
+    )
+    .unwrap();
+    d.start(Some("r"), "g", Limits::default()).await.unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("UPDATE events SET type = 'run.exploded' WHERE seq = 2", [])
+        .unwrap();
+    let events = store.list_events("r").unwrap();
+    assert_eq!(
+        events[1].event_type,
+        EventType::Unknown("run.exploded".into())
+    );
+    assert_eq!(events[1].event_type.as_str(), "run.exploded");
+}

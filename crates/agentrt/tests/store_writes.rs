@@ -148,7 +148,7 @@ fn events_are_returned_only_on_commit_in_order() {
         .write(|tx| {
             tx.insert_run(&new_run("r1", &limits, at))?;
             for (i, kind) in kinds.iter().enumerate() {
-                tx.append_event("r1", "", &at, *kind, &format!("{{\"n\":{i}}}"))?;
+                tx.append_event("r1", "", &at, kind.clone(), &format!("{{\"n\":{i}}}"))?;
             }
             // Another connection sees neither the run nor its events yet.
             let other = Store::open_existing(&db, true)?;
@@ -166,7 +166,10 @@ fn events_are_returned_only_on_commit_in_order() {
 
     // After the commit: returned in append order, exactly as stored.
     assert_eq!(
-        events.iter().map(|e| e.event_type).collect::<Vec<_>>(),
+        events
+            .iter()
+            .map(|e| e.event_type.clone())
+            .collect::<Vec<_>>(),
         kinds
     );
     assert_eq!(
@@ -380,7 +383,10 @@ fn lists_follow_insertion_order_when_timestamps_disagree() {
     assert_eq!(total, 3);
     let events = store.list_events("first").unwrap();
     assert_eq!(
-        events.iter().map(|e| e.event_type).collect::<Vec<_>>(),
+        events
+            .iter()
+            .map(|e| e.event_type.clone())
+            .collect::<Vec<_>>(),
         [
             EventType::RunCreated,
             EventType::RunStarted,

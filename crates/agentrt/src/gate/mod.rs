@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::ids::{IdSource, random_id, random_ids};
 use crate::model::{Event, Limits, Tool};
 use crate::policy::{Policy, check_policy_id};
+use crate::reconcile::Reconcile;
 use crate::registry::Registry;
 use crate::store::{Store, WriteTx};
 
@@ -61,6 +62,9 @@ pub struct GateConfig {
     /// A label for this process's leases (default `agentrt`); a random
     /// suffix makes each gate's owner distinct.
     pub lease_owner: String,
+    /// The consumer's reconciliation hook for runs taken over after a crash
+    /// (default none: an operator decides interrupted side effects).
+    pub reconcile: Option<Arc<dyn Reconcile>>,
 }
 
 impl GateConfig {
@@ -79,7 +83,14 @@ impl GateConfig {
             ids: random_ids(),
             lease_ttl: DEFAULT_LEASE_TTL,
             lease_owner: "agentrt".into(),
+            reconcile: None,
         }
+    }
+
+    /// Sets the reconciliation hook.
+    pub fn with_reconcile(mut self, hook: impl Reconcile + 'static) -> GateConfig {
+        self.reconcile = Some(Arc::new(hook));
+        self
     }
 
     /// Sets the observer.
@@ -123,6 +134,7 @@ pub(crate) struct GateInner {
     pub ids: IdSource,
     pub lease_ttl: Duration,
     pub owner: String,
+    pub reconcile: Option<Arc<dyn Reconcile>>,
     claims: Mutex<HashSet<String>>,
 }
 
@@ -215,6 +227,7 @@ impl Gate {
                 ids: config.ids,
                 lease_ttl: config.lease_ttl,
                 owner,
+                reconcile: config.reconcile,
                 claims: Mutex::new(HashSet::new()),
             }),
         })
@@ -238,6 +251,6 @@ impl Gate {
     /// Attaches to an existing run: a run waiting for approval is resumed
     /// (the policy is asked again); the verdict says what happened.
     pub async fn attach(&self, run_id: &str) -> Result<(Session, Verdict)> {
-        Session::attach(Arc::clone(&self.inner), run_id)
+        Session::attach(Arc::clone(&self.inner), run_id).await
     }
 }

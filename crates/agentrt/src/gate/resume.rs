@@ -65,7 +65,7 @@ fn wake<'a>(gate: &'a GateInner) -> (RunGuard<'a>, RunChange<'a>) {
 }
 
 impl Session {
-    pub(crate) fn attach(gate: Arc<GateInner>, run_id: &str) -> Result<(Session, Verdict)> {
+    pub(crate) async fn attach(gate: Arc<GateInner>, run_id: &str) -> Result<(Session, Verdict)> {
         let claim = Claim::take(&gate, run_id)?;
         let run = gate.store.get_run(run_id)?;
         if run.status.is_terminal() {
@@ -108,7 +108,7 @@ impl Session {
         }
         match previous {
             None => session.resume_waiting(steps),
-            Some((owner, expires)) => session.take_over(steps, owner, expires),
+            Some((owner, expires)) => session.take_over(steps, owner, expires).await,
         }
     }
 

@@ -7,14 +7,15 @@
 
 use std::sync::Arc;
 
+use super::GateInner;
 use super::payload;
 use super::session::{Allowed, Grant, Session, State, Verdict, VerdictOutcome, to_json};
 use super::writes::{self, Draft, Settle};
 use crate::error::{Error, Result};
 use crate::json::{Canonical, write_string};
 use crate::model::{
-    EventType, INTERRUPTED_SIDE_EFFECT, Observation, ObservationKind, PolicyDecision, RunStatus,
-    SideEffect, Step, StepStatus, TerminalReason, ToolRequest,
+    Approval, EventType, INTERRUPTED_SIDE_EFFECT, Observation, ObservationKind, PolicyDecision,
+    RunStatus, SideEffect, Step, StepStatus, TerminalReason, ToolRequest,
 };
 use crate::store::{LeaseChange, RunChange, RunGuard, StepChange, StepGuard, WriteTx};
 
@@ -79,13 +80,127 @@ pub(crate) fn take_lease(
 }
 
 enum Next {
-    Continue,
+    /// Go on with a new step (`resumed`: write `run.resumed` first).
+    Continue { resumed: bool },
+    /// Pause the executing step for an operator.
     Pause(Box<Allowed>),
-    Conflict(String),
+    /// End the run `reconcile_conflict`; `fail_step` fails the executing
+    /// step as an invalid decision first.
+    Conflict {
+        detail: String,
+        fail_step: Option<String>,
+    },
+    /// End the run COMPLETED (reconciled).
+    Complete(Canonical),
+    /// End the run `internal_error`.
+    Internal(String),
+}
+
+/// What the follow-up write produced, for the session.
+#[derive(Default)]
+struct Outcome {
+    paused_step: Option<Step>,
+    approval: Option<Approval>,
+}
+
+/// The lease taken, `lease.taken_over` if there was an owner, every
+/// in-flight step marked interrupted (one clock reading). Returns the
+/// run's steps as they now stand, or `None` if another resumer took the
+/// lease first.
+fn write_marks(
+    gate: &GateInner,
+    tx: &mut WriteTx<'_>,
+    run_id: &str,
+    previous_owner: &str,
+    previous_expires: &str,
+    steps: &[Step],
+) -> Result<Option<Vec<Arc<Step>>>> {
+    if !take_lease(tx, gate, run_id, previous_owner)? {
+        return Ok(None);
+    }
+    let at = gate.now();
+    if !previous_owner.is_empty() {
+        let taken = serde_json::json!({
+            "previous_owner": previous_owner,
+            "previous_expires_at": previous_expires,
+            "owner": gate.owner,
+        });
+        tx.append_event(
+            run_id,
+            "",
+            &at,
+            EventType::LeaseTakenOver,
+            &taken.to_string(),
+        )?;
+    }
+    let mut history = Vec::with_capacity(steps.len());
+    for step in steps {
+        if !matches!(step.status, StepStatus::Deciding | StepStatus::Executing) {
+            history.push(Arc::new(step.clone()));
+            continue;
+        }
+        let was = step.status.as_str();
+        let observation = Observation::runtime(
+            ObservationKind::Interrupted,
+            &[("previous_status", was)],
+            format!("step interrupted while {was}"),
+        );
+        let json = to_json(&observation);
+        let changed = tx.update_step(
+            &step.id,
+            &StepGuard {
+                statuses: &[step.status],
+                run: None,
+            },
+            &StepChange {
+                status: Some(StepStatus::Interrupted),
+                observation: Some((&json, &observation.content_hash)),
+                finished_at: Some(Some(at)),
+                ..StepChange::default()
+            },
+        )?;
+        if !changed {
+            return Err(Error::RunState {
+                run: run_id.to_owned(),
+                status: RunStatus::Running,
+                detail: "a step changed during the takeover".into(),
+            });
+        }
+        let payload = format!("{{\"previous_status\":\"{was}\"}}");
+        tx.append_event(run_id, &step.id, &at, EventType::StepInterrupted, &payload)?;
+        history.push(Arc::new(Step {
+            status: StepStatus::Interrupted,
+            observation: Some(observation),
+            finished_at: Some(at),
+            ..step.clone()
+        }));
+    }
+    Ok(Some(history))
+}
+
+fn settle_failed(
+    gate: &GateInner,
+    tx: &mut WriteTx<'_>,
+    draft: &mut Draft,
+    reason: TerminalReason,
+    detail: &str,
+) -> Result<()> {
+    writes::settle(
+        gate,
+        tx,
+        draft,
+        Settle {
+            status: RunStatus::Failed,
+            reason,
+            detail: detail.to_owned(),
+            result: None,
+            from: RunStatus::Running,
+        },
+    )
 }
 
 impl Session {
-    pub(crate) fn take_over(
+    pub(crate) async fn take_over(
         mut self,
         steps: Vec<Step>,
         previous_owner: String,
@@ -93,200 +208,107 @@ impl Session {
     ) -> Result<(Session, Verdict)> {
         let gate = Arc::clone(&self.gate);
         let run_id = self.run.id.clone();
-        // What to do with the step that was executing, decided before the
-        // write from the current registrations.
-        let next = match executing_step(&steps) {
-            None => Next::Continue,
-            Some(step) => self.plan_interrupted(step),
-        };
-        let in_flight: Vec<Step> = steps
-            .iter()
-            .filter(|s| matches!(s.status, StepStatus::Deciding | StepStatus::Executing))
-            .cloned()
-            .collect();
-        let executing_id = executing_step(&steps).map(|s| s.id.clone());
-        let mut history: Vec<Arc<Step>> = Vec::with_capacity(steps.len());
-        let mut paused_step = None;
+        let executing = executing_step(&steps).cloned();
+        let executing_id = executing.as_ref().map(|s| s.id.clone());
         let mut draft = Draft::new(&self.run, None);
-        let mut approval_out = None;
-        let taken = gate.write(|tx| {
-            if !take_lease(tx, &gate, &run_id, &previous_owner)? {
-                return Ok(false);
-            }
-            let at = gate.now();
-            if !previous_owner.is_empty() {
-                let taken = serde_json::json!({
-                    "previous_owner": previous_owner,
-                    "previous_expires_at": previous_expires,
-                    "owner": gate.owner,
-                });
-                tx.append_event(
-                    &run_id,
-                    "",
-                    &at,
-                    EventType::LeaseTakenOver,
-                    &taken.to_string(),
-                )?;
-            }
-            let mut marked: Vec<Step> = Vec::new();
-            for step in &in_flight {
-                let was = step.status.as_str();
-                let observation = Observation::runtime(
-                    ObservationKind::Interrupted,
-                    &[("previous_status", was)],
-                    format!("step interrupted while {was}"),
-                );
-                let json = to_json(&observation);
-                let changed = tx.update_step(
-                    &step.id,
-                    &StepGuard {
-                        statuses: &[step.status],
-                        run: None,
-                    },
-                    &StepChange {
-                        status: Some(StepStatus::Interrupted),
-                        observation: Some((&json, &observation.content_hash)),
-                        finished_at: Some(Some(at)),
-                        ..StepChange::default()
-                    },
-                )?;
-                if !changed {
-                    return Err(Error::RunState {
-                        run: run_id.clone(),
-                        status: RunStatus::Running,
-                        detail: "a step changed during the takeover".into(),
-                    });
-                }
-                let payload = format!("{{\"previous_status\":\"{was}\"}}");
-                tx.append_event(&run_id, &step.id, &at, EventType::StepInterrupted, &payload)?;
-                marked.push(Step {
-                    status: StepStatus::Interrupted,
-                    observation: Some(observation),
-                    finished_at: Some(at),
-                    ..step.clone()
-                });
-            }
-            for step in &steps {
-                let current = marked
+        let mut out = Outcome::default();
+        let was_in_flight = executing.is_some()
+            || steps
+                .iter()
+                .any(|s| matches!(s.status, StepStatus::Deciding | StepStatus::Executing));
+
+        let history = match gate.reconcile.clone() {
+            Some(hook) if was_in_flight => {
+                // Marks first, in a commit of their own: the hook may take
+                // long, and a resume that dies now is detected next time.
+                let marked = gate.write(|tx| {
+                    write_marks(
+                        &gate,
+                        tx,
+                        &run_id,
+                        &previous_owner,
+                        &previous_expires,
+                        &steps,
+                    )
+                })?;
+                let Some(mut history) = marked else {
+                    return Err(self.leased_elsewhere().await);
+                };
+                // The steps this takeover marked, and an executing step a
+                // dead resume had already marked.
+                let in_flight = |s: &Step| {
+                    matches!(s.status, StepStatus::Deciding | StepStatus::Executing)
+                        || Some(&s.id) == executing_id.as_ref()
+                };
+                let interrupted_ids: Vec<&str> = steps
                     .iter()
-                    .find(|m| m.id == step.id)
-                    .cloned()
-                    .unwrap_or_else(|| step.clone());
-                history.push(Arc::new(current));
+                    .filter(|s| in_flight(s))
+                    .map(|s| s.id.as_str())
+                    .collect();
+                let input = crate::reconcile::ReconcileInput {
+                    run: self.run.clone(),
+                    interrupted: history
+                        .iter()
+                        .filter(|s| interrupted_ids.contains(&s.id.as_str()))
+                        .map(|s| (**s).clone())
+                        .collect(),
+                    approvals: (*self.approvals).clone(),
+                };
+                let answer = hook.reconcile(&input).await;
+                let next = self.map_reconciled(answer, executing.as_ref());
+                gate.write(|tx| {
+                    self.write_next(
+                        &gate,
+                        tx,
+                        &mut draft,
+                        &mut history,
+                        executing_id.as_deref(),
+                        &next,
+                        &mut out,
+                    )
+                })?;
+                history
             }
-            match &next {
-                Next::Continue => writes::open_next_or_settle(&gate, tx, &mut draft, &history)?,
-                Next::Conflict(detail) => writes::settle(
-                    &gate,
-                    tx,
-                    &mut draft,
-                    Settle {
-                        status: RunStatus::Failed,
-                        reason: TerminalReason::ReconcileConflict,
-                        detail: detail.clone(),
-                        result: None,
-                        from: RunStatus::Running,
-                    },
-                )?,
-                Next::Pause(allowed) => {
-                    let Some(step_id) = &executing_id else {
-                        return Err(Error::RunState {
-                            run: run_id.clone(),
-                            status: RunStatus::Running,
-                            detail: "no executing step to pause".into(),
-                        });
+            _ => {
+                let next = match &executing {
+                    None => Next::Continue { resumed: false },
+                    Some(step) => self.plan_interrupted(step),
+                };
+                let written = gate.write(|tx| {
+                    let Some(mut history) = write_marks(
+                        &gate,
+                        tx,
+                        &run_id,
+                        &previous_owner,
+                        &previous_expires,
+                        &steps,
+                    )?
+                    else {
+                        return Ok(None);
                     };
-                    let policy_at = gate.now();
-                    let created_at = gate.now();
-                    let approval = self.new_approval(step_id, allowed, created_at)?;
-                    let policy_json = to_json(&allowed.policy);
-                    let moved = tx.update_step(
-                        step_id,
-                        &StepGuard {
-                            statuses: &[StepStatus::Interrupted],
-                            run: None,
-                        },
-                        &StepChange {
-                            status: Some(StepStatus::AwaitingApproval),
-                            policy_json: Some(&policy_json),
-                            policy_id: Some(""),
-                            observation: Some(("", "")),
-                            finished_at: Some(None),
-                            ..StepChange::default()
-                        },
+                    self.write_next(
+                        &gate,
+                        tx,
+                        &mut draft,
+                        &mut history,
+                        executing_id.as_deref(),
+                        &next,
+                        &mut out,
                     )?;
-                    if !moved {
-                        return Err(Error::RunState {
-                            run: run_id.clone(),
-                            status: RunStatus::Running,
-                            detail: "the interrupted step changed during the takeover".into(),
-                        });
-                    }
-                    tx.insert_approval(&approval)?;
-                    tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
-                    let paused = tx.update_run(
-                        &run_id,
-                        &writes::running(&gate),
-                        &RunChange {
-                            status: Some(RunStatus::WaitingForApproval),
-                            lease: LeaseChange::Clear,
-                            ..RunChange::default()
-                        },
-                    )?;
-                    if !paused {
-                        return Err(writes::state_error(&gate, tx, &run_id, "pause the run"));
-                    }
-                    let policy =
-                        payload::step_policy(&allowed.policy, "", &allowed.spec_hash, None);
-                    tx.append_event(&run_id, step_id, &policy_at, EventType::StepPolicy, &policy)?;
-                    let requested = payload::approval_requested(
-                        &approval.id,
-                        &approval.kind,
-                        &allowed.policy.reason,
-                        &approval.capability,
-                        &approval.presentation,
-                        &approval.hash,
-                    );
-                    tx.append_event(
-                        &run_id,
-                        step_id,
-                        &created_at,
-                        EventType::ApprovalRequested,
-                        &requested,
-                    )?;
-                    let position = history.iter().position(|s| &s.id == step_id);
-                    if let Some(position) = position {
-                        let step = (*history.remove(position)).clone();
-                        paused_step = Some(Step {
-                            status: StepStatus::AwaitingApproval,
-                            policy: Some(allowed.policy.clone()),
-                            policy_id: String::new(),
-                            observation: None,
-                            finished_at: None,
-                            ..step
-                        });
-                    }
-                    draft.run.status = RunStatus::WaitingForApproval;
-                    draft.over = true;
-                    approval_out = Some(approval);
+                    Ok(Some(history))
+                })?;
+                match written {
+                    Some(history) => history,
+                    None => return Err(self.leased_elsewhere().await),
                 }
             }
-            Ok(true)
-        })?;
-        if !taken {
-            let (owner, expires_at) = gate.store.lease(&run_id)?;
-            return Err(Error::RunLeased {
-                run: run_id,
-                owner,
-                expires_at,
-            });
-        }
+        };
         self.history = Arc::new(history);
-        let paused = paused_step.is_some();
-        if let Some(step) = paused_step {
+        let paused = out.paused_step.is_some();
+        if let Some(step) = out.paused_step {
             draft.current = Some(step);
         }
-        if let Some(approval) = &approval_out {
+        if let Some(approval) = &out.approval {
             draft.approvals.push(approval.clone());
         }
         self.apply(draft);
@@ -302,39 +324,116 @@ impl Session {
             outcome,
             request: None,
             observation: None,
-            approval: approval_out,
+            approval: out.approval,
             run: self.run.clone(),
         };
         Ok((self, verdict))
     }
 
-    /// Whether the interrupted executing step continues (read-only), pauses
-    /// for an operator, or cannot wait (tool gone, arguments unusable).
-    fn plan_interrupted(&self, step: &Step) -> Next {
+    /// Another resumer took the lease first.
+    async fn leased_elsewhere(&self) -> Error {
+        match self.gate.store.lease(&self.run.id) {
+            Ok((owner, expires_at)) => Error::RunLeased {
+                run: self.run.id.clone(),
+                owner,
+                expires_at,
+            },
+            Err(e) => e,
+        }
+    }
+
+    /// The hook's answer as the next write.
+    fn map_reconciled(
+        &self,
+        answer: std::result::Result<crate::reconcile::Reconciled, crate::reconcile::ReconcileError>,
+        executing: Option<&Step>,
+    ) -> Next {
+        use crate::reconcile::Reconciled;
+        match answer {
+            Err(e) => Next::Internal(format!("reconcile: {e}")),
+            Ok(Reconciled::Continue) => Next::Continue { resumed: true },
+            Ok(Reconciled::Conflict { detail }) => Next::Conflict {
+                detail,
+                fail_step: None,
+            },
+            Ok(Reconciled::Completed { result }) => match Canonical::parse(&result) {
+                Ok(result) => Next::Complete(result),
+                Err(e) => {
+                    Next::Internal(format!("reconcile: the result is not acceptable JSON: {e}"))
+                }
+            },
+            Ok(Reconciled::Waiting { decision }) => {
+                if decision.outcome != crate::model::Outcome::RequireApproval {
+                    return Next::Internal(format!(
+                        "reconcile: waiting needs a require_approval decision, not {}",
+                        decision.outcome
+                    ));
+                }
+                let Some(step) = executing else {
+                    return Next::Conflict {
+                        detail: "reconcile asked to wait, but no call was executing".into(),
+                        fail_step: None,
+                    };
+                };
+                match self.interrupted_request(step) {
+                    Err(next) => next,
+                    Ok((request, registered_hash, spec_json)) => Next::Pause(Box::new(Allowed {
+                        view: super::payload::ViewCounts::of(&self.run, 0, 0),
+                        spec_hash: registered_hash,
+                        spec_json,
+                        policy: decision,
+                        policy_at: crate::clock::Timestamp::from_unix_nanos(0),
+                        grant: Grant::Resumed {
+                            approval_id: String::new(),
+                            resumed_at: crate::clock::Timestamp::from_unix_nanos(0),
+                            granted_at: None,
+                        },
+                        request,
+                    })),
+                }
+            }
+        }
+    }
+
+    /// The request an interrupted executing step made, rebuilt with the
+    /// current spec; or why it cannot wait for an operator.
+    fn interrupted_request(
+        &self,
+        step: &Step,
+    ) -> std::result::Result<(ToolRequest, String, Canonical), Next> {
         let Some(decision) = &step.decision else {
-            return Next::Conflict("the interrupted step has no recorded decision".into());
+            return Err(Next::Conflict {
+                detail: "the interrupted step has no recorded decision".into(),
+                fail_step: None,
+            });
         };
         let Some(registered) = self.gate.registry.get(&decision.tool) else {
-            return Next::Conflict(format!(
-                "tool {:?} was executing when the run was interrupted and is no longer registered",
-                decision.tool
-            ));
+            return Err(Next::Conflict {
+                detail: format!(
+                    "tool {:?} was executing when the run was interrupted and is no longer registered",
+                    decision.tool
+                ),
+                fail_step: None,
+            });
         };
-        if registered.spec.side_effect == SideEffect::ReadOnly {
-            return Next::Continue;
-        }
         let Some(args) = decision.args.clone().or_else(|| {
             decision
                 .invalid_args
                 .is_none()
                 .then(Canonical::empty_object)
         }) else {
-            return Next::Conflict("the interrupted call's arguments were not JSON".into());
+            return Err(Next::Conflict {
+                detail: "the interrupted call's arguments were not JSON".into(),
+                fail_step: None,
+            });
         };
         if let Err(problem) = registered.schema.check(&args) {
-            return Next::Conflict(format!(
-                "the interrupted call no longer passes its tool's schema: {problem}"
-            ));
+            return Err(Next::Conflict {
+                detail: format!(
+                    "the interrupted call no longer passes its tool's schema: {problem}"
+                ),
+                fail_step: Some(problem),
+            });
         }
         let request = ToolRequest {
             run_id: self.run.id.clone(),
@@ -342,20 +441,204 @@ impl Session {
             spec: registered.spec.clone(),
             args,
         };
+        Ok((
+            request,
+            registered.spec_hash.clone(),
+            registered.spec_json.clone(),
+        ))
+    }
+
+    /// Writes what follows the marks.
+    #[allow(clippy::too_many_arguments)]
+    fn write_next(
+        &self,
+        gate: &GateInner,
+        tx: &mut WriteTx<'_>,
+        draft: &mut Draft,
+        history: &mut Vec<Arc<Step>>,
+        executing_id: Option<&str>,
+        next: &Next,
+        out: &mut Outcome,
+    ) -> Result<()> {
+        let run_id = self.run.id.clone();
+        match next {
+            Next::Continue { resumed } => {
+                if *resumed {
+                    let at = gate.now();
+                    tx.append_event(
+                        &run_id,
+                        "",
+                        &at,
+                        EventType::RunResumed,
+                        "{\"after\":\"interruption\"}",
+                    )?;
+                }
+                writes::open_next_or_settle(gate, tx, draft, history)
+            }
+            Next::Internal(detail) => {
+                settle_failed(gate, tx, draft, TerminalReason::InternalError, detail)
+            }
+            Next::Complete(result) => writes::settle(
+                gate,
+                tx,
+                draft,
+                Settle {
+                    status: RunStatus::Completed,
+                    reason: TerminalReason::GoalCompleted,
+                    detail: "completed by reconciliation".into(),
+                    result: Some(result),
+                    from: RunStatus::Running,
+                },
+            ),
+            Next::Conflict { detail, fail_step } => {
+                if let (Some(problem), Some(step_id)) = (fail_step, executing_id) {
+                    let observation = Observation::runtime(
+                        ObservationKind::InvalidDecision,
+                        &[("error", problem)],
+                        format!("invalid decision on resume: {problem}"),
+                    );
+                    let json = to_json(&observation);
+                    tx.update_step(
+                        step_id,
+                        &StepGuard {
+                            statuses: &[StepStatus::Interrupted],
+                            run: None,
+                        },
+                        &StepChange {
+                            status: Some(StepStatus::Failed),
+                            observation: Some((&json, &observation.content_hash)),
+                            ..StepChange::default()
+                        },
+                    )?;
+                    if let Some(slot) = history.iter_mut().find(|s| s.id == step_id) {
+                        *slot = Arc::new(Step {
+                            status: StepStatus::Failed,
+                            observation: Some(observation),
+                            ..(**slot).clone()
+                        });
+                    }
+                }
+                settle_failed(gate, tx, draft, TerminalReason::ReconcileConflict, detail)
+            }
+            Next::Pause(allowed) => {
+                let Some(step_id) = executing_id else {
+                    return Err(Error::RunState {
+                        run: run_id,
+                        status: RunStatus::Running,
+                        detail: "no executing step to pause".into(),
+                    });
+                };
+                let policy_at = gate.now();
+                let created_at = gate.now();
+                let approval = self.new_approval(step_id, allowed, created_at)?;
+                let policy_json = to_json(&allowed.policy);
+                let moved = tx.update_step(
+                    step_id,
+                    &StepGuard {
+                        statuses: &[StepStatus::Interrupted],
+                        run: None,
+                    },
+                    &StepChange {
+                        status: Some(StepStatus::AwaitingApproval),
+                        policy_json: Some(&policy_json),
+                        policy_id: Some(""),
+                        observation: Some(("", "")),
+                        finished_at: Some(None),
+                        ..StepChange::default()
+                    },
+                )?;
+                if !moved {
+                    return Err(Error::RunState {
+                        run: run_id,
+                        status: RunStatus::Running,
+                        detail: "the interrupted step changed during the takeover".into(),
+                    });
+                }
+                tx.insert_approval(&approval)?;
+                tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
+                let paused = tx.update_run(
+                    &run_id,
+                    &writes::running(gate),
+                    &RunChange {
+                        status: Some(RunStatus::WaitingForApproval),
+                        lease: LeaseChange::Clear,
+                        ..RunChange::default()
+                    },
+                )?;
+                if !paused {
+                    return Err(writes::state_error(gate, tx, &run_id, "pause the run"));
+                }
+                let policy = payload::step_policy(&allowed.policy, "", &allowed.spec_hash, None);
+                tx.append_event(&run_id, step_id, &policy_at, EventType::StepPolicy, &policy)?;
+                let requested = payload::approval_requested(
+                    &approval.id,
+                    &approval.kind,
+                    &allowed.policy.reason,
+                    &approval.capability,
+                    &approval.presentation,
+                    &approval.hash,
+                );
+                tx.append_event(
+                    &run_id,
+                    step_id,
+                    &created_at,
+                    EventType::ApprovalRequested,
+                    &requested,
+                )?;
+                if let Some(position) = history.iter().position(|s| s.id == step_id) {
+                    let step = (*history.remove(position)).clone();
+                    out.paused_step = Some(Step {
+                        status: StepStatus::AwaitingApproval,
+                        policy: Some(allowed.policy.clone()),
+                        policy_id: String::new(),
+                        observation: None,
+                        finished_at: None,
+                        ..step
+                    });
+                }
+                draft.run.status = RunStatus::WaitingForApproval;
+                draft.over = true;
+                out.approval = Some(approval);
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether the interrupted executing step continues (read-only), pauses
+    /// for an operator, or cannot wait (tool gone, arguments unusable).
+    fn plan_interrupted(&self, step: &Step) -> Next {
+        let read_only = step
+            .decision
+            .as_ref()
+            .and_then(|d| self.gate.registry.get(&d.tool))
+            .is_some_and(|r| r.spec.side_effect == SideEffect::ReadOnly);
+        if read_only {
+            return Next::Continue { resumed: false };
+        }
+        let (request, spec_hash, spec_json) = match self.interrupted_request(step) {
+            Ok(found) => found,
+            Err(Next::Conflict { detail, .. }) => {
+                return Next::Conflict {
+                    detail,
+                    fail_step: None,
+                };
+            }
+            Err(other) => return other,
+        };
         let capability = crate::policy::tool_and_args(&request);
         let policy = PolicyDecision::need_approval(
             INTERRUPTED_SIDE_EFFECT,
             format!(
                 "the run was interrupted while {} was executing; its outcome is unknown",
-                registered.spec.name
+                request.spec.name
             ),
             Some(capability),
             Some(presentation(&request)),
         );
         Next::Pause(Box::new(Allowed {
             view: super::payload::ViewCounts::of(&self.run, 0, 0),
-            spec_hash: registered.spec_hash.clone(),
-            spec_json: registered.spec_json.clone(),
+            spec_hash,
+            spec_json,
             policy,
             policy_at: crate::clock::Timestamp::from_unix_nanos(0),
             grant: Grant::Resumed {

@@ -30,7 +30,7 @@ impl Store {
         owner: &str,
         expires_at: Timestamp,
     ) -> Result<bool> {
-        let Some(path) = &self.inner.path else {
+        let Some(path) = &self.inner.file else {
             return self.read(|c| renew(c, run_id, owner, &expires_at));
         };
         let mut slot = lock(&self.inner.heartbeat);

@@ -61,6 +61,9 @@ struct StoreInner {
     /// A second connection for lease heartbeats (file stores), opened on
     /// first use, so a long transaction on `conn` cannot starve them.
     heartbeat: Mutex<Option<Connection>>,
+    /// The file as resolved when it was opened (absolute, links followed):
+    /// the heartbeat opens this file even if the working directory changes.
+    file: Option<PathBuf>,
     path: Option<PathBuf>,
     read_only: bool,
 }
@@ -107,6 +110,7 @@ impl Store {
             inner: Arc::new(StoreInner {
                 conn: Mutex::new(conn),
                 heartbeat: Mutex::new(None),
+                file: path.as_ref().and_then(|p| std::fs::canonicalize(p).ok()),
                 path,
                 read_only,
             }),

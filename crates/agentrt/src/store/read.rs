@@ -241,19 +241,12 @@ pub(super) const EVENT_COLUMNS: &str = "seq, run_id, step_id, at, type, payload_
 
 pub(super) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<Event> {
     let type_text: String = r.get(4)?;
-    let event_type = EventType::parse(&type_text).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            4,
-            rusqlite::types::Type::Text,
-            format!("{type_text:?} is not an event type").into(),
-        )
-    })?;
     Ok(Event {
         seq: r.get(0)?,
         run_id: r.get(1)?,
         step_id: r.get(2)?,
         at: r.get(3)?,
-        event_type,
+        event_type: EventType::from_text(&type_text),
         payload: r.get(5)?,
     })
 }
