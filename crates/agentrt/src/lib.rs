@@ -24,6 +24,8 @@ pub mod policy;
 pub mod reconcile;
 mod registry;
 pub mod store;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 pub mod text;
 pub mod trace;
 pub mod view;
@@ -33,7 +35,7 @@ pub use cancel::{Cancel, CancelHandle, cancel_pair};
 pub use clock::{Clock, ManualClock, Timestamp, system_clock};
 pub use driver::Driver;
 pub use error::{Error, Result};
-pub use gate::{Gate, GateConfig, Session, StepInfo, Verdict, VerdictOutcome};
+pub use gate::{CrashHook, CrashPoint, Gate, GateConfig, Session, StepInfo, Verdict, VerdictOutcome};
 pub use ids::{IdSource, random_id, random_ids, sequential_ids};
 pub use json::{Canonical, JsonError};
 pub use model::*;

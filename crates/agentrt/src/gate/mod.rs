@@ -65,7 +65,72 @@ pub struct GateConfig {
     /// The consumer's reconciliation hook for runs taken over after a crash
     /// (default none: an operator decides interrupted side effects).
     pub reconcile: Option<Arc<dyn Reconcile>>,
+    /// Test hook called at each crash point (see `testkit`).
+    pub(crate) crash_hook: Option<CrashHook>,
 }
+
+/// The places a test can stop a loop as a crash would: the task never gets
+/// past the point, its store is closed, and its lease stays behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CrashPoint {
+    /// A step was started (committed), before the agent decides.
+    StepStarted,
+    /// A decision was recorded.
+    StepDecided,
+    /// The policy allowed a request; nothing about it is written yet.
+    PolicyAllowed,
+    /// A tool start was committed; the tool has not run.
+    ToolStarted,
+    /// The tool returned; its outcome is not recorded yet.
+    ToolEffect,
+    /// A tool's outcome was recorded.
+    ToolFinished,
+    /// A waiting run was resumed (committed).
+    RunResumed,
+    /// A takeover marked interrupted steps (committed).
+    StepInterrupted,
+    /// Attach returned an approved request that is not executed yet.
+    AttachAllowed,
+}
+
+impl CrashPoint {
+    /// Every crash point.
+    pub const ALL: [CrashPoint; 9] = [
+        CrashPoint::StepStarted,
+        CrashPoint::StepDecided,
+        CrashPoint::PolicyAllowed,
+        CrashPoint::ToolStarted,
+        CrashPoint::ToolEffect,
+        CrashPoint::ToolFinished,
+        CrashPoint::RunResumed,
+        CrashPoint::StepInterrupted,
+        CrashPoint::AttachAllowed,
+    ];
+
+    /// The point's name: the event it follows (`step.started`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            CrashPoint::StepStarted => "step.started",
+            CrashPoint::StepDecided => "step.decided",
+            CrashPoint::PolicyAllowed => "policy.allowed",
+            CrashPoint::ToolStarted => "step.tool_started",
+            CrashPoint::ToolEffect => "tool.effect",
+            CrashPoint::ToolFinished => "step.tool_finished",
+            CrashPoint::RunResumed => "run.resumed",
+            CrashPoint::StepInterrupted => "step.interrupted",
+            CrashPoint::AttachAllowed => "attach.allowed",
+        }
+    }
+
+    /// The point with this name.
+    pub fn from_name(name: &str) -> Option<CrashPoint> {
+        CrashPoint::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// A crash hook: awaited at each crash point; a hook that never completes
+/// parks the loop there.
+pub type CrashHook = Arc<dyn Fn(CrashPoint) -> crate::model::BoxFuture<'static, ()> + Send + Sync>;
 
 impl GateConfig {
     /// A configuration with the defaults.
@@ -84,7 +149,15 @@ impl GateConfig {
             lease_ttl: DEFAULT_LEASE_TTL,
             lease_owner: "agentrt".into(),
             reconcile: None,
+            crash_hook: None,
         }
+    }
+
+    /// Sets the crash hook (tests only).
+    #[cfg(feature = "testkit")]
+    pub fn with_crash_hook(mut self, hook: CrashHook) -> GateConfig {
+        self.crash_hook = Some(hook);
+        self
     }
 
     /// Sets the reconciliation hook.
@@ -135,6 +208,7 @@ pub(crate) struct GateInner {
     pub lease_ttl: Duration,
     pub owner: String,
     pub reconcile: Option<Arc<dyn Reconcile>>,
+    crash_hook: Option<CrashHook>,
     claims: Mutex<HashSet<String>>,
 }
 
@@ -158,6 +232,13 @@ impl GateInner {
         let (value, events) = self.store.write(f)?;
         self.deliver(&events);
         Ok(value)
+    }
+
+    /// Awaits the crash hook at `point`, if one is set.
+    pub async fn crash_point(&self, point: CrashPoint) {
+        if let Some(hook) = &self.crash_hook {
+            hook(point).await;
+        }
     }
 
     pub fn deliver(&self, events: &[Event]) {
@@ -228,6 +309,7 @@ impl Gate {
                 lease_ttl: config.lease_ttl,
                 owner,
                 reconcile: config.reconcile,
+                crash_hook: config.crash_hook,
                 claims: Mutex::new(HashSet::new()),
             }),
         })
@@ -251,6 +333,10 @@ impl Gate {
     /// Attaches to an existing run: a run waiting for approval is resumed
     /// (the policy is asked again); the verdict says what happened.
     pub async fn attach(&self, run_id: &str) -> Result<(Session, Verdict)> {
-        Session::attach(Arc::clone(&self.inner), run_id).await
+        let (session, verdict) = Session::attach(Arc::clone(&self.inner), run_id).await?;
+        if verdict.outcome == VerdictOutcome::Allowed {
+            self.inner.crash_point(CrashPoint::AttachAllowed).await;
+        }
+        Ok((session, verdict))
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::lease::Lease;
 use super::payload::{self, ViewCounts};
 use super::writes::{self, Draft, Settle, StepEnd, running};
-use super::{Claim, GateInner, tool_run};
+use super::{Claim, CrashPoint, GateInner, tool_run};
 use crate::agent::{AgentError, StepInput};
 use crate::approval::{approval_hash, request_json};
 use crate::cancel::Cancel;
@@ -439,10 +439,12 @@ impl Session {
                 ));
             }
             self.handed_out = true;
-            return Ok(Some(StepInfo {
+            let info = StepInfo {
                 id: step.id.clone(),
                 index: step.index,
-            }));
+            };
+            self.gate.crash_point(CrashPoint::StepStarted).await;
+            return Ok(Some(info));
         }
         let gate = Arc::clone(&self.gate);
         let history = &*self.history;
@@ -453,10 +455,12 @@ impl Session {
         match &self.current {
             Some(step) if self.state == State::Active => {
                 self.handed_out = true;
-                Ok(Some(StepInfo {
+                let info = StepInfo {
                     id: step.id.clone(),
                     index: step.index,
-                }))
+                };
+                self.gate.crash_point(CrashPoint::StepStarted).await;
+                Ok(Some(info))
             }
             _ => Ok(None),
         }
@@ -467,6 +471,16 @@ impl Session {
     /// completion or failure ends the run, an approval pauses it, an
     /// allowed request waits for [`Session::execute`].
     pub async fn propose(&mut self, decision: crate::model::Decision) -> Result<Verdict> {
+        let verdict = self.propose_inner(decision)?;
+        let point = match verdict.outcome {
+            VerdictOutcome::Allowed => CrashPoint::PolicyAllowed,
+            _ => CrashPoint::StepDecided,
+        };
+        self.gate.crash_point(point).await;
+        Ok(verdict)
+    }
+
+    fn propose_inner(&mut self, decision: crate::model::Decision) -> Result<Verdict> {
         self.active()?;
         self.check_lease()?;
         let step = match &self.current {
@@ -1280,6 +1294,11 @@ impl Session {
         }
         step.status = StepStatus::Executing;
         self.current = Some(step.clone());
+        match allowed.grant {
+            Grant::Fresh { .. } => self.gate.crash_point(CrashPoint::StepDecided).await,
+            Grant::Resumed { .. } => self.gate.crash_point(CrashPoint::RunResumed).await,
+        }
+        self.gate.crash_point(CrashPoint::ToolStarted).await;
 
         // The effect.
         let call = crate::model::ToolCall {
@@ -1290,6 +1309,7 @@ impl Session {
         };
         let ran = tool_run::run(tool, call, allowed.request.spec.timeout_ms, &self.cancel).await;
         let tool_name = allowed.request.spec.name.clone();
+        self.gate.crash_point(CrashPoint::ToolEffect).await;
         let outcome = tool_run::observe(&tool_name, ran);
         let observation = outcome.observation.clone();
         let cancelled = observation.kind == ObservationKind::Interrupted;
@@ -1385,6 +1405,7 @@ impl Session {
             return self.record_late(&tool_name, &step, end_at_seen, observation);
         }
         self.apply(draft);
+        self.gate.crash_point(CrashPoint::ToolFinished).await;
         if cancelled || self.cancel.is_cancelled() {
             self.state = State::Closed(Some("cancelled by the caller".into()));
             return Err(Error::Cancelled);

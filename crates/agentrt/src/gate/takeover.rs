@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::GateInner;
+use super::{CrashPoint, GateInner};
 use super::payload;
 use super::session::{Allowed, Grant, Session, State, Verdict, VerdictOutcome, to_json};
 use super::writes::{self, Draft, Settle};
@@ -234,6 +234,7 @@ impl Session {
                 let Some(mut history) = marked else {
                     return Err(self.leased_elsewhere().await);
                 };
+                gate.crash_point(CrashPoint::StepInterrupted).await;
                 // The steps this takeover marked, and an executing step a
                 // dead resume had already marked.
                 let in_flight = |s: &Step| {
@@ -298,7 +299,12 @@ impl Session {
                     Ok(Some(history))
                 })?;
                 match written {
-                    Some(history) => history,
+                    Some(history) => {
+                        if was_in_flight {
+                            gate.crash_point(CrashPoint::StepInterrupted).await;
+                        }
+                        history
+                    }
                     None => return Err(self.leased_elsewhere().await),
                 }
             }

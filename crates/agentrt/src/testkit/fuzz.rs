@@ -1,0 +1,1 @@
+//! Placeholder: argument fuzzing (being written).

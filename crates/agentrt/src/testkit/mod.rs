@@ -1,0 +1,6 @@
+//! Test tools for consumers (cargo feature `testkit`): a crash-and-resume
+//! harness for scenarios, policy conformance tables, and argument fuzzing
+//! from a tool's JSON Schema.
+
+pub mod fuzz;
+pub mod policy_check;

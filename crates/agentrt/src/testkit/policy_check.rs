@@ -1,0 +1,1 @@
+//! Placeholder: policy conformance tables (being written).
