@@ -35,7 +35,9 @@ pub use cancel::{Cancel, CancelHandle, cancel_pair};
 pub use clock::{Clock, ManualClock, Timestamp, system_clock};
 pub use driver::Driver;
 pub use error::{Error, Result};
-pub use gate::{CrashHook, CrashPoint, Gate, GateConfig, Session, StepInfo, Verdict, VerdictOutcome};
+pub use gate::{
+    CrashHook, CrashPoint, Gate, GateConfig, Session, StepInfo, Verdict, VerdictOutcome,
+};
 pub use ids::{IdSource, random_id, random_ids, sequential_ids};
 pub use json::{Canonical, JsonError};
 pub use model::*;

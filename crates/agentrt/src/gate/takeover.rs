@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
-use super::{CrashPoint, GateInner};
 use super::payload;
 use super::session::{Allowed, Grant, Session, State, Verdict, VerdictOutcome, to_json};
 use super::writes::{self, Draft, Settle};
+use super::{CrashPoint, GateInner};
 use crate::error::{Error, Result};
 use crate::json::{Canonical, write_string};
 use crate::model::{

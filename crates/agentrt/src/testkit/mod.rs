@@ -3,4 +3,9 @@
 //! from a tool's JSON Schema.
 
 pub mod fuzz;
+mod harness;
 pub mod policy_check;
+
+pub use harness::{
+    AgentFactory, Choice, Crash, Driving, HarnessError, LoopFn, Report, Scenario, invariants, run,
+};
