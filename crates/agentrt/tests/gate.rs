@@ -26,9 +26,12 @@ fn tools() -> Vec<Arc<dyn Tool>> {
     ])
 }
 
+/// An event's fields: seq, step, time, type, payload.
+type EventFields = (i64, String, String, String, String);
+
 /// Everything a run wrote, with the lease columns left out (each gate has
 /// its own owner name).
-fn records(store: &Store) -> (Run, Vec<Step>, Vec<(i64, String, String, String, String)>) {
+fn records(store: &Store) -> (Run, Vec<Step>, Vec<EventFields>) {
     let run = store.get_run("r").unwrap();
     let steps = store.list_steps("r").unwrap();
     let events = store

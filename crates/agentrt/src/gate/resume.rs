@@ -169,7 +169,13 @@ impl Session {
             .iter()
             .rposition(|s| s.status == StepStatus::AwaitingApproval)
         else {
-            return Err(misuse(&self.run, "no step awaits an approval"));
+            // Read the run again: another session may have resumed it
+            // between our two reads.
+            let now = gate.store.get_run(&self.run.id)?;
+            return Err(misuse(
+                &now,
+                "no step awaits an approval; another session may have resumed the run",
+            ));
         };
         let step = steps.remove(position);
         steps.truncate(position);

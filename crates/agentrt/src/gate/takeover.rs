@@ -336,15 +336,28 @@ impl Session {
         Ok((self, verdict))
     }
 
-    /// Another resumer took the lease first.
+    /// Another resumer took the lease first: `RunLeased` while it holds a
+    /// live lease, otherwise the run's new state.
     async fn leased_elsewhere(&self) -> Error {
-        match self.gate.store.lease(&self.run.id) {
-            Ok((owner, expires_at)) => Error::RunLeased {
-                run: self.run.id.clone(),
+        let run = match self.gate.store.get_run(&self.run.id) {
+            Ok(run) => run,
+            Err(e) => return e,
+        };
+        if run.status == RunStatus::Running
+            && let Ok((owner, expires_at)) = self.gate.store.lease(&run.id)
+            && !owner.is_empty()
+            && expires_at.as_str() > crate::clock::Timestamp::now().to_string().as_str()
+        {
+            return Error::RunLeased {
+                run: run.id,
                 owner,
                 expires_at,
-            },
-            Err(e) => e,
+            };
+        }
+        Error::RunState {
+            run: run.id,
+            status: run.status,
+            detail: "another session took this run over first; nothing ran here".into(),
         }
     }
 
