@@ -688,3 +688,42 @@ async fn a_resume_that_died_after_marking_still_pauses_the_executing_step() {
     );
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owners_are_distinct_and_an_own_expired_lease_is_taken_over_on_record() {
+    let store = Store::open(":memory:").unwrap();
+    let rec = Recorder::default();
+    let a = Gate::new(gate_config(&store, vec![], &rec, "same", "a-")).unwrap();
+    let b = Gate::new(gate_config(&store, vec![], &rec, "same", "b-")).unwrap();
+    assert_ne!(a.owner(), b.owner(), "the same label gives distinct owners");
+    assert!(a.owner().starts_with("same/"));
+
+    // A session of gate `a` dies (dropped without close); its lease stays.
+    let session = a.begin(Some("r"), "g", Limits::default()).await.unwrap();
+    drop(session);
+    // A live foreign lease: refused without reading the clock or writing.
+    let clock = stepping_clock();
+    let c = Gate::new(gate_config(&store, vec![], &rec, "other", "c-").with_clock(clock.clock()))
+        .unwrap();
+    let before = store.list_events("r").unwrap().len();
+    assert!(matches!(
+        c.attach("r").await.unwrap_err(),
+        Error::RunLeased { .. }
+    ));
+    assert_eq!(clock.readings(), 0, "no Now read");
+    assert_eq!(store.list_events("r").unwrap().len(), before, "no change");
+    // After expiry, the same gate takes its own lease over, on record.
+    after_expiry().await;
+    let (mut again, verdict) = a.attach("r").await.unwrap();
+    assert_eq!(verdict.outcome, VerdictOutcome::Open);
+    let taken = store
+        .list_events("r")
+        .unwrap()
+        .into_iter()
+        .find(|e| e.event_type == EventType::LeaseTakenOver)
+        .unwrap();
+    let payload: serde_json::Value = serde_json::from_str(&taken.payload).unwrap();
+    assert_eq!(payload["previous_owner"], a.owner());
+    assert_eq!(payload["owner"], a.owner());
+    again.close().await.unwrap();
+}
