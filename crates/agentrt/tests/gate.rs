@@ -300,3 +300,62 @@ async fn session_input_is_the_agents_input_an_isolated_copy_and_reads_no_clock()
     assert_eq!(agent_input.run.step_count, 2);
     assert_eq!(agent_input.steps[0].status, StepStatus::Done);
 }
+
+#[tokio::test]
+async fn bad_input_is_a_typed_error_with_nothing_written() {
+    let store = Store::open(":memory:").unwrap();
+    let clock = stepping_clock();
+    let push = Arc::new(Counting::new("push", SideEffect::RemoteMutation));
+    let gate = Gate::new(config(
+        &store,
+        DefaultPolicy,
+        shared(vec![push]),
+        &clock,
+        &Recorder::default(),
+    ))
+    .unwrap();
+    // A run id that does not exist.
+    assert!(matches!(
+        gate.attach("ghost").await.unwrap_err(),
+        Error::NotFound { what: "run", .. }
+    ));
+    // Two runs waiting for approval.
+    for id in ["a", "b"] {
+        let mut s = gate.begin(Some(id), "g", Limits::default()).await.unwrap();
+        s.step().await.unwrap();
+        assert_eq!(
+            s.propose(Decision::tool_call("push", "{}"))
+                .await
+                .unwrap()
+                .outcome,
+            VerdictOutcome::Pending
+        );
+    }
+    let total = |s: &Store| s.list_events("a").unwrap().len() + s.list_events("b").unwrap().len();
+    let before = total(&store);
+    // An approval of another run.
+    let of_b = store.list_approvals("b").unwrap()[0].id.clone();
+    let err = Operator::new(store.clone())
+        .approve("a", &of_b, &DecideOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotFound {
+                what: "approval",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // A run already finished.
+    Operator::new(store.clone()).cancel("a", "ops", "").unwrap();
+    let after_cancel = total(&store);
+    assert!(gate.attach("a").await.unwrap_err().is_run_state());
+    assert_eq!(total(&store), after_cancel);
+    assert_eq!(
+        after_cancel,
+        before + 1,
+        "only the cancel wrote (run.finished)"
+    );
+}

@@ -224,3 +224,61 @@ fn the_invariants_catch_a_second_start_without_an_approval() {
         "{problems:?}"
     );
 }
+
+/// A stand-in for a model agent's request: the decisions and observations
+/// of the steps it was handed, as text.
+fn render(input: &StepInput) -> String {
+    input
+        .steps
+        .iter()
+        .map(|s| {
+            format!(
+                "{}:{}:{}",
+                s.index,
+                s.decision
+                    .as_ref()
+                    .map(|d| serde_json::to_string(d).unwrap())
+                    .unwrap_or_default(),
+                s.observation
+                    .as_ref()
+                    .map(|o| o.summary.clone())
+                    .unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renders_are_the_same_live_and_from_the_record_across_crashes_and_pauses() {
+    let report = testkit::run(
+        &scenario(SideEffect::RemoteMutation),
+        &[
+            Crash::at(CrashPoint::StepStarted),
+            Crash::at(CrashPoint::ToolEffect),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(report.inputs.len() >= 2);
+    testkit::same_renders(&report, &render).unwrap();
+    assert_eq!(
+        testkit::rendered(&report, &render).len(),
+        report.inputs.len()
+    );
+    // A render that reads something outside the record is caught.
+    let leaky = |input: &StepInput| {
+        format!(
+            "{}/{}",
+            render(input),
+            input.steps.len() + input.run.active_ms as usize
+        )
+    };
+    let mut tampered = report.clone();
+    if let Some(first) = tampered.inputs.iter_mut().find(|i| !i.steps.is_empty()) {
+        let mut steps = (*first.steps).clone();
+        steps.pop();
+        first.steps = Arc::new(steps);
+    }
+    assert!(testkit::same_renders(&tampered, &leaky).is_err());
+}

@@ -586,3 +586,44 @@ pub fn invariants(report: &Report) -> Vec<String> {
     }
     problems
 }
+
+/// What an agent's `render` makes of each input it was handed, in order.
+pub fn rendered(report: &Report, render: &dyn Fn(&StepInput) -> String) -> Vec<String> {
+    report.inputs.iter().map(render).collect()
+}
+
+/// Checks that every input an agent was handed, live (across crashes,
+/// pauses and resumes), renders byte-identically to the same input rebuilt
+/// from the stored steps: an agent's model request depends only on what is
+/// on record. Returns each step index whose renderings differ.
+pub fn same_renders(
+    report: &Report,
+    render: &dyn Fn(&StepInput) -> String,
+) -> Result<(), Vec<String>> {
+    let mut problems = Vec::new();
+    for live in &report.inputs {
+        let before = live.run.step_count.saturating_sub(1);
+        let stored: Vec<Arc<Step>> = report
+            .steps
+            .iter()
+            .filter(|s| s.index < before)
+            .cloned()
+            .map(Arc::new)
+            .collect();
+        let rebuilt = StepInput {
+            steps: Arc::new(stored),
+            ..live.clone()
+        };
+        let (a, b) = (render(live), render(&rebuilt));
+        if a != b {
+            problems.push(format!(
+                "step {before}: rendered live as {a:?} but from the record as {b:?}"
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}

@@ -7,5 +7,6 @@ mod harness;
 pub mod policy_check;
 
 pub use harness::{
-    AgentFactory, Choice, Crash, Driving, HarnessError, LoopFn, Report, Scenario, invariants, run,
+    AgentFactory, Choice, Crash, Driving, HarnessError, LoopFn, Report, Scenario, invariants,
+    rendered, run, same_renders,
 };
