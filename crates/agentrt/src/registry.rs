@@ -93,14 +93,18 @@ impl ToolSchema {
 ///     .with_schema_str(r#"{"type":"object","required":["path"]}"#).unwrap();
 /// assert!(check_args(&spec, br#"{"path":"a"}"#).is_ok());
 /// assert!(check_args(&spec, br#"{}"#).is_err());
+/// assert!(check_args(&spec, b"null").is_err(), "null is not an object");
 /// ```
 pub fn check_args(spec: &ToolSpec, args: &[u8]) -> std::result::Result<(), String> {
-    let args =
-        Canonical::parse(args).map_err(|e| format!("arguments are not acceptable JSON: {e}"))?;
-    let args = if args.is_null() {
+    // As the loop reads them: blank arguments mean `{}`; anything else,
+    // `null` included, is checked as written.
+    let blank = args
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    let args = if blank {
         Canonical::empty_object()
     } else {
-        args
+        Canonical::parse(args).map_err(|e| format!("arguments are not acceptable JSON: {e}"))?
     };
     ToolSchema::compile(&spec.input_schema)?.check(&args)
 }

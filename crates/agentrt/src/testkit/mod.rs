@@ -6,7 +6,12 @@ pub mod fuzz;
 mod harness;
 pub mod policy_check;
 
+pub use fuzz::{Fuzz, FuzzError, FuzzProblem, Invalid};
 pub use harness::{
     AgentFactory, Choice, Crash, Driving, HarnessError, LoopFn, Report, Scenario, invariants,
     rendered, run, same_renders,
+};
+pub use policy_check::{
+    Disagreement, Disagreements, Got, Hit, NeverViolations, PolicyCase, StandIn, Want,
+    check_policy, never, stand_in,
 };
