@@ -18,6 +18,7 @@ mod expiry;
 pub mod gate;
 pub mod ids;
 pub mod json;
+pub mod llm;
 pub mod model;
 pub mod operator;
 pub mod policy;
@@ -40,6 +41,10 @@ pub use gate::{
 };
 pub use ids::{IdSource, random_id, random_ids, sequential_ids};
 pub use json::{Canonical, JsonError};
+pub use llm::{
+    BlockKind, ContentBlock, Message, Model, ModelError, ModelRequest, ModelResponse, ModelTool,
+    Role, StopReason, ToolUse,
+};
 pub use model::*;
 pub use operator::{DecideOptions, Operator};
 pub use policy::{DefaultPolicy, Policy, PolicyError, SideEffectPolicy};

@@ -73,7 +73,11 @@ impl ContentBlock {
     }
 
     /// A tool use block.
-    pub fn tool_use(id: impl Into<String>, name: impl Into<String>, input: Canonical) -> ContentBlock {
+    pub fn tool_use(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        input: Canonical,
+    ) -> ContentBlock {
         ContentBlock {
             kind: BlockKind::ToolUse,
             tool_use_id: id.into(),
@@ -84,7 +88,11 @@ impl ContentBlock {
     }
 
     /// A tool result block.
-    pub fn tool_result(id: impl Into<String>, content: impl Into<String>, is_error: bool) -> ContentBlock {
+    pub fn tool_result(
+        id: impl Into<String>,
+        content: impl Into<String>,
+        is_error: bool,
+    ) -> ContentBlock {
         ContentBlock {
             kind: BlockKind::ToolResult,
             tool_use_id: id.into(),
@@ -244,5 +252,42 @@ pub trait Model: Send + Sync {
     /// The model's name, as priced and recorded.
     fn name(&self) -> &str;
     /// Sends one request.
-    fn generate<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>>;
+    fn generate<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_reasons_keep_unknown_texts() {
+        let r: StopReason = serde_json::from_str(r#""max_tokens""#).unwrap();
+        assert_eq!(r, StopReason::MaxTokens);
+        let r: StopReason = serde_json::from_str(r#""pause_turn""#).unwrap();
+        assert_eq!(r, StopReason::Other("pause_turn".into()));
+        assert_eq!(
+            serde_json::to_string(&StopReason::Other("x".into())).unwrap(),
+            r#""x""#
+        );
+    }
+
+    #[test]
+    fn requests_serialise_with_optional_fields_omitted() {
+        let req = ModelRequest {
+            system: String::new(),
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![ContentBlock::text("hi <you>")],
+            }],
+            tools: vec![],
+            max_output_tokens: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&req).unwrap(),
+            r#"{"messages":[{"role":"user","content":[{"type":"text","text":"hi <you>"}]}]}"#
+        );
+    }
 }

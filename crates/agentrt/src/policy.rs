@@ -172,3 +172,77 @@ impl Policy for SideEffectPolicy {
         self.id.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::model::{Limits, Run, ToolSpec};
+    use std::sync::Arc;
+
+    fn request(class: SideEffect) -> ToolRequest {
+        ToolRequest {
+            run_id: "r".into(),
+            step_id: "s".into(),
+            spec: ToolSpec::new("t", "", class),
+            args: Canonical::parse_str(r#"{"a":1}"#).unwrap(),
+        }
+    }
+
+    fn view() -> RunView {
+        let run = Run::new_running(crate::model::NewRunFields {
+            id: "r".into(),
+            goal: "g".into(),
+            limits: Limits::default(),
+            created_at: Timestamp::from_unix_nanos(0),
+        });
+        RunView {
+            run,
+            steps: Arc::new(Vec::new()),
+            approvals: Arc::new(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn the_default_policy_allows_reads_and_local_changes_asks_for_remote_and_denies_destruction() {
+        let outcomes: Vec<Outcome> = SideEffect::ALL
+            .iter()
+            .map(|c| {
+                DefaultPolicy
+                    .evaluate(&request(*c), &view())
+                    .unwrap()
+                    .outcome
+            })
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                Outcome::Allow,
+                Outcome::Allow,
+                Outcome::RequireApproval,
+                Outcome::Deny
+            ]
+        );
+        let ask = DefaultPolicy
+            .evaluate(&request(SideEffect::RemoteMutation), &view())
+            .unwrap();
+        assert_eq!(ask.kind, "remote_mutation");
+        let both = r#"{"args":{"a":1},"tool":"t"}"#;
+        assert_eq!(ask.capability.unwrap().as_str(), both);
+        assert_eq!(ask.presentation.unwrap().as_str(), both);
+        assert_eq!(DefaultPolicy.policy_id(), None);
+    }
+
+    #[test]
+    fn the_side_effect_policy_maps_classes_and_denies_unmapped_ones() {
+        let policy = SideEffectPolicy::new()
+            .with(SideEffect::ReadOnly, Outcome::Allow)
+            .with(SideEffect::Destructive, Outcome::Abort)
+            .with_id("classes/1");
+        let answer = |c| policy.evaluate(&request(c), &view()).unwrap().outcome;
+        assert_eq!(answer(SideEffect::ReadOnly), Outcome::Allow);
+        assert_eq!(answer(SideEffect::Destructive), Outcome::Abort);
+        assert_eq!(answer(SideEffect::LocalMutation), Outcome::Deny);
+        assert_eq!(policy.policy_id().as_deref(), Some("classes/1"));
+    }
+}
