@@ -40,8 +40,49 @@ impl Env {
 pub enum Parsed {
     /// Print the usage text to stdout.
     Help,
-    /// Run a command.
+    /// Run a command on a database.
     Run(Invocation),
+    /// `keygen`: needs no database.
+    Keygen(Keygen),
+}
+
+/// `keygen --out PREFIX`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keygen {
+    /// Writes `PREFIX.key` and `PREFIX.pub`.
+    pub out: PathBuf,
+    /// JSON output.
+    pub json: bool,
+}
+
+/// A head to compare the chain with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeptHead {
+    /// `--head SEQ:HASH`.
+    Given {
+        /// The seq.
+        seq: i64,
+        /// The link.
+        hash: String,
+    },
+    /// `--signed-head FILE --pubkey FILE`.
+    Signed {
+        /// The signed head document.
+        file: PathBuf,
+        /// The public key it must be signed with.
+        pubkey: PathBuf,
+    },
+}
+
+/// `verify` arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verify {
+    /// `--from` (0: from the first event).
+    pub from: i64,
+    /// `--to` (0: to the chain head).
+    pub to: i64,
+    /// `--head` or `--signed-head`.
+    pub kept: Option<KeptHead>,
 }
 
 /// A validated invocation.
@@ -130,6 +171,15 @@ pub enum Command {
         /// The note.
         note: String,
     },
+    /// `verify`.
+    Verify(Verify),
+    /// `head sign`.
+    HeadSign {
+        /// The private key file.
+        key: PathBuf,
+        /// Where to write the signed head (stdout when absent).
+        out: Option<PathBuf>,
+    },
 }
 
 impl Command {
@@ -141,17 +191,22 @@ impl Command {
             Command::Events { .. } => "events",
             Command::Decide(d) => d.verb.name(),
             Command::Cancel { .. } => "cancel",
+            Command::Verify(_) => "verify",
+            Command::HeadSign { .. } => "head sign",
         }
     }
 }
 
 const COMMANDS: &[&str] = &[
-    "runs", "show", "events", "approve", "reject", "cancel", "help",
+    "runs", "show", "events", "approve", "reject", "cancel", "verify", "head", "keygen", "help",
 ];
 const GLOBAL_FLAGS: &[&str] = &["--db", "--json"];
 const PAGING_FLAGS: &[&str] = &["--limit", "--offset"];
 const DECIDE_FLAGS: &[&str] = &["--approval", "--by", "--note"];
 const CANCEL_FLAGS: &[&str] = &["--by", "--note"];
+const VERIFY_FLAGS: &[&str] = &["--from", "--to", "--head", "--signed-head", "--pubkey"];
+const HEAD_SIGN_FLAGS: &[&str] = &["--key", "--out"];
+const KEYGEN_FLAGS: &[&str] = &["--out"];
 
 /// Parses the arguments after the program name.
 pub fn parse(args: &[OsString], env: &Env) -> Result<Parsed, UsageError> {
@@ -252,6 +307,51 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Parsed, UsageError> {
                 by: by(&a, env)?,
                 note: a.values.get("--note").cloned().unwrap_or_default(),
             },
+        },
+        "verify" => match scan(name, rest, VERIFY_FLAGS, &[])? {
+            Scan::Help => return Ok(Parsed::Help),
+            Scan::Args(a) => {
+                no_positional(name, &a)?;
+                Command::Verify(verify(&a)?)
+            }
+        },
+        "head" => {
+            let Some(sub) = rest.first() else {
+                return usage("head needs a subcommand: agentrt head sign --key FILE");
+            };
+            match utf8(sub)? {
+                "sign" => match scan(
+                    "head sign",
+                    rest.get(1..).unwrap_or_default(),
+                    HEAD_SIGN_FLAGS,
+                    &[],
+                )? {
+                    Scan::Help => return Ok(Parsed::Help),
+                    Scan::Args(a) => {
+                        no_positional("head sign", &a)?;
+                        Command::HeadSign {
+                            key: required_path(&a, "--key", "head sign --key FILE")?,
+                            out: optional_path(&a, "--out")?,
+                        }
+                    }
+                },
+                "-h" | "--help" => return Ok(Parsed::Help),
+                other => {
+                    return usage(format!(
+                        "unknown subcommand {other:?} of head; the one there is: head sign"
+                    ));
+                }
+            }
+        }
+        "keygen" => match scan(name, rest, KEYGEN_FLAGS, &[])? {
+            Scan::Help => return Ok(Parsed::Help),
+            Scan::Args(a) => {
+                no_positional(name, &a)?;
+                return Ok(Parsed::Keygen(Keygen {
+                    out: required_path(&a, "--out", "keygen --out PREFIX")?,
+                    json,
+                }));
+            }
         },
         other => {
             return usage(format!(
@@ -410,6 +510,90 @@ fn paging(a: &Args, default_limit: u64) -> Result<Paging, UsageError> {
     })
 }
 
+/// A whole number of `flag` (default 0), which must not be negative.
+fn seq_flag(a: &Args, flag: &str) -> Result<i64, UsageError> {
+    match a.values.get(flag) {
+        None => Ok(0),
+        Some(text) => match text.trim().parse::<i64>() {
+            Ok(n) if n < 0 => usage(format!("{flag} is negative ({n}): seqs start at 1")),
+            Ok(n) => Ok(n),
+            Err(_) => usage(format!(
+                "invalid value {text:?} for {flag}: want a whole number"
+            )),
+        },
+    }
+}
+
+fn verify(a: &Args) -> Result<Verify, UsageError> {
+    let from = seq_flag(a, "--from")?;
+    let to = seq_flag(a, "--to")?;
+    if from > 0 && to > 0 && to < from {
+        return usage(format!("--to {to} is before --from {from}"));
+    }
+    let signed = match (a.values.get("--signed-head"), a.values.get("--pubkey")) {
+        (Some(file), Some(pubkey)) if !file.is_empty() && !pubkey.is_empty() => {
+            Some(KeptHead::Signed {
+                file: PathBuf::from(file),
+                pubkey: PathBuf::from(pubkey),
+            })
+        }
+        (None, None) => None,
+        (Some(_), None) | (Some(_), Some(_)) => {
+            return usage(
+                "--signed-head needs --pubkey FILE: the public key it must be signed with",
+            );
+        }
+        (None, Some(_)) => return usage("--pubkey goes with --signed-head FILE"),
+    };
+    let given = match a.values.get("--head") {
+        None => None,
+        Some(text) => {
+            let parsed = text.split_once(':').and_then(|(seq, hash)| {
+                let seq = seq.trim().parse::<i64>().ok().filter(|n| *n >= 1)?;
+                (!hash.is_empty()).then(|| (seq, hash.to_owned()))
+            });
+            let Some((seq, hash)) = parsed else {
+                return usage(format!(
+                    "invalid value {text:?} for --head: want SEQ:HASH with SEQ at least 1"
+                ));
+            };
+            check_head_seq(seq, from, to)?;
+            Some(KeptHead::Given { seq, hash })
+        }
+    };
+    let kept = match (given, signed) {
+        (Some(_), Some(_)) => return usage("give --head or --signed-head, not both"),
+        (given, signed) => given.or(signed),
+    };
+    Ok(Verify { from, to, kept })
+}
+
+/// A kept head's seq must lie within `--from`..`--to` (when given).
+pub fn check_head_seq(seq: i64, from: i64, to: i64) -> Result<(), UsageError> {
+    if to > 0 && seq > to {
+        return usage(format!("the head's seq {seq} is after --to {to}"));
+    }
+    if from > 0 && seq < from {
+        return usage(format!("the head's seq {seq} is before --from {from}"));
+    }
+    Ok(())
+}
+
+fn optional_path(a: &Args, flag: &str) -> Result<Option<PathBuf>, UsageError> {
+    match a.values.get(flag) {
+        None => Ok(None),
+        Some(p) if p.is_empty() => usage(format!("{flag} is empty")),
+        Some(p) => Ok(Some(PathBuf::from(p))),
+    }
+}
+
+fn required_path(a: &Args, flag: &str, example: &str) -> Result<PathBuf, UsageError> {
+    optional_path(a, flag)?.map_or_else(
+        || usage(format!("{flag} is required: agentrt {example}")),
+        Ok,
+    )
+}
+
 fn by(a: &Args, env: &Env) -> Result<String, UsageError> {
     let by = match a.values.get("--by") {
         Some(given) => given.clone(),
@@ -491,6 +675,122 @@ mod tests {
             }
         );
         assert!(problem(&["--db", "x", "runs", "--limit", "ten"]).contains("--limit"));
+    }
+
+    fn verify_args(args: &[&str]) -> Verify {
+        match p(args) {
+            Ok(Parsed::Run(Invocation {
+                command: Command::Verify(v),
+                ..
+            })) => v,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn verify_arguments_are_checked_before_anything_is_opened() {
+        assert_eq!(
+            verify_args(&["--db", "x", "verify"]),
+            Verify {
+                from: 0,
+                to: 0,
+                kept: None
+            }
+        );
+        let v = verify_args(&[
+            "--db", "x", "verify", "--from", "3", "--to=5", "--head", "4:ab",
+        ]);
+        assert_eq!((v.from, v.to), (3, 5));
+        assert_eq!(
+            v.kept,
+            Some(KeptHead::Given {
+                seq: 4,
+                hash: "ab".into()
+            })
+        );
+        let v = verify_args(&[
+            "--db",
+            "x",
+            "verify",
+            "--signed-head",
+            "h.json",
+            "--pubkey",
+            "k.pub",
+        ]);
+        assert_eq!(
+            v.kept,
+            Some(KeptHead::Signed {
+                file: "h.json".into(),
+                pubkey: "k.pub".into()
+            })
+        );
+        for (args, needle) in [
+            (&["verify", "extra"][..], "takes no arguments"),
+            (&["verify", "--from", "-1"], "--from is negative"),
+            (&["verify", "--to", "-2"], "--to is negative"),
+            (&["verify", "--to", "x"], "whole number"),
+            (
+                &["verify", "--from", "5", "--to", "3"],
+                "--to 3 is before --from 5",
+            ),
+            (&["verify", "--head", "4"], "SEQ:HASH"),
+            (&["verify", "--head", "0:ab"], "SEQ:HASH"),
+            (&["verify", "--head", "4:"], "SEQ:HASH"),
+            (&["verify", "--to", "3", "--head", "4:ab"], "after --to 3"),
+            (
+                &["verify", "--from", "5", "--head", "4:ab"],
+                "before --from 5",
+            ),
+            (&["verify", "--signed-head", "h"], "needs --pubkey"),
+            (&["verify", "--pubkey", "k"], "goes with --signed-head"),
+            (
+                &[
+                    "verify",
+                    "--head",
+                    "4:ab",
+                    "--signed-head",
+                    "h",
+                    "--pubkey",
+                    "k",
+                ],
+                "not both",
+            ),
+            (&["verify", "-from", "1"], "two dashes: --from"),
+            (&["head"], "needs a subcommand"),
+            (&["head", "show"], "unknown subcommand"),
+            (&["head", "sign"], "--key is required"),
+            (&["head", "sign", "--key", "k", "x"], "takes no arguments"),
+            (&["keygen"], "--out is required"),
+        ] {
+            let mut all = vec!["--db", "x"];
+            all.extend_from_slice(args);
+            let m = problem(&all);
+            assert!(m.contains(needle), "{args:?}: {m:?} lacks {needle:?}");
+        }
+    }
+
+    #[test]
+    fn keygen_needs_no_database_and_head_sign_does() {
+        assert_eq!(
+            p(&["keygen", "--out", "ops/agentrt"]).unwrap(),
+            Parsed::Keygen(Keygen {
+                out: "ops/agentrt".into(),
+                json: false
+            })
+        );
+        assert!(problem(&["head", "sign", "--key", "k"]).contains("no database"));
+        let Parsed::Run(inv) =
+            p(&["--db", "x", "head", "sign", "--key", "k", "--out", "h.json"]).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            inv.command,
+            Command::HeadSign {
+                key: "k".into(),
+                out: Some("h.json".into())
+            }
+        );
     }
 
     #[test]

@@ -6,8 +6,11 @@ mod args;
 mod commands;
 mod consent;
 mod error;
+mod hex;
+mod keys;
 mod open;
 mod output;
+mod signed_head;
 mod usage;
 
 use std::io::{BufWriter, Write};
@@ -34,20 +37,26 @@ fn main() -> ExitCode {
             CliError::Usage(problem).report("", &mut std::io::stderr());
             ExitCode::from(2)
         }
-        Ok(Parsed::Run(invocation)) => {
-            let stdout = std::io::stdout();
-            let mut out = BufWriter::new(stdout.lock());
-            let result = commands::run(&invocation, &mut out)
-                .and_then(|()| out.flush().map_err(CliError::Output));
-            match result {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    // What was printed before the failure goes out first.
-                    let _ = out.flush();
-                    e.report(invocation.command.name(), &mut std::io::stderr());
-                    ExitCode::from(e.exit_code())
-                }
-            }
+        Ok(Parsed::Keygen(args)) => with_stdout("keygen", |out| commands::keygen::run(&args, out)),
+        Ok(Parsed::Run(invocation)) => with_stdout(invocation.command.name(), |out| {
+            commands::run(&invocation, out)
+        }),
+    }
+}
+
+/// Runs a command writing to buffered stdout; reports its error (after
+/// what it printed) and gives the exit status.
+fn with_stdout(command: &str, f: impl FnOnce(&mut dyn Write) -> Result<(), CliError>) -> ExitCode {
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let result = f(&mut out).and_then(|()| out.flush().map_err(CliError::Output));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // What was printed before the failure goes out first.
+            let _ = out.flush();
+            e.report(command, &mut std::io::stderr());
+            ExitCode::from(e.exit_code())
         }
     }
 }

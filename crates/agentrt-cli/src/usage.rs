@@ -4,8 +4,8 @@
 /// The usage text (ends with a newline).
 pub const USAGE: &str = "\
 agentrt: the operator's view of an agentrt database. It lists runs, shows
-them with their pending approvals, prints their events, decides approvals
-and cancels runs.
+them with their pending approvals, prints their events, decides approvals,
+cancels runs, and checks the audit log.
 
 Usage: agentrt [--db PATH] [--json] <command> [arguments]
 
@@ -38,6 +38,26 @@ Commands:
                   no confirmation
       --by WHO    who cancels (default: $USER)
       --note TEXT a note for the record (default: empty)
+  verify          check the hash chain over every run's events, and the
+                  runs, steps and approvals each event digests; prints
+                  \"intact\" with the last seq and link, or the first seq that
+                  does not chain (exit 1)
+      --from N    the first seq to check (default 1)
+      --to N      the last seq to check (default: the last event); exit 1
+                  if the chain ends before it
+      --head SEQ:HASH  a head you kept from an earlier verify: exit 1
+                  unless the chain reaches SEQ unbroken with that link
+      --signed-head FILE  a head signed with agentrt head sign: its
+                  signature is checked, then it is compared like --head
+      --pubkey FILE  the public key the signed head must be signed with
+  head sign       verify the whole chain, then sign its head (seq, link,
+                  time) with an Ed25519 key kept outside the database
+      --key FILE  the private key (from agentrt keygen)
+      --out FILE  write the signed head to FILE, a new file (default:
+                  print it)
+  keygen          make an Ed25519 key pair for head sign; needs no --db
+      --out PREFIX  writes PREFIX.key (private, mode 0600) and PREFIX.pub;
+                  never overwrites a file
   help            print this help
 
 Flags of a command may come before or after the run id; `--` ends flags.
@@ -57,7 +77,17 @@ to agentrt::recheck.
 Whoever can write the database can approve anything: names given with --by
 are labels, not identities. agentrt refuses a database that group or others
 can write, a symbolic link, and a database holding a trigger or a view.
-runs, show and events open the database read-only.
+runs, show, events, verify and head sign open the database read-only.
+
+An intact chain proves the log is as written only up to a head kept where
+the database's writers cannot reach it: whoever can write the file can
+rewrite the events and recompute every link, or cut events off the end.
+Keep a head (the seq and link of verify's head: line) or sign one with
+head sign, store it and the private key off the machine that runs the
+agents, and pass it to verify with --head or --signed-head. A signed head
+proves the log up to it is unchanged since it was signed by whoever holds
+the key; it says nothing about later events, nor whether the signer was
+honest.
 
 Exit status: 0 success, 1 error or refusal, 2 usage problem.
 ";

@@ -18,6 +18,8 @@ pub struct StepInput {
     pub approvals: Arc<Vec<Approval>>,
     /// The registered tools, by name.
     pub tools: Arc<Vec<ToolSpec>>,
+    /// The step's accounting model caller, when the gate has a model.
+    pub model: Option<crate::budget::ModelCaller>,
 }
 
 /// Why an agent could not decide. The run ends (the reason depends on the
@@ -48,6 +50,9 @@ pub enum AgentError {
     /// The caller cancelled; the step is left in flight.
     #[error("cancelled")]
     Cancelled,
+    /// This instance lost the run's lease: nothing more may be sent.
+    #[error("lost the lease on the run")]
+    LeaseLost,
 }
 
 impl AgentError {

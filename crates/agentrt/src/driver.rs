@@ -6,6 +6,9 @@ use crate::error::Result;
 use crate::gate::{Gate, GateConfig, Session, VerdictOutcome};
 use crate::model::{Limits, Run};
 
+/// How long a cancelled agent gets to finish recording its model call.
+const RECORDING_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Runs an agent under the gate: step, decide, propose, execute, until the
 /// run pauses for an approval or ends.
 ///
@@ -86,10 +89,18 @@ impl<A: Agent> Driver<A> {
             // The input shares the session's history; it is dropped before
             // the next write so appending never copies the history.
             let input = session.input();
-            let decided = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => Err(AgentError::Cancelled),
-                d = self.agent.decide(&input) => d,
+            let decided = {
+                let mut decide = self.agent.decide(&input);
+                tokio::select! {
+                    biased;
+                    d = &mut decide => d,
+                    _ = self.cancel.cancelled() => {
+                        // Give the agent's model call its own bounded time
+                        // to record what it sent, then report the cancel.
+                        let _ = tokio::time::timeout(RECORDING_GRACE, decide).await;
+                        Err(AgentError::Cancelled)
+                    }
+                }
             };
             drop(input);
             let decision = match decided {

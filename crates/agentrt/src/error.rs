@@ -219,6 +219,10 @@ pub enum Error {
         detail: String,
     },
 
+    /// The configured model has no price (declare it free if it is).
+    #[error(transparent)]
+    NoPrice(#[from] crate::budget::NoPrice),
+
     /// A value could not be encoded in the canonical form.
     #[error("canonical JSON: {0}")]
     Json(#[from] JsonError),

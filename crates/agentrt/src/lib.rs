@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod approval;
+pub mod budget;
 pub mod cancel;
 pub mod chain;
 pub mod clock;
@@ -22,13 +23,17 @@ pub mod llm;
 pub mod model;
 pub mod operator;
 pub mod policy;
+pub mod recheck;
 pub mod reconcile;
 mod registry;
+pub mod render;
+pub mod replay;
 pub mod store;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod text;
 pub mod trace;
+pub mod verify;
 pub mod view;
 
 pub use agent::{Agent, AgentError, Observer, ScriptedAgent, StepInput};
@@ -48,6 +53,11 @@ pub use llm::{
 pub use model::*;
 pub use operator::{DecideOptions, Operator};
 pub use policy::{DefaultPolicy, Policy, PolicyError, SideEffectPolicy};
+pub use recheck::{RecheckOptions, RecheckReport, recheck};
 pub use reconcile::{Reconcile, ReconcileError, ReconcileInput, Reconciled};
+pub use render::RenderOptions;
+// Replay types stay under `agentrt::replay` (`Recorder` there records model
+// exchanges; the name is too general for the crate root).
 pub use registry::{ToolSchema, check_args};
+pub use replay::{NotRecorded, ReplayError, Replayer};
 pub use store::{Durability, Page, Store, StoreOptions};

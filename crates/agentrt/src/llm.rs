@@ -171,7 +171,7 @@ pub enum StopReason {
 }
 
 /// A model's reply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelResponse {
     /// Its text.
     #[serde(default, skip_serializing_if = "String::is_empty")]

@@ -251,9 +251,10 @@ fn event_chain_links_every_event_to_the_one_before_across_interleaved_runs() {
         .unwrap();
 
     let conn = rusqlite::Connection::open(&db).unwrap();
-    let rows: Vec<(i64, String, String, String, String, String, String)> = conn
+    type Row = (i64, String, String, String, String, String, String, String);
+    let rows: Vec<Row> = conn
         .prepare(
-            "SELECT seq, run_id, step_id, at, type, payload_json, hash FROM events ORDER BY seq",
+            "SELECT seq, run_id, step_id, at, type, payload_json, hash, rows_json FROM events ORDER BY seq",
         )
         .unwrap()
         .query_map([], |r| {
@@ -265,6 +266,7 @@ fn event_chain_links_every_event_to_the_one_before_across_interleaved_runs() {
                 r.get(4)?,
                 r.get(5)?,
                 r.get(6)?,
+                r.get(7)?,
             ))
         })
         .unwrap()
@@ -276,9 +278,18 @@ fn event_chain_links_every_event_to_the_one_before_across_interleaved_runs() {
         "the runs interleave"
     );
     let mut prev = String::new();
-    for (i, (seq, run, step, at, kind, payload, hash)) in rows.iter().enumerate() {
+    for (i, (seq, run, step, at, kind, payload, hash, listing)) in rows.iter().enumerate() {
         assert_eq!(*seq, i as i64 + 1, "seqs are gap-free");
-        let want = agentrt::chain::link(&prev, *seq, run, step, at, kind, payload);
+        let want = agentrt::chain::link(&agentrt::chain::Link {
+            prev: &prev,
+            seq: *seq,
+            run_id: run,
+            step_id: step,
+            at,
+            event_type: kind,
+            payload,
+            rows: listing,
+        });
         assert_eq!(hash, &want, "seq {seq}");
         prev = hash.clone();
     }
@@ -286,8 +297,15 @@ fn event_chain_links_every_event_to_the_one_before_across_interleaved_runs() {
     let first = &rows[0];
     assert_eq!(first.3, "2026-10-01T09:00:00.000000000Z");
     let bytes = format!(
-        "0:,1:1,1:a,0:,30:{},11:run.created,12:{{\"goal\":\"a\"}},",
-        first.3
+        "0:,1:1,1:a,0:,30:{},11:run.created,12:{{\"goal\":\"a\"}},{}:{},",
+        first.3,
+        first.7.len(),
+        first.7
+    );
+    assert!(
+        first.7.starts_with(r#"[["runs","a",""#),
+        "the run row's digest rides on its event: {}",
+        first.7
     );
     assert_eq!(first.6, blake3::hash(bytes.as_bytes()).to_hex().as_str());
 

@@ -90,7 +90,8 @@ async fn the_harness_upholds_its_invariants_at_every_crash_point() {
 async fn crashes_on_the_resume_path_and_approvals_are_handled() {
     // A remote mutation pauses for approval; crash right after the resume
     // commit, and again at the effect of the resumed call.
-    let sc = scenario(SideEffect::RemoteMutation);
+    let mut sc = scenario(SideEffect::RemoteMutation);
+    sc.recheck = true;
     let report = testkit::run(
         &sc,
         &[

@@ -4,13 +4,17 @@
 mod cancel;
 mod decide;
 mod events;
+mod head;
+pub mod keygen;
 mod runs;
 mod show;
+mod verify;
 
 use std::io::Write;
 
 use crate::args::{Command, Invocation};
 use crate::error::CliError;
+use crate::keys;
 use crate::open::{Access, open};
 
 /// Runs a validated invocation, writing its report to `out`.
@@ -35,6 +39,17 @@ pub fn run(inv: &Invocation, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Cancel { run, by, note } => {
             let store = open(&inv.db, Access::ReadWrite)?;
             cancel::run(&store, run, by, note, inv.json, out)
+        }
+        Command::Verify(args) => {
+            // A signed head is read and checked before the database opens.
+            let kept = verify::resolve(args)?;
+            let store = open(&inv.db, Access::ReadOnly)?;
+            verify::run(&store, args, kept.as_ref(), inv.json, out)
+        }
+        Command::HeadSign { key, out: file } => {
+            let key = keys::read_private(key)?;
+            let store = open(&inv.db, Access::ReadOnly)?;
+            head::sign(&store, &key, file.as_deref(), inv.json, out)
         }
     }
 }

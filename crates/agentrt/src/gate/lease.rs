@@ -80,7 +80,12 @@ impl Lease {
 
     /// Held: not lost, and not past its last written expiry by the wall clock.
     pub fn ok(&self) -> bool {
-        !self.state.lost.load(Ordering::SeqCst) && Timestamp::now() < *lock(&self.state.expires)
+        self.handle().ok()
+    }
+
+    /// A handle that reads this lease's state (for the step's model caller).
+    pub fn handle(&self) -> LeaseHandle {
+        LeaseHandle(Arc::clone(&self.state))
     }
 
     /// Stops the heartbeat.
@@ -99,5 +104,16 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Reads a session's lease state from elsewhere (the model caller).
+#[derive(Clone)]
+pub(crate) struct LeaseHandle(Arc<State>);
+
+impl LeaseHandle {
+    /// Held: not lost, and not past its last written expiry by the wall clock.
+    pub fn ok(&self) -> bool {
+        !self.0.lost.load(Ordering::SeqCst) && Timestamp::now() < *lock(&self.0.expires)
     }
 }

@@ -7,7 +7,7 @@
 //! other records the result together with the start of the next step (or
 //! the end of the run). A decision that runs no tool costs one commit.
 
-mod lease;
+pub(crate) mod lease;
 mod limits;
 pub(crate) mod payload;
 mod resume;
@@ -65,6 +65,9 @@ pub struct GateConfig {
     /// The consumer's reconciliation hook for runs taken over after a crash
     /// (default none: an operator decides interrupted side effects).
     pub reconcile: Option<Arc<dyn Reconcile>>,
+    /// The model the gate hands its agents through an accounting caller
+    /// (default none).
+    pub model: Option<crate::budget::ModelConfig>,
     /// Test hook called at each crash point (see `testkit`).
     pub(crate) crash_hook: Option<CrashHook>,
 }
@@ -149,8 +152,15 @@ impl GateConfig {
             lease_ttl: DEFAULT_LEASE_TTL,
             lease_owner: "agentrt".into(),
             reconcile: None,
+            model: None,
             crash_hook: None,
         }
+    }
+
+    /// Sets the model agents call (through the step's accounting caller).
+    pub fn with_model(mut self, model: crate::budget::ModelConfig) -> GateConfig {
+        self.model = Some(model);
+        self
     }
 
     /// Sets the crash hook (tests only).
@@ -208,6 +218,7 @@ pub(crate) struct GateInner {
     pub lease_ttl: Duration,
     pub owner: String,
     pub reconcile: Option<Arc<dyn Reconcile>>,
+    pub model: Option<(Arc<crate::budget::ModelConfig>, crate::budget::Price)>,
     crash_hook: Option<CrashHook>,
     claims: Mutex<HashSet<String>>,
 }
@@ -297,6 +308,13 @@ impl Gate {
         let policy_id = config.policy.policy_id().unwrap_or_default();
         check_policy_id(&policy_id).map_err(|reason| Error::InvalidPolicyId { reason })?;
         let owner = format!("{}/{}", config.lease_owner, &random_id()[..12]);
+        let model = match config.model {
+            None => None,
+            Some(m) => {
+                let price = m.prices.price_for(m.model.name())?;
+                Some((Arc::new(m), price))
+            }
+        };
         Ok(Gate {
             inner: Arc::new(GateInner {
                 store: config.store,
@@ -309,6 +327,7 @@ impl Gate {
                 lease_ttl: config.lease_ttl,
                 owner,
                 reconcile: config.reconcile,
+                model,
                 crash_hook: config.crash_hook,
                 claims: Mutex::new(HashSet::new()),
             }),

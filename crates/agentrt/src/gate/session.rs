@@ -120,6 +120,10 @@ pub struct Session {
     pub(crate) state: State,
     pub(crate) cancel: Cancel,
     pub(crate) lease: Lease,
+    /// The open step's accounting model caller (made when it is handed out).
+    pub(crate) caller: Option<crate::budget::ModelCaller>,
+    /// Model totals the callers wrote, to fold into the cached run.
+    pub(crate) totals: crate::budget::SharedTotals,
     pub(crate) _claim: Claim,
 }
 
@@ -221,6 +225,8 @@ impl Session {
             state: State::Active,
             cancel: Cancel::never(),
             lease: Lease::none(),
+            caller: None,
+            totals: crate::budget::SharedTotals::default(),
             _claim: claim,
         }
     }
@@ -297,6 +303,7 @@ impl Session {
         };
         if !same_step {
             self.handed_out = false;
+            self.caller = None;
         }
         self.run = draft.run;
         if !draft.finished.is_empty() {
@@ -326,6 +333,40 @@ impl Session {
         if self.state == State::Active && self.run.status == RunStatus::Running {
             self.lease = Lease::hold(&self.gate, &self.run.id);
         }
+    }
+
+    /// The accounting caller for the open step, when the gate has a model.
+    fn make_caller(&mut self) {
+        let (Some((config, price)), Some(step)) = (&self.gate.model, &self.current) else {
+            return;
+        };
+        self.caller = Some(crate::budget::ModelCaller::new(
+            Arc::clone(&self.gate),
+            Arc::clone(config),
+            *price,
+            self.run.limits,
+            self.run.created_at,
+            self.run.id.clone(),
+            step.id.clone(),
+            self.lease.handle(),
+            self.cancel.clone(),
+            self.totals.clone(),
+        ));
+    }
+
+    /// Folds the model totals the step's callers wrote into the cached run.
+    pub(crate) fn sync_totals(&mut self) {
+        if let Some((calls, usage, cost)) = self.totals.take() {
+            self.run.model_calls = calls;
+            self.run.usage = usage;
+            self.run.estimated_cost_micros = cost;
+        }
+    }
+
+    /// The open step's accounting model caller (`None` without a model, or
+    /// for an attached grant). It refuses once the lease is lost.
+    pub fn model(&self) -> Option<&crate::budget::ModelCaller> {
+        self.caller.as_ref()
     }
 
     /// Refuses to go on once the lease is lost or lapsed: nothing more may
@@ -421,6 +462,7 @@ impl Session {
             steps,
             approvals: Arc::clone(&self.approvals),
             tools: self.gate.registry.specs(),
+            model: self.caller.clone(),
         }
     }
 
@@ -431,39 +473,32 @@ impl Session {
         if self.state == State::Over {
             return Ok(None);
         }
-        if let Some(step) = &self.current {
-            if self.handed_out || self.allowed.is_some() {
-                return Err(misuse(
-                    &self.run,
-                    "a step is already open; propose a decision for it first",
-                ));
+        if self.current.is_none() {
+            let gate = Arc::clone(&self.gate);
+            let history = &*self.history;
+            let mut draft = self.draft();
+            let r = gate.write(|tx| writes::open_next_or_settle(&gate, tx, &mut draft, history));
+            self.closing(r)?;
+            self.apply(draft);
+            if self.state != State::Active {
+                return Ok(None);
             }
-            self.handed_out = true;
-            let info = StepInfo {
-                id: step.id.clone(),
-                index: step.index,
-            };
-            self.gate.crash_point(CrashPoint::StepStarted).await;
-            return Ok(Some(info));
+        } else if self.handed_out || self.allowed.is_some() {
+            return Err(misuse(
+                &self.run,
+                "a step is already open; propose a decision for it first",
+            ));
         }
-        let gate = Arc::clone(&self.gate);
-        let history = &*self.history;
-        let mut draft = self.draft();
-        let r = gate.write(|tx| writes::open_next_or_settle(&gate, tx, &mut draft, history));
-        self.closing(r)?;
-        self.apply(draft);
-        match &self.current {
-            Some(step) if self.state == State::Active => {
-                self.handed_out = true;
-                let info = StepInfo {
-                    id: step.id.clone(),
-                    index: step.index,
-                };
-                self.gate.crash_point(CrashPoint::StepStarted).await;
-                Ok(Some(info))
-            }
-            _ => Ok(None),
-        }
+        let Some(info) = self.current.as_ref().map(|step| StepInfo {
+            id: step.id.clone(),
+            index: step.index,
+        }) else {
+            return Ok(None);
+        };
+        self.handed_out = true;
+        self.make_caller();
+        self.gate.crash_point(CrashPoint::StepStarted).await;
+        Ok(Some(info))
     }
 
     /// Records a decision for the open step and decides it: invalid
@@ -482,6 +517,7 @@ impl Session {
 
     fn propose_inner(&mut self, decision: crate::model::Decision) -> Result<Verdict> {
         self.active()?;
+        self.sync_totals();
         self.check_lease()?;
         let step = match &self.current {
             Some(s)
@@ -1459,9 +1495,17 @@ impl Session {
     /// error in the Driver). A cancellation leaves the step in flight.
     pub async fn fail(&mut self, error: AgentError) -> Result<Run> {
         self.active()?;
+        self.sync_totals();
         if error == AgentError::Cancelled {
             self.state = State::Closed(Some("cancelled by the caller".into()));
             return Err(Error::Cancelled);
+        }
+        if error == AgentError::LeaseLost {
+            self.lease.stop();
+            self.state = State::Closed(Some("lost the lease".into()));
+            return Err(Error::LeaseLost {
+                run: self.run.id.clone(),
+            });
         }
         let Some(step) = self.current.clone() else {
             return Err(misuse(&self.run, "no open step to fail"));

@@ -3,6 +3,7 @@
 //! to agents, policies and observers.
 
 mod approval;
+mod call;
 mod decision;
 mod event;
 mod limits;
@@ -13,6 +14,7 @@ mod step;
 mod tool;
 
 pub use approval::{Approval, ApprovalStatus, INTERRUPTED_SIDE_EFFECT};
+pub use call::{CallStatus, ModelCall};
 pub(crate) use decision::base64;
 pub use decision::{Decision, DecisionKind, DecisionProblems, Origin, RecordedDecision};
 pub use event::{Event, EventType};

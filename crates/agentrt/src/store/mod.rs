@@ -5,13 +5,16 @@
 //! Writes go through [`Store::write`]: one IMMEDIATE transaction per write
 //! group, whose events are returned only after the commit.
 
+mod calls;
 mod files;
 mod lease;
 mod open;
 mod page;
 mod read;
+mod recheck_read;
 pub mod schema;
 mod tx;
+pub(crate) mod verify_read;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

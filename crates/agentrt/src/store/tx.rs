@@ -1,9 +1,11 @@
 //! Write groups: the typed row operations of one IMMEDIATE transaction.
 
-use rusqlite::types::Value;
-use rusqlite::{OptionalExtension, Transaction, params_from_iter};
+use std::sync::LazyLock;
 
-use crate::chain;
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{OptionalExtension, ToSql, Transaction, params_from_iter};
+
+use crate::chain::{self, FieldHasher};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
@@ -12,6 +14,7 @@ use crate::model::{
 };
 
 use super::read;
+use super::schema::StateTable;
 
 /// A run to insert.
 #[derive(Debug, Clone)]
@@ -77,6 +80,8 @@ pub struct RunChange<'a> {
     pub step_count_add: u64,
     /// Active milliseconds to add (saturating).
     pub active_ms_add: u64,
+    /// Model accounting totals to set (calls, usage, estimated cost).
+    pub totals: Option<(u64, crate::model::Usage, i64)>,
 }
 
 /// A step to insert.
@@ -143,10 +148,85 @@ pub struct ApprovalChange<'a> {
 }
 
 /// One open write transaction. Dropping it without commit rolls back.
+///
+/// Events are buffered and chained at commit: the state rows the
+/// transaction inserted or updated are read back, digested into its last
+/// event's `rows_json` and marked with that event's seq (`written_seq`),
+/// then every event is inserted with its link (see [`crate::chain`]). A
+/// transaction that appends no event digests nothing: the writes without
+/// an event (the lease heartbeat, a session releasing its lease) touch
+/// only lease columns, which row digests leave out. Any other change of a
+/// state row needs an event to explain it, or `verify` reports the row.
 pub struct WriteTx<'c> {
     tx: Transaction<'c>,
+    /// Appended events, without seq until commit.
     events: Vec<Event>,
-    head: Option<(i64, String)>,
+    /// The state rows written, in write order (duplicates allowed).
+    written: Vec<(StateTable, String)>,
+}
+
+/// Events per multi-row `INSERT` (8 parameters each).
+const EVENTS_PER_INSERT: usize = 32;
+
+/// `INSERT INTO events … VALUES (…), …` for 1 to [`EVENTS_PER_INSERT`]
+/// events, at index `n - 1`.
+static INSERT_EVENTS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    (1..=EVENTS_PER_INSERT)
+        .map(|n| {
+            let mut sql = String::from(
+                "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, rows_json, hash) VALUES ",
+            );
+            for i in 0..n {
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str("(?, ?, ?, ?, ?, ?, ?, ?)");
+            }
+            sql
+        })
+        .collect()
+});
+
+/// `UPDATE <table> SET written_seq = ?1 WHERE id = ?2 RETURNING <digested
+/// columns>`, per state table.
+fn mark_sql(table: StateTable) -> &'static str {
+    static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
+        StateTable::ALL
+            .into_iter()
+            .map(|t| {
+                format!(
+                    "UPDATE {} SET written_seq = ?1 WHERE id = ?2 RETURNING {}",
+                    t.name(),
+                    t.digested_columns().join(", ")
+                )
+            })
+            .collect()
+    });
+    SQL.get(table.index()).map_or("", String::as_str)
+}
+
+/// The digest of a state row whose digested columns are the row's columns
+/// in order (see [`chain::row_digest`]).
+fn digest_row(table: StateTable, row: &rusqlite::Row<'_>) -> rusqlite::Result<String> {
+    let mut h = FieldHasher::new();
+    h.field(table.name().as_bytes());
+    for i in 0..table.digested_columns().len() {
+        hash_value(&mut h, row.get_ref(i)?);
+    }
+    Ok(h.finish().to_hex().to_string())
+}
+
+/// Adds one column value to a digest: integers in decimal, text and blobs
+/// as stored. Reals and NULLs never come from the store (its columns are
+/// INTEGER and TEXT, NOT NULL); one written by hand gets a spelling no
+/// stored value has, so its digest differs.
+pub(super) fn hash_value(h: &mut FieldHasher, value: ValueRef<'_>) {
+    match value {
+        ValueRef::Integer(n) => h.int(n),
+        ValueRef::Text(t) | ValueRef::Blob(t) => h.field(t),
+        ValueRef::Real(f) => h.field(format!("\0real:{f:?}").as_bytes()),
+        ValueRef::Null => h.field(b"\0null"),
+    }
 }
 
 fn text(t: &Timestamp) -> Value {
@@ -197,16 +277,109 @@ impl<'c> WriteTx<'c> {
         WriteTx {
             tx,
             events: Vec::new(),
-            head: None,
+            written: Vec::new(),
         }
     }
 
-    pub(super) fn commit(self) -> Result<Vec<Event>> {
+    pub(super) fn commit(mut self) -> Result<Vec<Event>> {
+        if !self.events.is_empty() {
+            self.seal()?;
+        }
         self.tx.commit().map_err(Error::from_sqlite)?;
         Ok(self.events)
     }
 
-    fn exec(&self, sql: &str, params: Vec<Value>) -> Result<usize> {
+    /// Notes that this transaction wrote a state row.
+    fn wrote(&mut self, table: StateTable, id: &str) {
+        self.written.push((table, id.to_owned()));
+    }
+
+    /// Chains the buffered events onto the log: digests the written rows
+    /// into the last event, gives every event its seq and link, and
+    /// inserts them.
+    fn seal(&mut self) -> Result<()> {
+        let (head_seq, mut prev) = self.read_head()?;
+        let count = i64::try_from(self.events.len()).unwrap_or(i64::MAX);
+        let last_seq = head_seq.saturating_add(count);
+        let rows = self.digest_written(last_seq)?;
+        let last = self.events.len() - 1;
+        let mut links = Vec::with_capacity(self.events.len());
+        for (i, event) in self.events.iter_mut().enumerate() {
+            event.seq = head_seq.saturating_add(1 + i as i64);
+            let hash = chain::link(&chain::Link {
+                prev: &prev,
+                seq: event.seq,
+                run_id: &event.run_id,
+                step_id: &event.step_id,
+                at: &event.at,
+                event_type: event.event_type.as_str(),
+                payload: &event.payload,
+                rows: if i == last { &rows } else { "" },
+            });
+            prev.clone_from(&hash);
+            links.push(hash);
+        }
+        self.insert_events(&links, &rows)
+    }
+
+    /// Reads back every state row written, marks it with `last_seq` and
+    /// returns the `rows_json` listing of their digests.
+    fn digest_written(&mut self, last_seq: i64) -> Result<String> {
+        let mut written = std::mem::take(&mut self.written);
+        if written.is_empty() {
+            return Ok(String::new());
+        }
+        written.sort_unstable();
+        written.dedup();
+        let mut entries = Vec::with_capacity(written.len());
+        for (table, id) in written {
+            let mut stmt = self
+                .tx
+                .prepare_cached(mark_sql(table))
+                .map_err(Error::from_sqlite)?;
+            let digest = stmt
+                .query_row(rusqlite::params![last_seq, id], |r| digest_row(table, r))
+                .optional()
+                .map_err(Error::from_sqlite)?;
+            // A row written and gone again in the same transaction has
+            // nothing to digest (the store never deletes one today).
+            if let Some(digest) = digest {
+                entries.push((table.name(), id, digest));
+            }
+        }
+        Ok(chain::rows_json(&mut entries))
+    }
+
+    /// Inserts the sealed events, up to [`EVENTS_PER_INSERT`] per statement.
+    fn insert_events(&self, links: &[String], rows: &str) -> Result<()> {
+        let last = self.events.len() - 1;
+        let mut start = 0;
+        for chunk in self.events.chunks(EVENTS_PER_INSERT) {
+            let types: Vec<&str> = chunk.iter().map(|e| e.event_type.as_str()).collect();
+            let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * 8);
+            for (i, (event, kind)) in chunk.iter().zip(&types).enumerate() {
+                let index = start + i;
+                params.push(&event.seq);
+                params.push(&event.run_id);
+                params.push(&event.step_id);
+                params.push(&event.at);
+                params.push(kind);
+                params.push(&event.payload);
+                params.push(if index == last { &rows } else { &"" });
+                params.push(&links[index]);
+            }
+            let mut stmt = self
+                .tx
+                .prepare_cached(&INSERT_EVENTS[chunk.len() - 1])
+                .map_err(Error::from_sqlite)?;
+            stmt.execute(params.as_slice())
+                .map_err(Error::from_sqlite)?;
+            start += chunk.len();
+        }
+        Ok(())
+    }
+
+    pub(super) fn exec(&self, sql: &str, params: Vec<Value>) -> Result<usize> {
         let mut stmt = self.tx.prepare_cached(sql).map_err(Error::from_sqlite)?;
         stmt.execute(params_from_iter(params))
             .map_err(Error::from_sqlite)
@@ -228,6 +401,7 @@ impl<'c> WriteTx<'c> {
                 text(&run.lease_expires_at),
             ],
         )?;
+        self.wrote(StateTable::Runs, run.id);
         Ok(())
     }
 
@@ -280,6 +454,18 @@ impl<'c> WriteTx<'c> {
             sets.push("active_ms = MIN(active_ms + ?, 9223372036854775807)");
             params.push(int(change.active_ms_add.min(i64::MAX as u64 / 2)));
         }
+        if let Some((calls, usage, cost)) = change.totals {
+            sets.push("model_calls = ?");
+            params.push(int(calls));
+            sets.push("input_tokens = ?");
+            params.push(int(usage.input_tokens));
+            sets.push("output_tokens = ?");
+            params.push(int(usage.output_tokens));
+            sets.push("cached_input_tokens = ?");
+            params.push(int(usage.cached_input_tokens));
+            sets.push("estimated_cost_micros = ?");
+            params.push(Value::Integer(cost.max(0)));
+        }
         if sets.is_empty() {
             sets.push("id = id");
         }
@@ -287,7 +473,11 @@ impl<'c> WriteTx<'c> {
         sql.push_str(" WHERE id = ?");
         params.push(Value::Text(run_id.to_owned()));
         push_run_guard(&mut sql, &mut params, "", guard);
-        Ok(self.exec(&sql, params)? == 1)
+        let changed = self.exec(&sql, params)? == 1;
+        if changed {
+            self.wrote(StateTable::Runs, run_id);
+        }
+        Ok(changed)
     }
 
     /// Inserts a step.
@@ -302,6 +492,7 @@ impl<'c> WriteTx<'c> {
                 text(&step.started_at),
             ],
         )?;
+        self.wrote(StateTable::Steps, step.id);
         Ok(())
     }
 
@@ -359,7 +550,11 @@ impl<'c> WriteTx<'c> {
             push_run_guard(&mut sql, &mut params, "r.", run_guard);
             sql.push(')');
         }
-        Ok(self.exec(&sql, params)? == 1)
+        let changed = self.exec(&sql, params)? == 1;
+        if changed {
+            self.wrote(StateTable::Steps, step_id);
+        }
+        Ok(changed)
     }
 
     /// Inserts an approval.
@@ -391,6 +586,7 @@ impl<'c> WriteTx<'c> {
                     .unwrap_or(Value::Text(String::new())),
             ],
         )?;
+        self.wrote(StateTable::Approvals, &a.id);
         Ok(())
     }
 
@@ -422,7 +618,11 @@ impl<'c> WriteTx<'c> {
         params.push(Value::Text(approval_id.to_owned()));
         params.push(Value::Text(change.from.as_str().to_owned()));
         params.push(Value::Text(change.hash.to_owned()));
-        Ok(self.exec(&sql, params)? == 1)
+        let changed = self.exec(&sql, params)? == 1;
+        if changed {
+            self.wrote(StateTable::Approvals, approval_id);
+        }
+        Ok(changed)
     }
 
     /// Records a tool spec under its hash (kept if already there).
@@ -437,7 +637,8 @@ impl<'c> WriteTx<'c> {
         Ok(())
     }
 
-    /// Appends an event, chained to the one before it.
+    /// Appends an event, chained to the one before it when the transaction
+    /// commits.
     pub fn append_event(
         &mut self,
         run_id: &str,
@@ -446,39 +647,12 @@ impl<'c> WriteTx<'c> {
         event_type: EventType,
         payload: &str,
     ) -> Result<()> {
-        let (prev_seq, prev_hash) = match self.head.take() {
-            Some(h) => h,
-            None => self.read_head()?,
-        };
-        let seq = prev_seq.saturating_add(1);
-        let at_text = at.to_string();
-        let hash = chain::link(
-            &prev_hash,
-            seq,
-            run_id,
-            step_id,
-            &at_text,
-            event_type.as_str(),
-            payload,
-        );
-        self.exec(
-            "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            vec![
-                Value::Integer(seq),
-                Value::Text(run_id.to_owned()),
-                Value::Text(step_id.to_owned()),
-                Value::Text(at_text.clone()),
-                Value::Text(event_type.as_str().to_owned()),
-                Value::Text(payload.to_owned()),
-                Value::Text(hash.clone()),
-            ],
-        )?;
-        self.head = Some((seq, hash));
+        // The seq and the link are given at commit (`seal`).
         self.events.push(Event {
-            seq,
+            seq: 0,
             run_id: run_id.to_owned(),
             step_id: step_id.to_owned(),
-            at: at_text,
+            at: at.to_string(),
             event_type,
             payload: payload.to_owned(),
         });

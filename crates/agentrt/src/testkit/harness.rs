@@ -81,6 +81,9 @@ pub struct Scenario {
     pub lease_ttl: Duration,
     /// Instances after which the harness gives up (default 20).
     pub max_instances: usize,
+    /// Also re-check the run under its own policy: every evaluation must
+    /// come out the same (default off).
+    pub recheck: bool,
 }
 
 impl Scenario {
@@ -116,6 +119,7 @@ impl Scenario {
             db: None,
             lease_ttl: Duration::from_secs(1),
             max_instances: 20,
+            recheck: false,
         }
     }
 }
@@ -448,6 +452,21 @@ pub async fn run(scenario: &Scenario, crashes: &[Crash]) -> Result<Report, Harne
     let mut problems = invariants(&report);
     if !owner.is_empty() {
         problems.push(format!("a lease is left on the run: {owner}"));
+    }
+    if scenario.recheck
+        && let Err(e) = super::recheck::recheck_partial(&store, &run_id, &*scenario.policy)
+            .map_err(|e| e.to_string())
+            .and_then(|partial| {
+                if partial.report.differences() > 0 {
+                    Err(partial.report.to_string())
+                } else {
+                    Ok(())
+                }
+            })
+    {
+        problems.push(format!(
+            "the run does not re-check the same under its own policy: {e}"
+        ));
     }
     drop(dir);
     if problems.is_empty() {

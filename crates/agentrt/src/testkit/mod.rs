@@ -5,6 +5,7 @@
 pub mod fuzz;
 mod harness;
 pub mod policy_check;
+mod recheck;
 
 pub use fuzz::{Fuzz, FuzzError, FuzzProblem, Invalid};
 pub use harness::{
@@ -15,3 +16,4 @@ pub use policy_check::{
     Disagreement, Disagreements, Got, Hit, NeverViolations, PolicyCase, StandIn, Want,
     check_policy, never, stand_in,
 };
+pub use recheck::{PartialRecheck, RecheckError, recheck, recheck_differs, recheck_partial};

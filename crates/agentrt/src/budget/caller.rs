@@ -1,0 +1,640 @@
+//! The accounting caller: every attempt gets a `model_calls` row before it
+//! is sent; call, token and cost limits are checked against the run's totals
+//! plus a conservative projection of the call before dispatch; an attempt
+//! whose outcome is unknown is charged the estimate; transient failures are
+//! retried with backoff.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::prices::{Micros, Price, PriceTable};
+use crate::cancel::Cancel;
+use crate::clock::{Timestamp, lock};
+use crate::error::Error;
+use crate::gate::GateInner;
+use crate::gate::lease::LeaseHandle;
+use crate::llm::{Model, ModelError, ModelRequest, ModelResponse};
+use crate::model::{CallStatus, EventType, Limits, ModelCall, TerminalReason, Usage};
+use crate::store::{RunChange, RunGuard};
+
+/// The model a gate gives its agents, its prices, and how calls are timed
+/// out and retried.
+#[derive(Clone)]
+pub struct ModelConfig {
+    /// The model.
+    pub model: Arc<dyn Model>,
+    /// Prices; the model must be in the table (priced, or declared free).
+    pub prices: PriceTable,
+    /// How long one attempt may take (default 2 minutes).
+    pub call_timeout: Duration,
+    /// Retries after the first attempt (default 2).
+    pub max_retries: u32,
+    /// The first retry's wait; each later one doubles it (default 1 s).
+    pub backoff: Duration,
+    /// The longest `Retry-After` honoured; a longer one ends the calls
+    /// (default 1 minute).
+    pub max_retry_after: Duration,
+}
+
+impl ModelConfig {
+    /// A configuration with the defaults.
+    pub fn new(model: Arc<dyn Model>, prices: PriceTable) -> ModelConfig {
+        ModelConfig {
+            model,
+            prices,
+            call_timeout: Duration::from_secs(120),
+            max_retries: 2,
+            backoff: Duration::from_secs(1),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl std::fmt::Debug for ModelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelConfig")
+            .field("model", &self.model.name())
+            .field("call_timeout", &self.call_timeout)
+            .field("max_retries", &self.max_retries)
+            .finish()
+    }
+}
+
+/// Why the caller returned no reply.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// A limit refused the call before anything was sent.
+    #[error("{detail}")]
+    Limit {
+        /// The limit's terminal reason.
+        reason: TerminalReason,
+        /// What would have been exceeded.
+        detail: String,
+    },
+    /// Every attempt failed, or the model cannot be used.
+    #[error("model unavailable after {attempts} attempt(s): {last}")]
+    ModelUnavailable {
+        /// Attempts made.
+        attempts: u32,
+        /// The last failure.
+        last: String,
+    },
+    /// The model refused the request for good (not retried).
+    #[error("{message}")]
+    Failed {
+        /// What it said.
+        message: String,
+    },
+    /// The caller cancelled; an attempt in flight was recorded as ambiguous.
+    #[error("cancelled by the caller")]
+    Cancelled,
+    /// This instance no longer holds the run's lease; nothing was sent.
+    #[error("lost the lease on the run; nothing was sent")]
+    LeaseLost,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] Error),
+}
+
+impl From<CallError> for crate::agent::AgentError {
+    fn from(e: CallError) -> crate::agent::AgentError {
+        use crate::agent::AgentError;
+        match e {
+            CallError::Limit { reason, detail } => AgentError::Limit { reason, detail },
+            CallError::ModelUnavailable { .. } => AgentError::ModelUnavailable {
+                detail: e.to_string(),
+            },
+            CallError::Cancelled => AgentError::Cancelled,
+            CallError::LeaseLost => AgentError::LeaseLost,
+            other => AgentError::failed(other),
+        }
+    }
+}
+
+/// The run's model totals as the last caller wrote them, shared with the
+/// session so its cached run (and the policy's view) stays current.
+#[derive(Clone, Default)]
+pub(crate) struct SharedTotals(Arc<Mutex<Option<(u64, Usage, Micros)>>>);
+
+impl SharedTotals {
+    fn set(&self, totals: (u64, Usage, Micros)) {
+        *lock(&self.0) = Some(totals);
+    }
+
+    /// The latest totals written, if any since the last take.
+    pub(crate) fn take(&self) -> Option<(u64, Usage, Micros)> {
+        lock(&self.0).take()
+    }
+}
+
+/// What this step's calls in flight have reserved.
+#[derive(Default, Clone, Copy)]
+struct Reserved {
+    calls: u64,
+    tokens: u64,
+    cost: Micros,
+}
+
+struct Inner {
+    gate: Arc<GateInner>,
+    config: Arc<ModelConfig>,
+    price: Price,
+    limits: Limits,
+    created_at: Timestamp,
+    run_id: String,
+    step_id: String,
+    lease: LeaseHandle,
+    cancel: Cancel,
+    totals: SharedTotals,
+    /// The per-step lock: totals are reloaded, checked and reserved under it.
+    reserved: Mutex<Reserved>,
+    attempts: AtomicU32,
+}
+
+/// The only model handle an agent receives: one per step. Cheap to clone;
+/// clones share the step's reservations.
+#[derive(Clone)]
+pub struct ModelCaller {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ModelCaller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelCaller")
+            .field("run", &self.inner.run_id)
+            .field("step", &self.inner.step_id)
+            .field("model", &self.inner.config.model.name())
+            .finish()
+    }
+}
+
+/// How an attempt ended, as the accounting sees it.
+struct Outcome {
+    status: CallStatus,
+    charged: Usage,
+    error: String,
+    next: Next,
+}
+
+enum Next {
+    Done(ModelResponse),
+    Retry { retry_after: Option<Duration> },
+    Stop(CallError),
+}
+
+fn saturating_usage(a: Usage, b: Usage) -> Usage {
+    Usage {
+        input_tokens: a.input_tokens.saturating_add(b.input_tokens),
+        output_tokens: a.output_tokens.saturating_add(b.output_tokens),
+        cached_input_tokens: a.cached_input_tokens.saturating_add(b.cached_input_tokens),
+    }
+}
+
+/// Usage a provider could have reported: cached within the input, and,
+/// under a token or cost limit, within the projection the call was
+/// admitted under (so no reply can push the recorded spend past a limit).
+fn usable(usage: &Usage, estimate: &Usage, bounded: bool) -> bool {
+    usage.cached_input_tokens <= usage.input_tokens
+        && (!bounded
+            || (usage.input_tokens <= estimate.input_tokens
+                && usage.output_tokens <= estimate.output_tokens))
+}
+
+impl ModelCaller {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        gate: Arc<GateInner>,
+        config: Arc<ModelConfig>,
+        price: Price,
+        limits: Limits,
+        created_at: Timestamp,
+        run_id: String,
+        step_id: String,
+        lease: LeaseHandle,
+        cancel: Cancel,
+        totals: SharedTotals,
+    ) -> ModelCaller {
+        ModelCaller {
+            inner: Arc::new(Inner {
+                gate,
+                config,
+                price,
+                limits,
+                created_at,
+                run_id,
+                step_id,
+                lease,
+                cancel,
+                totals,
+                reserved: Mutex::new(Reserved::default()),
+                attempts: AtomicU32::new(0),
+            }),
+        }
+    }
+
+    /// The model's name.
+    pub fn model_name(&self) -> &str {
+        self.inner.config.model.name()
+    }
+
+    /// The conservative projection of a request: input ≈ its JSON bytes / 3
+    /// + 1, output = its cap.
+    pub fn estimate(request: &ModelRequest) -> Usage {
+        let bytes = serde_json::to_vec(request).map(|b| b.len()).unwrap_or(0) as u64;
+        Usage {
+            input_tokens: bytes / 3 + 1,
+            output_tokens: request.max_output_tokens.unwrap_or(0),
+            cached_input_tokens: 0,
+        }
+    }
+
+    /// Sends `request`, within the run's limits, retrying transient
+    /// failures; every attempt is recorded and charged.
+    pub async fn generate(&self, mut request: ModelRequest) -> Result<ModelResponse, CallError> {
+        let cap = self.inner.limits.max_output_tokens_per_call;
+        if cap > 0 {
+            request.max_output_tokens = Some(request.max_output_tokens.map_or(cap, |c| c.min(cap)));
+        }
+        let estimate = ModelCaller::estimate(&request);
+        let attempts = 1 + self.inner.config.max_retries;
+        let mut last = String::new();
+        for attempt in 1..=attempts {
+            let reservation = self.reserve(&request, &estimate)?;
+            let result = self.attempt(&request, &estimate, attempt).await;
+            self.release(reservation);
+            match result? {
+                Next::Done(response) => return Ok(response),
+                Next::Stop(e) => return Err(e),
+                Next::Retry { retry_after } => {
+                    last = format!("attempt {attempt} failed");
+                    if attempt == attempts {
+                        break;
+                    }
+                    let backoff = self
+                        .inner
+                        .config
+                        .backoff
+                        .saturating_mul(1 << (attempt - 1).min(20));
+                    let wait = backoff.max(retry_after.unwrap_or_default());
+                    if let Some(why) = self.wait_unfit(wait, retry_after) {
+                        return Err(CallError::ModelUnavailable {
+                            attempts: attempt,
+                            last: why,
+                        });
+                    }
+                    tokio::select! {
+                        biased;
+                        _ = self.inner.cancel.cancelled() => return Err(CallError::Cancelled),
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        }
+        let recorded = self.last_error().unwrap_or(last);
+        Err(CallError::ModelUnavailable {
+            attempts,
+            last: recorded,
+        })
+    }
+
+    /// Why a wait cannot fit: a `Retry-After` beyond the maximum, or past
+    /// the run's elapsed or active time limit.
+    fn wait_unfit(&self, wait: Duration, retry_after: Option<Duration>) -> Option<String> {
+        if retry_after.is_some_and(|r| r > self.inner.config.max_retry_after) {
+            return Some(format!(
+                "the provider asked to wait {} s, beyond the {} s allowed",
+                retry_after.unwrap_or_default().as_secs(),
+                self.inner.config.max_retry_after.as_secs()
+            ));
+        }
+        let limits = &self.inner.limits;
+        let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        if limits.max_elapsed_time_ms > 0 {
+            let elapsed = (self.inner.gate.clock)().millis_since(&self.inner.created_at);
+            if elapsed.saturating_add(wait_ms) >= limits.max_elapsed_time_ms {
+                return Some("waiting to retry would pass the run's elapsed-time limit".into());
+            }
+        }
+        if limits.max_active_time_ms > 0
+            && let Ok(run) = self.inner.gate.store.get_run(&self.inner.run_id)
+            && run.active_ms.saturating_add(wait_ms) >= limits.max_active_time_ms
+        {
+            return Some("waiting to retry would pass the run's active-time limit".into());
+        }
+        None
+    }
+
+    fn last_error(&self) -> Option<String> {
+        let calls = self
+            .inner
+            .gate
+            .store
+            .list_model_calls(&self.inner.run_id)
+            .ok()?;
+        calls
+            .into_iter()
+            .rev()
+            .find(|c| c.step_id == self.inner.step_id && !c.error.is_empty())
+            .map(|c| c.error)
+    }
+
+    /// Under the step's lock: reload the run's totals, add what this step
+    /// has in flight, check every limit against them plus this call's
+    /// projection, and reserve the projection.
+    fn reserve(&self, request: &ModelRequest, estimate: &Usage) -> Result<Reserved, CallError> {
+        let mut reserved = lock(&self.inner.reserved);
+        let run = self.inner.gate.store.get_run(&self.inner.run_id)?;
+        let limits = &self.inner.limits;
+        let priced = !self.inner.price.is_free();
+        let projection = estimate.input_tokens.saturating_add(estimate.output_tokens);
+        let projected_cost = self.inner.price.cost(estimate);
+        let refuse = |reason, detail: String| Err(CallError::Limit { reason, detail });
+        let calls = run.model_calls.saturating_add(reserved.calls);
+        if limits.max_model_calls > 0 && calls >= limits.max_model_calls {
+            return refuse(
+                TerminalReason::LimitModelCalls,
+                format!(
+                    "{calls} model call(s) made or in flight; the limit is {}",
+                    limits.max_model_calls
+                ),
+            );
+        }
+        if request.max_output_tokens.is_none() {
+            if limits.max_total_tokens > 0 {
+                return refuse(
+                    TerminalReason::LimitTokens,
+                    "a request without an output cap cannot be sent under a token limit; set max_output_tokens".into(),
+                );
+            }
+            if limits.max_estimated_cost_micros > 0 && priced {
+                return refuse(
+                    TerminalReason::LimitCost,
+                    "a request without an output cap cannot be sent to a priced model under a cost limit; set max_output_tokens"
+                        .into(),
+                );
+            }
+        }
+        let used = run
+            .usage
+            .input_tokens
+            .saturating_add(run.usage.output_tokens)
+            .saturating_add(reserved.tokens);
+        if limits.max_total_tokens > 0 && used.saturating_add(projection) > limits.max_total_tokens
+        {
+            return refuse(
+                TerminalReason::LimitTokens,
+                format!(
+                    "{used} tokens used or in flight plus up to {projection} for this call would pass the limit of {}",
+                    limits.max_total_tokens
+                ),
+            );
+        }
+        let spent = run.estimated_cost_micros.saturating_add(reserved.cost);
+        if limits.max_estimated_cost_micros > 0
+            && spent.saturating_add(projected_cost) > limits.max_estimated_cost_micros
+        {
+            return refuse(
+                TerminalReason::LimitCost,
+                format!(
+                    "{spent} µ$ spent or in flight plus up to {projected_cost} µ$ for this call would pass the limit of {} µ$",
+                    limits.max_estimated_cost_micros
+                ),
+            );
+        }
+        let this = Reserved {
+            calls: 1,
+            tokens: projection,
+            cost: projected_cost,
+        };
+        reserved.calls = reserved.calls.saturating_add(this.calls);
+        reserved.tokens = reserved.tokens.saturating_add(this.tokens);
+        reserved.cost = reserved.cost.saturating_add(this.cost);
+        Ok(this)
+    }
+
+    fn release(&self, this: Reserved) {
+        let mut reserved = lock(&self.inner.reserved);
+        reserved.calls = reserved.calls.saturating_sub(this.calls);
+        reserved.tokens = reserved.tokens.saturating_sub(this.tokens);
+        reserved.cost = reserved.cost.saturating_sub(this.cost);
+    }
+
+    /// One attempt: record the dispatch, call, record the outcome.
+    async fn attempt(
+        &self,
+        request: &ModelRequest,
+        estimate: &Usage,
+        attempt: u32,
+    ) -> Result<Next, CallError> {
+        let inner = &self.inner;
+        if !inner.lease.ok() {
+            return Err(CallError::LeaseLost);
+        }
+        let model_name = inner.config.model.name().to_owned();
+        let call_id = inner.gate.new_id();
+        let dispatched_at = inner.gate.now();
+        let mut record = ModelCall {
+            id: call_id.clone(),
+            run_id: inner.run_id.clone(),
+            step_id: inner.step_id.clone(),
+            attempt,
+            status: CallStatus::Dispatched,
+            model: model_name.clone(),
+            usage: Usage::default(),
+            cost_micros: 0,
+            latency_ms: 0,
+            error: String::new(),
+            dispatched_at,
+            completed_at: None,
+        };
+        inner.attempts.fetch_add(1, Ordering::Relaxed);
+        let sent = inner.gate.write(|tx| {
+            if !tx.insert_model_call(&record, &inner.gate.owner, &Timestamp::now())? {
+                return Ok(false);
+            }
+            let run = tx.run(&inner.run_id)?.ok_or_else(|| Error::NotFound {
+                what: "run",
+                id: inner.run_id.clone(),
+            })?;
+            let totals = (
+                run.model_calls.saturating_add(1),
+                run.usage,
+                run.estimated_cost_micros,
+            );
+            tx.update_run(
+                &inner.run_id,
+                &RunGuard::default(),
+                &RunChange {
+                    totals: Some(totals),
+                    ..RunChange::default()
+                },
+            )?;
+            inner.totals.set(totals);
+            let payload =
+                serde_json::json!({ "call_id": call_id, "attempt": attempt, "model": model_name });
+            tx.append_event(
+                &inner.run_id,
+                &inner.step_id,
+                &dispatched_at,
+                EventType::ModelDispatched,
+                &payload.to_string(),
+            )?;
+            Ok(true)
+        })?;
+        if !sent {
+            return Err(CallError::LeaseLost);
+        }
+
+        // The call, under its timeout and the caller's cancellation.
+        let answer = tokio::select! {
+            biased;
+            r = tokio::time::timeout(inner.config.call_timeout, inner.config.model.generate(request)) => match r {
+                Ok(r) => r,
+                Err(_) => Err(ModelError::Timeout { message: format!("no reply within {} s", inner.config.call_timeout.as_secs()) }),
+            },
+            _ = inner.cancel.cancelled() => Err(ModelError::Cancelled),
+        };
+        let bounded =
+            inner.limits.max_total_tokens > 0 || inner.limits.max_estimated_cost_micros > 0;
+        let outcome = classify(answer, estimate, bounded);
+
+        // Recorded whatever the caller does now (the write does not watch
+        // the cancellation).
+        record.status = outcome.status;
+        record.usage = outcome.charged;
+        record.cost_micros = inner.price.cost(&outcome.charged);
+        record.error = outcome.error.clone();
+        // Both ends by the run's clock (`Now`), so a replayed run records
+        // the same latency as the recorded one.
+        let completed = inner.gate.now();
+        record.latency_ms = completed.millis_since(&dispatched_at);
+        record.completed_at = Some(completed);
+        let completed_at = record.completed_at.unwrap_or(dispatched_at);
+        inner.gate.write(|tx| {
+            tx.complete_model_call(&record)?;
+            let run = tx.run(&inner.run_id)?.ok_or_else(|| Error::NotFound {
+                what: "run",
+                id: inner.run_id.clone(),
+            })?;
+            let totals = (
+                run.model_calls,
+                saturating_usage(run.usage, record.usage),
+                run.estimated_cost_micros.saturating_add(record.cost_micros),
+            );
+            tx.update_run(
+                &inner.run_id,
+                &RunGuard::default(),
+                &RunChange {
+                    totals: Some(totals),
+                    ..RunChange::default()
+                },
+            )?;
+            inner.totals.set(totals);
+            let kind = if record.status == CallStatus::Ok {
+                EventType::ModelCompleted
+            } else {
+                EventType::ModelFailed
+            };
+            let payload = serde_json::json!({
+                "call_id": record.id,
+                "attempt": attempt,
+                "status": record.status.as_str(),
+                "model": record.model,
+                "usage": record.usage,
+                "cost_micros": record.cost_micros,
+                "latency_ms": record.latency_ms,
+                "error": record.error,
+            });
+            tx.append_event(
+                &inner.run_id,
+                &inner.step_id,
+                &completed_at,
+                kind,
+                &payload.to_string(),
+            )
+        })?;
+        Ok(outcome.next)
+    }
+}
+
+/// The accounting of one attempt's answer.
+fn classify(answer: Result<ModelResponse, ModelError>, estimate: &Usage, bounded: bool) -> Outcome {
+    let text = |e: &ModelError| e.to_string();
+    match answer {
+        Ok(response) if usable(&response.usage, estimate, bounded) => Outcome {
+            status: CallStatus::Ok,
+            charged: response.usage,
+            error: String::new(),
+            next: Next::Done(response),
+        },
+        Ok(response) => Outcome {
+            status: CallStatus::Error,
+            charged: *estimate,
+            error: format!(
+                "unusable usage: {} input ({} cached), {} output tokens against a projection of {} input, {} output",
+                response.usage.input_tokens,
+                response.usage.cached_input_tokens,
+                response.usage.output_tokens,
+                estimate.input_tokens,
+                estimate.output_tokens
+            ),
+            next: Next::Stop(CallError::ModelUnavailable {
+                attempts: 1,
+                last: "the reply's usage is not a plausible count".into(),
+            }),
+        },
+        Err(e @ ModelError::UnusableUsage { .. }) => Outcome {
+            status: CallStatus::Error,
+            charged: *estimate,
+            error: text(&e),
+            next: Next::Stop(CallError::ModelUnavailable {
+                attempts: 1,
+                last: text(&e),
+            }),
+        },
+        Err(ModelError::Served { message, usage }) => {
+            let charged = if usable(&usage, estimate, bounded) {
+                usage
+            } else {
+                *estimate
+            };
+            Outcome {
+                status: CallStatus::Error,
+                charged,
+                error: format!("served error: {message}"),
+                next: Next::Stop(CallError::Failed {
+                    message: format!("the model refused the request: {message}"),
+                }),
+            }
+        }
+        Err(ModelError::Cancelled) => Outcome {
+            status: CallStatus::Ambiguous,
+            charged: *estimate,
+            error: "cancelled by the caller while in flight".into(),
+            next: Next::Stop(CallError::Cancelled),
+        },
+        Err(e @ (ModelError::Timeout { .. } | ModelError::ConnectionLost { .. })) => Outcome {
+            status: CallStatus::Ambiguous,
+            charged: *estimate,
+            error: text(&e),
+            next: Next::Retry { retry_after: None },
+        },
+        Err(ModelError::Transient {
+            message,
+            retry_after,
+        }) => Outcome {
+            status: CallStatus::Error,
+            charged: Usage::default(),
+            error: format!("transient: {message}"),
+            next: Next::Retry { retry_after },
+        },
+        Err(e) => Outcome {
+            status: CallStatus::Error,
+            charged: Usage::default(),
+            error: text(&e),
+            next: Next::Stop(CallError::Failed { message: text(&e) }),
+        },
+    }
+}

@@ -1,0 +1,397 @@
+//! Reads for verifying the event chain (`crate::verify`): one read
+//! transaction, so the walk sees one snapshot of the log and the state
+//! rows however long it takes.
+//!
+//! Memory stays flat whatever the file holds: events are read a page at a
+//! time and handed over as borrowed bytes; a field longer than
+//! [`INLINE_FIELD`] bytes is not selected but read through SQLite's
+//! incremental blob I/O in chunks of [`MAX_PAGE_TEXT`] bytes; state rows
+//! are looked up one at a time by id, and only the row counts are kept.
+
+use std::cell::RefCell;
+use std::io::Read;
+use std::ops::ControlFlow;
+use std::sync::LazyLock;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OptionalExtension, Row, Statement};
+
+use super::Store;
+use super::page::MAX_PAGE_TEXT;
+use super::schema::StateTable;
+use super::tx::hash_value;
+use crate::chain::FieldHasher;
+use crate::clock::lock;
+use crate::error::{Error, Result};
+
+/// Longest field selected with its row; longer ones are read in chunks.
+pub(crate) const INLINE_FIELD: u64 = 4096;
+
+/// Most bytes of a stored link handed over (a tampered one may be huge).
+pub(crate) const MAX_LINK_SHOWN: usize = 128;
+
+/// A text column of the event log, in link order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventColumn {
+    RunId,
+    StepId,
+    At,
+    Type,
+    Payload,
+    Rows,
+}
+
+impl EventColumn {
+    /// Every linked text column, in link order.
+    pub(crate) const ALL: [EventColumn; 6] = [
+        EventColumn::RunId,
+        EventColumn::StepId,
+        EventColumn::At,
+        EventColumn::Type,
+        EventColumn::Payload,
+        EventColumn::Rows,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            EventColumn::RunId => "run_id",
+            EventColumn::StepId => "step_id",
+            EventColumn::At => "at",
+            EventColumn::Type => "type",
+            EventColumn::Payload => "payload_json",
+            EventColumn::Rows => "rows_json",
+        }
+    }
+}
+
+/// One field as selected: its bytes, or nothing when it is longer than
+/// [`INLINE_FIELD`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Field<'r> {
+    /// The stored bytes.
+    Inline(&'r [u8]),
+    /// A long field: read it with [`Snapshot::read_event_field`].
+    Long,
+}
+
+/// A long field, as read: first its length, then its bytes in pieces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Piece<'a> {
+    /// The field's length in bytes (handed over first).
+    Len(u64),
+    /// The next bytes.
+    Bytes(&'a [u8]),
+}
+
+/// One stored event, borrowed from the page being read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EventRow<'r> {
+    pub(crate) seq: i64,
+    /// The linked text fields, in [`EventColumn::ALL`] order.
+    pub(crate) fields: [Field<'r>; 6],
+    /// The stored link, cut at [`MAX_LINK_SHOWN`] bytes.
+    pub(crate) hash: &'r [u8],
+}
+
+/// A read transaction over the store, for verifying. Its hot statements
+/// are prepared once per snapshot (the statement cache would hash their
+/// long SQL on every call).
+pub(crate) struct Snapshot<'c> {
+    conn: &'c Connection,
+    events: RefCell<Option<Statement<'c>>>,
+    written: [RefCell<Option<Statement<'c>>>; 3],
+    rows: [RefCell<Option<Statement<'c>>>; 3],
+    hasher: RefCell<FieldHasher>,
+}
+
+impl Store {
+    /// Runs `f` inside one read transaction on the store's connection (held
+    /// for the whole call).
+    pub(crate) fn snapshot<T>(&self, f: impl FnOnce(&Snapshot<'_>) -> Result<T>) -> Result<T> {
+        let conn = lock(&self.inner.conn);
+        let tx = conn.unchecked_transaction().map_err(Error::from_sqlite)?;
+        let value = {
+            let snap = Snapshot {
+                conn: &tx,
+                events: RefCell::new(None),
+                written: Default::default(),
+                rows: Default::default(),
+                hasher: RefCell::new(FieldHasher::new()),
+            };
+            f(&snap)?
+        };
+        // Nothing was written: ending the read either way is the same.
+        tx.rollback().map_err(Error::from_sqlite)?;
+        Ok(value)
+    }
+}
+
+/// The statement in `slot`, prepared from `sql` on first use.
+fn prepared<'s, 'c>(
+    conn: &'c Connection,
+    slot: &'s RefCell<Option<Statement<'c>>>,
+    sql: &str,
+) -> Result<std::cell::RefMut<'s, Statement<'c>>> {
+    let mut slot = slot.borrow_mut();
+    if slot.is_none() {
+        *slot = Some(conn.prepare(sql).map_err(Error::from_sqlite)?);
+    }
+    // Just filled: the error branch is never taken.
+    std::cell::RefMut::filter_map(slot, Option::as_mut).map_err(|_| Error::InvalidInput {
+        what: "verify statement",
+        detail: format!("{sql} was not prepared"),
+    })
+}
+
+/// The column, or NULL when it is longer than [`INLINE_FIELD`] (the
+/// columns read this way are NOT NULL, so NULL means long).
+fn capped_select(column: &str) -> String {
+    format!("CASE WHEN octet_length({column}) > {INLINE_FIELD} THEN NULL ELSE {column} END")
+}
+
+/// The page of events after a seq, up to a seq.
+static EVENTS_SQL: LazyLock<String> = LazyLock::new(|| {
+    let fields: Vec<String> = EventColumn::ALL
+        .iter()
+        .map(|c| capped_select(c.name()))
+        .collect();
+    format!(
+        "SELECT seq, {}, CASE WHEN octet_length(hash) > {MAX_LINK_SHOWN} THEN substr(hash, 1, {MAX_LINK_SHOWN}) ELSE hash END
+         FROM events WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3",
+        fields.join(", ")
+    )
+});
+
+/// Per state table: `rowid`, then each digested column (capped).
+fn row_sql(table: StateTable) -> &'static str {
+    static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
+        StateTable::ALL
+            .into_iter()
+            .map(|t| {
+                let cols: Vec<String> = t
+                    .digested_columns()
+                    .iter()
+                    .map(|c| capped_select(c))
+                    .collect();
+                format!(
+                    "SELECT rowid, {} FROM {} WHERE id = ?1",
+                    cols.join(", "),
+                    t.name()
+                )
+            })
+            .collect()
+    });
+    SQL.get(table.index()).map_or("", String::as_str)
+}
+
+fn written_sql(table: StateTable) -> &'static str {
+    match table {
+        StateTable::Approvals => "SELECT written_seq FROM approvals WHERE id = ?1",
+        StateTable::Runs => "SELECT written_seq FROM runs WHERE id = ?1",
+        StateTable::Steps => "SELECT written_seq FROM steps WHERE id = ?1",
+    }
+}
+
+/// The text of a field that is not a long one: text and blobs as stored,
+/// anything else empty (the chain then fails to match, as it should).
+fn inline_bytes<'r>(value: ValueRef<'r>) -> &'r [u8] {
+    match value {
+        ValueRef::Text(b) | ValueRef::Blob(b) => b,
+        _ => &[],
+    }
+}
+
+fn field<'r>(row: &'r Row<'_>, at: usize) -> rusqlite::Result<Field<'r>> {
+    Ok(match row.get_ref(at)? {
+        ValueRef::Null => Field::Long,
+        value => Field::Inline(inline_bytes(value)),
+    })
+}
+
+impl Snapshot<'_> {
+    /// The chain head: the highest stored seq and its link (capped).
+    pub(crate) fn head(&self) -> Result<Option<(i64, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, substr(hash, 1, 128) FROM events ORDER BY seq DESC LIMIT 1",
+            )
+            .map_err(Error::from_sqlite)?;
+        stmt.query_row([], |r| Ok((r.get(0)?, text(r.get_ref(1)?))))
+            .optional()
+            .map_err(Error::from_sqlite)
+    }
+
+    /// The link stored for `seq` (capped at [`MAX_LINK_SHOWN`] bytes).
+    pub(crate) fn hash_at(&self, seq: i64) -> Result<Option<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT substr(hash, 1, 128) FROM events WHERE seq = ?1")
+            .map_err(Error::from_sqlite)?;
+        stmt.query_row([seq], |r| Ok(text(r.get_ref(0)?)))
+            .optional()
+            .map_err(Error::from_sqlite)
+    }
+
+    /// Hands `f` the events with `after < seq <= to` in seq order, at most
+    /// `limit`; stops early when `f` breaks. Returns how many were handed
+    /// over and whether `f` broke.
+    pub(crate) fn events(
+        &self,
+        after: i64,
+        to: i64,
+        limit: usize,
+        mut f: impl FnMut(&EventRow<'_>) -> Result<ControlFlow<()>>,
+    ) -> Result<(usize, ControlFlow<()>)> {
+        let mut stmt = prepared(self.conn, &self.events, &EVENTS_SQL)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut rows = stmt
+            .query(rusqlite::params![after, to, limit])
+            .map_err(Error::from_sqlite)?;
+        let mut handed = 0;
+        while let Some(row) = rows.next().map_err(Error::from_sqlite)? {
+            let event = (|| -> rusqlite::Result<EventRow<'_>> {
+                let mut fields = [Field::Inline(&[]); 6];
+                for (i, slot) in fields.iter_mut().enumerate() {
+                    *slot = field(row, 1 + i)?;
+                }
+                Ok(EventRow {
+                    seq: row.get(0)?,
+                    fields,
+                    hash: inline_bytes(row.get_ref(7)?),
+                })
+            })()
+            .map_err(Error::from_sqlite)?;
+            handed += 1;
+            if f(&event)?.is_break() {
+                return Ok((handed, ControlFlow::Break(())));
+            }
+        }
+        Ok((handed, ControlFlow::Continue(())))
+    }
+
+    /// Reads a long field of event `seq`: its length, then its bytes in
+    /// chunks of [`MAX_PAGE_TEXT`].
+    pub(crate) fn read_event_field(
+        &self,
+        column: EventColumn,
+        seq: i64,
+        f: impl FnMut(Piece<'_>),
+    ) -> Result<()> {
+        self.read_long("events", column.name(), seq, f)
+    }
+
+    fn read_long(
+        &self,
+        table: &'static str,
+        column: &str,
+        rowid: i64,
+        mut f: impl FnMut(Piece<'_>),
+    ) -> Result<()> {
+        let mut blob = self
+            .conn
+            .blob_open(rusqlite::MAIN_DB, table, column, rowid, true)
+            .map_err(Error::from_sqlite)?;
+        f(Piece::Len(u64::try_from(blob.len()).unwrap_or(0)));
+        let mut buf = vec![0u8; MAX_PAGE_TEXT];
+        loop {
+            let n = blob.read(&mut buf).map_err(|e| Error::Corrupt {
+                table,
+                id: format!("rowid {rowid}"),
+                detail: format!("reading {column}: {e}"),
+            })?;
+            if n == 0 {
+                return Ok(());
+            }
+            f(Piece::Bytes(&buf[..n]));
+        }
+    }
+
+    /// The `written_seq` of row `id` of `table`; `None` when there is no
+    /// such row.
+    pub(crate) fn row_written_seq(&self, table: StateTable, id: &str) -> Result<Option<i64>> {
+        let mut stmt = prepared(self.conn, &self.written[table.index()], written_sql(table))?;
+        stmt.query_row([id], |r| r.get(0))
+            .optional()
+            .map_err(Error::from_sqlite)
+    }
+
+    /// The digest of row `id` of `table` now (see [`crate::chain`]), long
+    /// columns read in chunks; `None` when there is no such row.
+    pub(crate) fn row_digest(&self, table: StateTable, id: &str) -> Result<Option<blake3::Hash>> {
+        let mut stmt = prepared(self.conn, &self.rows[table.index()], row_sql(table))?;
+        let mut rows = stmt.query([id]).map_err(Error::from_sqlite)?;
+        let Some(row) = rows.next().map_err(Error::from_sqlite)? else {
+            return Ok(None);
+        };
+        let rowid: i64 = row.get(0).map_err(Error::from_sqlite)?;
+        let mut h = self.hasher.borrow_mut();
+        h.reset();
+        h.field(table.name().as_bytes());
+        for (i, column) in table.digested_columns().iter().enumerate() {
+            let at = 1 + i;
+            match field(row, at).map_err(Error::from_sqlite)? {
+                Field::Long => {
+                    self.read_long(table.name(), column, rowid, |piece| match piece {
+                        Piece::Len(len) => h.begin(len),
+                        Piece::Bytes(bytes) => h.piece(bytes),
+                    })?;
+                    h.end();
+                }
+                Field::Inline(_) => {
+                    hash_value(&mut h, row.get_ref(at).map_err(Error::from_sqlite)?)
+                }
+            }
+        }
+        Ok(Some(h.finish()))
+    }
+
+    /// How many rows of `table` there are, or how many have a
+    /// `written_seq` within `range`.
+    pub(crate) fn count_rows(&self, table: StateTable, range: Option<(i64, i64)>) -> Result<u64> {
+        let name = table.name();
+        let n: i64 = match range {
+            // No WHERE: SQLite counts the smallest index's entries.
+            None => self
+                .conn
+                .query_row(&format!("SELECT COUNT(*) FROM {name}"), [], |r| r.get(0)),
+            Some((from, to)) => self.conn.query_row(
+                &format!("SELECT COUNT(*) FROM {name} WHERE written_seq BETWEEN ?1 AND ?2"),
+                [from, to],
+                |r| r.get(0),
+            ),
+        }
+        .map_err(Error::from_sqlite)?;
+        Ok(n.unsigned_abs())
+    }
+
+    /// The row of `table` (within `range`, by `written_seq`) with the
+    /// lowest `written_seq` whose event does not list it: `(id, seq)`.
+    pub(crate) fn first_unlisted_row(
+        &self,
+        table: StateTable,
+        range: Option<(i64, i64)>,
+    ) -> Result<Option<(String, i64)>> {
+        let (clause, a, b) = match range {
+            Some((from, to)) => ("WHERE t.written_seq BETWEEN ?1 AND ?2", from, to),
+            None => ("WHERE ?1 <= ?2", 0, 0),
+        };
+        let sql = format!(
+            "SELECT substr(t.id, 1, 128), t.written_seq FROM {name} t {clause}
+             AND NOT EXISTS (
+                 SELECT 1 FROM events e, json_each(CASE WHEN json_valid(e.rows_json) THEN e.rows_json ELSE '[]' END) j
+                 WHERE e.seq = t.written_seq AND j.value ->> 0 = '{name}' AND j.value ->> 1 = t.id)
+             ORDER BY t.written_seq LIMIT 1",
+            name = table.name()
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
+        stmt.query_row([a, b], |r| Ok((text(r.get_ref(0)?), r.get(1)?)))
+            .optional()
+            .map_err(Error::from_sqlite)
+    }
+}
+
+/// A selected text value as a string (lossy: it is only shown).
+fn text(value: ValueRef<'_>) -> String {
+    String::from_utf8_lossy(inline_bytes(value)).into_owned()
+}

@@ -1,0 +1,771 @@
+//! `verify` against a tampered database (core §10, controls 61–64, issue 4):
+//! a populated file is copied, changed with plain SQL (as anyone holding
+//! the file could), and verified read-only. Every change is caught at the
+//! first bad seq; a cut-off tail only against a kept head.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agentrt::verify::{self, ChainHead, VerifyOptions, VerifyReport};
+use agentrt::*;
+use common::*;
+use proptest::prelude::*;
+
+/// The columns of an event, as stored.
+const EVENT_COLUMNS: [&str; 8] = [
+    "seq",
+    "run_id",
+    "step_id",
+    "at",
+    "type",
+    "payload_json",
+    "rows_json",
+    "hash",
+];
+
+/// What a run does, step by step (see [`populate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Act {
+    /// A read-only tool call.
+    Read,
+    /// A call of an unknown tool (an invalid decision).
+    Invalid,
+    /// A remote mutation: paused for approval, then approved and resumed.
+    PushApproved,
+    /// A remote mutation, rejected: the run ends cancelled.
+    PushRejected,
+    /// A read whose result is long (over the 4096-byte inline limit).
+    LongRead,
+}
+
+fn decision(act: Act, i: usize) -> Decision {
+    match act {
+        Act::Read => Decision::tool_call("fs_read", format!(r#"{{"path":"f{i}"}}"#)),
+        Act::LongRead => Decision::tool_call(
+            "fs_read",
+            format!(r#"{{"path":"f{i}","pad":"{}"}}"#, "y".repeat(9000)),
+        ),
+        Act::Invalid => Decision::tool_call("no_such_tool", "{}"),
+        Act::PushApproved | Act::PushRejected => {
+            Decision::tool_call("push", format!(r#"{{"ref":"r{i}"}}"#))
+        }
+    }
+}
+
+/// Drives one run per script, in order: each step as its act says, then
+/// `complete` (a rejected push ends the run).
+async fn populate(store: &Store, scripts: &[Vec<Act>]) {
+    let clock = stepping_clock();
+    let rec = Recorder::default();
+    let ids = sequential_ids("id");
+    let read = Arc::new(Counting::new("fs_read", SideEffect::ReadOnly));
+    let push = Arc::new(Counting::new("push", SideEffect::RemoteMutation));
+    let driver = |decisions: Vec<Decision>| {
+        Driver::new(
+            config(
+                store,
+                DefaultPolicy,
+                shared(vec![read.clone(), push.clone()]),
+                &clock,
+                &rec,
+            )
+            .with_ids(ids.clone()),
+            ScriptedAgent::new(decisions),
+        )
+        .unwrap()
+    };
+    let operator = Operator::new(store.clone()).with_clock(clock.clock());
+    for (r, script) in scripts.iter().enumerate() {
+        let run_id = format!("run{r}");
+        let mut segments: Vec<(Vec<Decision>, Option<Act>)> = vec![(Vec::new(), None)];
+        for (i, act) in script.iter().enumerate() {
+            let last = segments.last_mut().unwrap();
+            last.0.push(decision(*act, i));
+            if matches!(act, Act::PushApproved | Act::PushRejected) {
+                last.1 = Some(*act);
+                segments.push((Vec::new(), None));
+            }
+        }
+        segments
+            .last_mut()
+            .unwrap()
+            .0
+            .push(Decision::complete("true"));
+        for (n, (decisions, pause)) in segments.into_iter().enumerate() {
+            let mut d = driver(decisions);
+            let run = if n == 0 {
+                d.start(Some(&run_id), &format!("goal {r}"), Limits::default())
+                    .await
+                    .unwrap()
+            } else {
+                d.resume(&run_id).await.unwrap()
+            };
+            let Some(act) = pause else {
+                assert!(run.status.is_terminal(), "{run:?}");
+                break;
+            };
+            assert_eq!(run.status, RunStatus::WaitingForApproval);
+            let approval = store.list_approvals(&run_id).unwrap().pop().unwrap();
+            let options = DecideOptions {
+                by: "alice",
+                note: "checked",
+                shown_hash: None,
+            };
+            if act == Act::PushApproved {
+                operator.approve(&run_id, &approval.id, &options).unwrap();
+            } else {
+                operator.reject(&run_id, &approval.id, &options).unwrap();
+                break;
+            }
+        }
+    }
+}
+
+/// The scripts of the fixed database: an approved push, reads (one long),
+/// an invalid decision, and a rejected push, over three runs.
+fn fixed_scripts() -> Vec<Vec<Act>> {
+    vec![
+        vec![Act::Read, Act::PushApproved, Act::Read],
+        vec![Act::Invalid, Act::LongRead],
+        vec![Act::Read, Act::PushRejected],
+    ]
+}
+
+/// A populated database file in `dir`, closed (its WAL folded in).
+fn build(dir: &Path, scripts: &[Vec<Act>]) -> PathBuf {
+    let path = dir.join("pristine.db");
+    let store = Store::open(&path).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(populate(&store, scripts));
+    drop(store);
+    path
+}
+
+/// A copy of `pristine` changed by `sql`.
+fn tampered(pristine: &Path, name: &str, sql: &str) -> PathBuf {
+    let path = pristine.with_file_name(format!("{name}.db"));
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(pristine, &path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    // As anyone with the sqlite3 shell: no foreign-key checks.
+    conn.pragma_update(None, "foreign_keys", false).unwrap();
+    conn.execute_batch(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    drop(conn);
+    path
+}
+
+fn check(path: &Path, options: &VerifyOptions) -> VerifyReport {
+    let store = Store::open_existing(path, true).unwrap();
+    verify::verify(&store, options).unwrap()
+}
+
+fn check_all(path: &Path) -> VerifyReport {
+    check(path, &VerifyOptions::default())
+}
+
+fn raw(path: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).unwrap()
+}
+
+fn head_seq(path: &Path) -> i64 {
+    raw(path)
+        .query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// Every state row: `(table, id, written_seq)`.
+fn state_rows(path: &Path) -> Vec<(String, String, i64)> {
+    let conn = raw(path);
+    let mut out = Vec::new();
+    for table in ["approvals", "runs", "steps"] {
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT id, written_seq FROM {table} ORDER BY rowid"
+            ))
+            .unwrap();
+        let rows = stmt
+            .query_map([], |r| Ok((table.to_owned(), r.get(0)?, r.get(1)?)))
+            .unwrap();
+        out.extend(rows.map(Result::unwrap));
+    }
+    out
+}
+
+/// The seqs of the events whose listing names the row, in order.
+fn listings(path: &Path, table: &str, id: &str) -> Vec<i64> {
+    let conn = raw(path);
+    let mut stmt = conn
+        .prepare(
+            "SELECT e.seq FROM events e, json_each(e.rows_json) j
+             WHERE e.rows_json <> '' AND j.value ->> 0 = ?1 AND j.value ->> 1 = ?2 ORDER BY e.seq",
+        )
+        .unwrap();
+    stmt.query_map([table, id], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn columns(path: &Path, table: &str) -> Vec<String> {
+    let conn = raw(path);
+    let mut stmt = conn
+        .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn sql_text(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Changes one column of one event so that it differs from what was
+/// stored; `seq` moves the event past the end of the log.
+fn alter_event(seq: i64, column: &str) -> String {
+    match column {
+        "seq" => format!("UPDATE events SET seq = seq + 100000 WHERE seq = {seq}"),
+        "hash" => format!(
+            "UPDATE events SET hash = CASE WHEN substr(hash, 1, 1) = 'a' THEN 'b' ELSE 'a' END || substr(hash, 2) WHERE seq = {seq}"
+        ),
+        c => format!("UPDATE events SET {c} = {c} || 'x' WHERE seq = {seq}"),
+    }
+}
+
+/// The seq a change of `column` of event `seq` must be reported at.
+fn expected_event_break(seq: i64, column: &str, head: i64) -> i64 {
+    match column {
+        "seq" if seq == head => seq + 100000,
+        "seq" => seq + 1,
+        _ => seq,
+    }
+}
+
+/// Changes one column of one state row.
+fn alter_row(table: &str, id: &str, column: &str) -> String {
+    format!(
+        "UPDATE {table} SET {column} = CASE typeof({column}) WHEN 'integer' THEN {column} + 1000 ELSE {column} || 'x' END WHERE id = {}",
+        sql_text(id)
+    )
+}
+
+#[test]
+fn an_untouched_log_verifies_intact_whole_and_in_every_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let head = head_seq(&db);
+    let report = check_all(&db);
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.checked, head as u64);
+    assert_eq!((report.from, report.to), (1, head));
+    let kept = report.head.clone().unwrap();
+    assert_eq!(kept.seq, head);
+    assert_eq!(report.hash, kept.hash);
+    assert_eq!(kept.hash.len(), 64);
+
+    let store = Store::open_existing(&db, true).unwrap();
+    assert_eq!(verify::chain_head(&store).unwrap(), Some(kept.clone()));
+    assert_eq!(
+        verify::event_hash(&store, head).unwrap(),
+        Some(kept.hash.clone())
+    );
+    assert_eq!(verify::event_hash(&store, head + 1).unwrap(), None);
+    // Every state row was digested into the event that last wrote it.
+    for (table, id, written) in state_rows(&db) {
+        assert!(written >= 1 && written <= head, "{table} {id}: {written}");
+        assert_eq!(
+            listings(&db, &table, &id).last(),
+            Some(&written),
+            "{table} {id}"
+        );
+    }
+    // Any range chains from the link before it.
+    for from in 1..=head {
+        for to in from..=head {
+            let r = verify::verify_events(&store, from, to).unwrap();
+            assert!(r.intact(), "{from}..{to}: {r:?}");
+            assert_eq!(r.checked, (to - from + 1) as u64);
+            assert_eq!(r.to, to);
+            assert_eq!(Some(r.hash), verify::event_hash(&store, to).unwrap());
+        }
+    }
+    // A kept head inside the log matches.
+    let mid = verify::event_hash(&store, head / 2).unwrap().unwrap();
+    let r = verify::verify(
+        &store,
+        &VerifyOptions {
+            kept_head: Some(ChainHead {
+                seq: head / 2,
+                hash: mid,
+            }),
+            ..VerifyOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(r.kept_head.unwrap().matches);
+}
+
+#[test]
+fn altering_any_column_of_any_event_breaks_at_that_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let head = head_seq(&db);
+    assert_eq!(
+        columns(&db, "events"),
+        EVENT_COLUMNS,
+        "every column is altered"
+    );
+    for seq in 1..=head {
+        for column in EVENT_COLUMNS {
+            let path = tampered(&db, "event", &alter_event(seq, column));
+            let report = check_all(&path);
+            let broken = report
+                .broken
+                .unwrap_or_else(|| panic!("seq {seq} {column}: not caught"));
+            assert_eq!(
+                broken.seq,
+                expected_event_break(seq, column, head),
+                "seq {seq} {column}: {broken:?}"
+            );
+            assert_eq!(report.checked as i64, seq - 1, "seq {seq} {column}");
+            if column != "seq" {
+                assert_eq!(broken.expected.len(), 64, "{broken:?}");
+                assert_ne!(broken.expected, broken.found);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_late_edit_of_a_long_field_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let (seq, len): (i64, i64) = raw(&db)
+        .query_row(
+            "SELECT seq, octet_length(payload_json) FROM events WHERE octet_length(payload_json) > 8192 ORDER BY seq LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    // The last character but one changes; the length stays.
+    let sql = format!(
+        "UPDATE events SET payload_json = substr(payload_json, 1, {n}) || 'z' || substr(payload_json, {len}) WHERE seq = {seq}",
+        n = len - 2
+    );
+    let report = check_all(&tampered(&db, "long-event", &sql));
+    assert_eq!(report.broken.map(|b| b.seq), Some(seq));
+
+    let (id, written, len): (String, i64, i64) = raw(&db)
+        .query_row(
+            "SELECT id, written_seq, octet_length(observation_json) FROM steps WHERE octet_length(observation_json) > 8192",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let sql = format!(
+        "UPDATE steps SET observation_json = substr(observation_json, 1, {n}) || 'z' || substr(observation_json, {len}) WHERE id = {}",
+        sql_text(&id),
+        n = len - 2
+    );
+    let broken = check_all(&tampered(&db, "long-row", &sql)).broken.unwrap();
+    assert_eq!(broken.seq, written, "{broken:?}");
+    assert!(broken.detail.contains(&id), "{broken:?}");
+}
+
+#[test]
+fn deleting_an_event_in_the_middle_breaks_at_the_next_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let head = head_seq(&db);
+    for seq in 1..head {
+        let path = tampered(
+            &db,
+            "deleted",
+            &format!("DELETE FROM events WHERE seq = {seq}"),
+        );
+        let broken = check_all(&path).broken.unwrap();
+        // A deleted listing event may leave its rows unaccounted for at
+        // its seq; either way the first bad seq is named.
+        assert_eq!(broken.seq, seq + 1, "seq {seq}: {broken:?}");
+        assert!(
+            broken.detail.contains(&format!("seq {seq} is missing")),
+            "{broken:?}"
+        );
+    }
+}
+
+#[test]
+fn reordering_two_events_breaks_at_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let head = head_seq(&db);
+    for seq in 1..head {
+        let sql = format!(
+            "UPDATE events SET seq = -1 WHERE seq = {seq};
+             UPDATE events SET seq = {seq} WHERE seq = {next};
+             UPDATE events SET seq = {next} WHERE seq = -1;",
+            next = seq + 1
+        );
+        let broken = check_all(&tampered(&db, "swapped", &sql)).broken.unwrap();
+        assert_eq!(broken.seq, seq, "{broken:?}");
+    }
+}
+
+/// Cutting events off the end: when the rows they wrote stay, the rows
+/// name the cut; when the whole file is an earlier copy (a restored
+/// backup), only a kept head shows it.
+#[test]
+fn a_cut_tail_is_caught_by_its_rows_or_by_a_kept_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let early_dir = dir.path().join("early");
+    std::fs::create_dir(&early_dir).unwrap();
+    let early = build(&early_dir, &fixed_scripts()[..1]);
+    let db = build(dir.path(), &fixed_scripts());
+    let head = head_seq(&db);
+    let kept = check_all(&db).head.unwrap();
+
+    // The last events deleted, the rows left as they are.
+    for cut in 1..=3 {
+        let sql = format!("DELETE FROM events WHERE seq > {}", head - cut);
+        let path = tampered(&db, "cut", &sql);
+        let report = check_all(&path);
+        let broken = report.broken.unwrap();
+        assert_eq!(broken.seq, head - cut + 1, "{broken:?}");
+        assert!(broken.detail.contains("cut from the end"), "{broken:?}");
+        let with_head = check(
+            &path,
+            &VerifyOptions {
+                kept_head: Some(kept.clone()),
+                ..VerifyOptions::default()
+            },
+        );
+        assert!(!with_head.kept_head.unwrap().reached);
+    }
+
+    // An earlier state of the same log: intact alone.
+    let early_head = head_seq(&early);
+    assert!(early_head < head);
+    let alone = check_all(&early);
+    assert!(alone.intact(), "{alone:?}");
+    // Against the kept head it was not reached.
+    let with_head = check(
+        &early,
+        &VerifyOptions {
+            kept_head: Some(kept.clone()),
+            ..VerifyOptions::default()
+        },
+    );
+    let k = with_head.kept_head.unwrap();
+    assert!(!k.reached && !k.matches, "{k:?}");
+    // A kept head it does reach, with another link, does not match.
+    let wrong = ChainHead {
+        seq: early_head,
+        hash: "0".repeat(64),
+    };
+    let k = check(
+        &early,
+        &VerifyOptions {
+            kept_head: Some(wrong),
+            ..VerifyOptions::default()
+        },
+    )
+    .kept_head
+    .unwrap();
+    assert!(k.reached && !k.matches, "{k:?}");
+}
+
+#[test]
+fn editing_any_column_of_a_state_row_breaks_at_the_event_that_wrote_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let rows = state_rows(&db);
+    for table in ["approvals", "runs", "steps"] {
+        assert!(
+            rows.iter().any(|r| r.0 == table),
+            "the fixture has {table} rows"
+        );
+    }
+    for (table, id, written) in &rows {
+        let first = listings(&db, table, id)[0];
+        for column in columns(&db, table) {
+            let path = tampered(&db, "row", &alter_row(table, id, &column));
+            let report = check_all(&path);
+            match column.as_str() {
+                // Lease columns are renewed without events: not digested.
+                "lease_owner" | "lease_expires_at" => {
+                    assert!(report.intact(), "{table} {id} {column}: {report:?}")
+                }
+                // A changed id: the row the log names is gone, from its
+                // first listing on.
+                "id" => {
+                    let broken = report.broken.unwrap();
+                    assert_eq!(broken.seq, first, "{table} {id} id: {broken:?}");
+                    assert!(broken.detail.contains("no longer exists"), "{broken:?}");
+                }
+                // One more than its writer: no listing before it (or the
+                // head) names it.
+                "written_seq" => {
+                    let broken = report.broken.unwrap();
+                    assert!(broken.seq > *written, "{table} {id}: {broken:?}");
+                }
+                _ => {
+                    let broken = report
+                        .broken
+                        .unwrap_or_else(|| panic!("{table} {id} {column}: not caught"));
+                    assert_eq!(broken.seq, *written, "{table} {id} {column}: {broken:?}");
+                    assert!(
+                        broken.detail.contains(&format!("{table} row {id:?}")),
+                        "{broken:?}"
+                    );
+                    assert_eq!(broken.expected.len(), 64);
+                    assert_eq!(broken.found.len(), 64);
+                    assert_ne!(broken.expected, broken.found);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn deleted_added_and_repointed_rows_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let head = head_seq(&db);
+    let (id, written): (String, i64) = raw(&db)
+        .query_row(
+            "SELECT id, written_seq FROM approvals ORDER BY rowid LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let first = listings(&db, "approvals", &id)[0];
+
+    // Deleted: gone from its first listing on.
+    let sql = format!("DELETE FROM approvals WHERE id = {}", sql_text(&id));
+    let broken = check_all(&tampered(&db, "deleted-row", &sql))
+        .broken
+        .unwrap();
+    assert_eq!(broken.seq, first, "{broken:?}");
+    assert!(broken.detail.contains(&id) && broken.detail.contains("no longer exists"));
+
+    // Pointed back at an earlier event that did write it, with today's
+    // content: the later writer names it.
+    let all = listings(&db, "approvals", &id);
+    if all.len() > 1 {
+        let sql = format!(
+            "UPDATE approvals SET written_seq = {} WHERE id = {}",
+            all[0],
+            sql_text(&id)
+        );
+        let broken = check_all(&tampered(&db, "back", &sql)).broken.unwrap();
+        assert!(all.contains(&broken.seq), "{broken:?}");
+    }
+    assert_eq!(all.last(), Some(&written));
+
+    // Pointed at an event that does not list it.
+    let unlisted: i64 = raw(&db)
+        .query_row(
+            "SELECT MAX(seq) FROM events WHERE rows_json = '' AND seq > ?1",
+            [written],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let sql = format!(
+        "UPDATE approvals SET written_seq = {unlisted} WHERE id = {}",
+        sql_text(&id)
+    );
+    let broken = check_all(&tampered(&db, "repointed", &sql)).broken.unwrap();
+    assert_eq!(broken.seq, unlisted, "{broken:?}");
+    assert!(broken.detail.contains("does not list it"), "{broken:?}");
+
+    // A row no event wrote, added by hand.
+    for (seq, want) in [(0, 0), (unlisted, unlisted), (head + 5, head + 1)] {
+        let sql = format!(
+            "INSERT INTO steps (id, written_seq, run_id, idx, status, started_at)
+             VALUES ('forged', {seq}, 'run0', 99, 'done', '2026-10-01T09:00:00.000000000Z')"
+        );
+        let broken = check_all(&tampered(&db, "added", &sql)).broken.unwrap();
+        assert_eq!(broken.seq, want, "{broken:?}");
+        assert!(broken.detail.contains("\"forged\""), "{broken:?}");
+    }
+}
+
+/// Many stores on one file append to one chain, gap-free and intact
+/// (control 63).
+#[test]
+fn concurrent_writers_leave_one_intact_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("many.db");
+    drop(Store::open(&db).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|w| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let store = Store::open(&db).unwrap();
+                let scripts: Vec<Vec<Act>> = vec![vec![Act::Read, Act::Invalid]; 3];
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(async {
+                        // Distinct run ids per writer.
+                        for (i, script) in scripts.iter().enumerate() {
+                            let read = Arc::new(Counting::new("fs_read", SideEffect::ReadOnly));
+                            let mut d = Driver::new(
+                                GateConfig::new(store.clone(), DefaultPolicy, shared(vec![read]))
+                                    .with_ids(sequential_ids(&format!("w{w}-{i}-"))),
+                                ScriptedAgent::new(
+                                    script
+                                        .iter()
+                                        .enumerate()
+                                        .map(|(k, a)| decision(*a, k))
+                                        .chain([Decision::complete("true")]),
+                                ),
+                            )
+                            .unwrap();
+                            d.start(Some(&format!("w{w}-{i}")), "many", Limits::default())
+                                .await
+                                .unwrap();
+                        }
+                    });
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let report = check_all(&db);
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.checked as i64, head_seq(&db));
+}
+
+/// A run paused before a restart resumes onto an intact chain (control
+/// 64, Rust form).
+#[test]
+fn a_run_paused_before_a_restart_resumes_onto_an_intact_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &[vec![Act::Read]]);
+    // Pause a run, close the store, reopen it, approve and resume.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let push = Arc::new(Counting::new("push", SideEffect::RemoteMutation));
+    {
+        let store = Store::open(&db).unwrap();
+        let mut d = Driver::new(
+            GateConfig::new(store.clone(), DefaultPolicy, shared(vec![push.clone()]))
+                .with_ids(sequential_ids("late-")),
+            ScriptedAgent::new([Decision::tool_call("push", r#"{"ref":"x"}"#)]),
+        )
+        .unwrap();
+        let run = rt
+            .block_on(d.start(Some("late"), "pause", Limits::default()))
+            .unwrap();
+        assert_eq!(run.status, RunStatus::WaitingForApproval);
+    }
+    let store = Store::open(&db).unwrap();
+    let approval = store.list_approvals("late").unwrap().pop().unwrap();
+    operator::approve(
+        &store,
+        "late",
+        &approval.id,
+        &DecideOptions {
+            by: "bob",
+            note: "",
+            shown_hash: None,
+        },
+    )
+    .unwrap();
+    let mut d = Driver::new(
+        GateConfig::new(store.clone(), DefaultPolicy, shared(vec![push.clone()]))
+            .with_ids(sequential_ids("late2-")),
+        ScriptedAgent::new([Decision::complete("true")]),
+    )
+    .unwrap();
+    let run = rt.block_on(d.resume("late")).unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+    drop(store);
+    let report = check_all(&db);
+    assert!(report.intact(), "{report:?}");
+}
+
+fn act() -> impl Strategy<Value = Act> {
+    prop_oneof![
+        4 => Just(Act::Read),
+        1 => Just(Act::Invalid),
+        2 => Just(Act::PushApproved),
+        1 => Just(Act::PushRejected),
+        1 => Just(Act::LongRead),
+    ]
+}
+
+/// A change to make: an event column or a state row column, picked by
+/// index among those the database has.
+#[derive(Debug, Clone)]
+enum Change {
+    Event { pick: usize, column: usize },
+    Row { pick: usize, column: usize },
+    Delete { pick: usize },
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        (any::<usize>(), 0..EVENT_COLUMNS.len())
+            .prop_map(|(pick, column)| Change::Event { pick, column }),
+        (any::<usize>(), any::<usize>()).prop_map(|(pick, column)| Change::Row { pick, column }),
+        any::<usize>().prop_map(|pick| Change::Delete { pick }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Over random runs: the untouched log is intact, and one random
+    /// change is caught at the first bad seq.
+    #[test]
+    fn random_runs_are_intact_and_one_change_is_caught(
+        scripts in prop::collection::vec(prop::collection::vec(act(), 0..5), 1..4),
+        change in change(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = build(dir.path(), &scripts);
+        let head = head_seq(&db);
+        let untouched = check_all(&db);
+        prop_assert!(untouched.intact(), "{:?}", untouched);
+        prop_assert_eq!(untouched.checked as i64, head);
+        let (sql, want) = match change {
+            Change::Event { pick, column } => {
+                let seq = 1 + (pick as i64).rem_euclid(head);
+                let column = EVENT_COLUMNS[column];
+                (alter_event(seq, column), expected_event_break(seq, column, head))
+            }
+            Change::Row { pick, column } => {
+                let rows = state_rows(&db);
+                let (table, id, written) = &rows[pick % rows.len()];
+                let digested: Vec<String> = columns(&db, table)
+                    .into_iter()
+                    .filter(|c| !["id", "written_seq", "lease_owner", "lease_expires_at"].contains(&c.as_str()))
+                    .collect();
+                let column = &digested[column % digested.len()];
+                (alter_row(table, id, column), *written)
+            }
+            Change::Delete { pick } => {
+                // A middle event (the last one alone is a cut tail).
+                prop_assume!(head > 1);
+                let seq = 1 + (pick as i64).rem_euclid(head - 1);
+                (format!("DELETE FROM events WHERE seq = {seq}"), seq + 1)
+            }
+        };
+        let report = check_all(&tampered(&db, "changed", &sql));
+        let broken = report.broken.clone();
+        prop_assert_eq!(broken.map(|b| b.seq), Some(want), "{} -> {:?}", sql, report);
+    }
+}

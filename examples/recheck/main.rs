@@ -1,0 +1,63 @@
+//! Old runs checked again under a new policy: three runs of a scripted
+//! agent that reads, writes and publishes notes are recorded under a
+//! lenient policy ("rules v1: mutations allowed"); each is then re-checked
+//! under a stricter one ("rules v2: nothing leaves the machine"), which
+//! names exactly the old steps it would have decided otherwise. No model,
+//! no network.
+//!
+//! ```sh
+//! cargo run --example recheck                 # in memory
+//! cargo run --example recheck -- --db runs.db # or on a file
+//! ```
+
+// The binary uses part of what the test uses.
+#[allow(dead_code)]
+mod demo;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use agentrt::Store;
+
+fn parse_args() -> Result<Option<Option<PathBuf>>, String> {
+    let mut db = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--db" => db = Some(args.next().ok_or("--db needs a path")?.into()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(Some(db))
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let db = match parse_args() {
+        Ok(Some(db)) => db,
+        Ok(None) => {
+            println!("{}", demo::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Err(problem) => {
+            eprintln!("{problem}\n{}", demo::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    let store = match db {
+        Some(path) => Store::open(path),
+        None => Store::open(":memory:"),
+    };
+    let result = match store {
+        Ok(store) => demo::run(&store, &mut std::io::stdout()).await,
+        Err(e) => Err(e.into()),
+    };
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", agentrt::text::sanitize(&e.to_string()));
+            ExitCode::FAILURE
+        }
+    }
+}
