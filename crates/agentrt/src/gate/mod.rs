@@ -7,6 +7,7 @@
 //! other records the result together with the start of the next step (or
 //! the end of the run). A decision that runs no tool costs one commit.
 
+mod execute;
 pub(crate) mod lease;
 mod limits;
 pub(crate) mod payload;
@@ -14,6 +15,7 @@ mod resume;
 mod session;
 mod takeover;
 mod tool_run;
+mod verdicts;
 mod writes;
 
 use std::collections::HashSet;

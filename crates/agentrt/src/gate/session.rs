@@ -5,21 +5,20 @@ use std::sync::Arc;
 use super::lease::Lease;
 use super::payload::{self, ViewCounts};
 use super::writes::{self, Draft, Settle, StepEnd, running};
-use super::{Claim, CrashPoint, GateInner, tool_run};
+use super::{Claim, CrashPoint, GateInner};
 use crate::agent::{AgentError, StepInput};
-use crate::approval::{approval_hash, request_json};
 use crate::cancel::Cancel;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
 use crate::model::{
-    Approval, ApprovalStatus, DecisionKind, DecisionProblems, EventType, Limits, NewRunFields,
-    Observation, ObservationKind, Origin, Outcome, PolicyDecision, RecordedDecision, Run,
-    RunStatus, RunView, Step, StepStatus, TerminalReason, ToolRequest,
+    Approval, DecisionKind, DecisionProblems, EventType, Limits, NewRunFields, Observation, Origin,
+    Outcome, PolicyDecision, RecordedDecision, Run, RunStatus, RunView, Step, StepStatus,
+    TerminalReason, ToolRequest,
 };
 use crate::policy::PolicyError;
 use crate::registry::Registered;
-use crate::store::{LeaseChange, NewRun, RunChange, RunGuard, StepChange, StepGuard};
+use crate::store::{LeaseChange, NewRun, RunChange, RunGuard, StepChange};
 
 /// The open step as a loop sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +60,7 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    fn of(outcome: VerdictOutcome, run: &Run) -> Verdict {
+    pub(super) fn of(outcome: VerdictOutcome, run: &Run) -> Verdict {
         Verdict {
             outcome,
             request: None,
@@ -336,7 +335,7 @@ impl Session {
     }
 
     /// The accounting caller for the open step, when the gate has a model.
-    fn make_caller(&mut self) {
+    pub(super) fn make_caller(&mut self) {
         let (Some((config, price)), Some(step)) = (&self.gate.model, &self.current) else {
             return;
         };
@@ -371,7 +370,7 @@ impl Session {
 
     /// Refuses to go on once the lease is lost or lapsed: nothing more may
     /// start a tool or a model call.
-    fn check_lease(&mut self) -> Result<()> {
+    pub(super) fn check_lease(&mut self) -> Result<()> {
         if self.run.status == RunStatus::Running && !self.lease.ok() {
             self.lease.stop();
             self.state = State::Closed(Some("lost the lease".into()));
@@ -382,12 +381,12 @@ impl Session {
         Ok(())
     }
 
-    fn draft(&self) -> Draft {
+    pub(super) fn draft(&self) -> Draft {
         Draft::new(&self.run, None)
     }
 
     /// Refuses calls on a closed session.
-    fn usable(&self) -> Result<()> {
+    pub(super) fn usable(&self) -> Result<()> {
         match &self.state {
             State::Closed(cause) => Err(Error::SessionClosed {
                 cause: cause.clone(),
@@ -397,7 +396,7 @@ impl Session {
     }
 
     /// Refuses calls once the run paused or ended.
-    fn active(&self) -> Result<()> {
+    pub(super) fn active(&self) -> Result<()> {
         self.usable()?;
         if self.state == State::Over {
             return Err(misuse(
@@ -409,7 +408,7 @@ impl Session {
     }
 
     /// A failed write closes the session (the cause is kept).
-    fn closing<T>(&mut self, r: Result<T>) -> Result<T> {
+    pub(super) fn closing<T>(&mut self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r
             && !matches!(e, Error::RunState { .. })
         {
@@ -515,7 +514,7 @@ impl Session {
         Ok(verdict)
     }
 
-    fn propose_inner(&mut self, decision: crate::model::Decision) -> Result<Verdict> {
+    pub(super) fn propose_inner(&mut self, decision: crate::model::Decision) -> Result<Verdict> {
         self.active()?;
         self.sync_totals();
         self.check_lease()?;
@@ -544,7 +543,7 @@ impl Session {
         };
         let spec_hash = registered.map(|r| r.spec_hash.clone()).unwrap_or_default();
         if let Some(problem) = invalid_reason(&recorded, &problems, registered) {
-            return self.record_invalid(step, recorded, spec_hash, decided_at, problem, false);
+            return self.record_invalid(step, recorded, spec_hash, decided_at, problem);
         }
         match recorded.kind {
             DecisionKind::Complete => {
@@ -577,8 +576,7 @@ impl Session {
                 };
                 let args = recorded.args_or_empty();
                 if let Err(problem) = registered.schema.check(&args) {
-                    return self
-                        .record_invalid(step, recorded, spec_hash, decided_at, problem, false);
+                    return self.record_invalid(step, recorded, spec_hash, decided_at, problem);
                 }
                 let request = ToolRequest {
                     run_id: self.run.id.clone(),
@@ -628,867 +626,6 @@ impl Session {
                 }
             }
         }
-    }
-
-    /// After a guarded write found the run changed under it (an operator's
-    /// cancel, a lost lease): re-read the run and end the session.
-    pub(crate) fn changed_under_us(&mut self) -> Result<Verdict> {
-        let run = self.gate.store.get_run(&self.run.id)?;
-        if run.status == RunStatus::Running {
-            let (owner, _) = self.gate.store.lease(&run.id)?;
-            if owner != self.gate.owner {
-                self.state = State::Closed(Some("lost the lease".into()));
-                return Err(Error::LeaseLost { run: run.id });
-            }
-            return Err(misuse(&run, "the step changed under this session"));
-        }
-        self.run = run;
-        self.state = State::Over;
-        Ok(Verdict::of(VerdictOutcome::Ended, &self.run))
-    }
-
-    fn invalid_observation(problem: &str, on_resume: bool) -> Observation {
-        let summary = if on_resume {
-            format!("invalid decision on resume: {problem}")
-        } else {
-            format!("invalid decision: {problem}")
-        };
-        Observation::runtime(
-            ObservationKind::InvalidDecision,
-            &[("error", problem)],
-            summary,
-        )
-    }
-
-    pub(crate) fn record_invalid(
-        &mut self,
-        mut step: Step,
-        recorded: RecordedDecision,
-        spec_hash: String,
-        decided_at: Timestamp,
-        problem: String,
-        _on_resume: bool,
-    ) -> Result<Verdict> {
-        let gate = Arc::clone(&self.gate);
-        let history = &*self.history;
-        let observation = Session::invalid_observation(&problem, false);
-        let decision_json = to_json(&recorded);
-        step.decision = Some(recorded);
-        step.spec_hash = spec_hash.clone();
-        let mut draft = self.draft();
-        let run_id = self.run.id.clone();
-        let step_id = step.id.clone();
-        let r = gate.write(|tx| {
-            let end_at = gate.now();
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step,
-                end_at,
-                StepEnd {
-                    status: StepStatus::Failed,
-                    observation: Some(observation.clone()),
-                    from: &[StepStatus::Deciding],
-                    run_guard: running(&gate),
-                    extra: StepChange {
-                        decision_json: Some(&decision_json),
-                        spec_hash: Some(&spec_hash),
-                        ..StepChange::default()
-                    },
-                    count_active: true,
-                },
-            )?;
-            if ended.is_none() {
-                return Ok(false);
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &decided_at,
-                EventType::StepDecided,
-                &decision_json,
-            )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &end_at,
-                EventType::StepFailed,
-                &payload::step_failed(&observation.summary, Some(&observation)),
-            )?;
-            writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
-            Ok(true)
-        });
-        if !self.closing(r)? {
-            return self.changed_under_us();
-        }
-        self.apply(draft);
-        let mut verdict = Verdict::of(VerdictOutcome::Denied, &self.run);
-        verdict.observation = Some(observation);
-        Ok(verdict)
-    }
-
-    /// A `complete` or `fail` decision: the step is done and the run ends.
-    #[allow(clippy::too_many_arguments)]
-    fn record_end(
-        &mut self,
-        mut step: Step,
-        recorded: RecordedDecision,
-        decided_at: Timestamp,
-        status: RunStatus,
-        reason: TerminalReason,
-        detail: String,
-        result: Option<Canonical>,
-    ) -> Result<Verdict> {
-        let gate = Arc::clone(&self.gate);
-        let decision_json = to_json(&recorded);
-        step.decision = Some(recorded);
-        let mut draft = self.draft();
-        let run_id = self.run.id.clone();
-        let step_id = step.id.clone();
-        let r = gate.write(|tx| {
-            let end_at = gate.now();
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step,
-                end_at,
-                StepEnd {
-                    status: StepStatus::Done,
-                    observation: None,
-                    from: &[StepStatus::Deciding],
-                    run_guard: running(&gate),
-                    extra: StepChange {
-                        decision_json: Some(&decision_json),
-                        ..StepChange::default()
-                    },
-                    count_active: true,
-                },
-            )?;
-            if ended.is_none() {
-                return Ok(false);
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &decided_at,
-                EventType::StepDecided,
-                &decision_json,
-            )?;
-            writes::settle(
-                &gate,
-                tx,
-                &mut draft,
-                Settle {
-                    status,
-                    reason,
-                    detail,
-                    result: result.as_ref(),
-                    from: RunStatus::Running,
-                },
-            )?;
-            Ok(true)
-        });
-        if !self.closing(r)? {
-            return self.changed_under_us();
-        }
-        self.apply(draft);
-        Ok(Verdict::of(VerdictOutcome::Ended, &self.run))
-    }
-
-    fn record_policy_error(
-        &mut self,
-        mut step: Step,
-        recorded: RecordedDecision,
-        spec_hash: String,
-        decided_at: Timestamp,
-        error: PolicyError,
-    ) -> Result<Verdict> {
-        let gate = Arc::clone(&self.gate);
-        let internal = format!("internal: policy: {error}");
-        let observation = Observation::runtime(
-            ObservationKind::InvalidDecision,
-            &[("error", &internal)],
-            internal.clone(),
-        );
-        let decision_json = to_json(&recorded);
-        step.decision = Some(recorded);
-        step.spec_hash = spec_hash.clone();
-        let mut draft = self.draft();
-        let run_id = self.run.id.clone();
-        let step_id = step.id.clone();
-        let r = gate.write(|tx| {
-            let end_at = gate.now();
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step,
-                end_at,
-                StepEnd {
-                    status: StepStatus::Failed,
-                    observation: Some(observation.clone()),
-                    from: &[StepStatus::Deciding],
-                    run_guard: running(&gate),
-                    extra: StepChange {
-                        decision_json: Some(&decision_json),
-                        spec_hash: Some(&spec_hash),
-                        ..StepChange::default()
-                    },
-                    count_active: true,
-                },
-            )?;
-            if ended.is_none() {
-                return Ok(false);
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &decided_at,
-                EventType::StepDecided,
-                &decision_json,
-            )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &end_at,
-                EventType::StepFailed,
-                &payload::step_failed(&format!("policy error: {error}"), Some(&observation)),
-            )?;
-            writes::settle(
-                &gate,
-                tx,
-                &mut draft,
-                Settle {
-                    status: RunStatus::Failed,
-                    reason: TerminalReason::InternalError,
-                    detail: format!("policy: {error}"),
-                    result: None,
-                    from: RunStatus::Running,
-                },
-            )?;
-            Ok(true)
-        });
-        if !self.closing(r)? {
-            return self.changed_under_us();
-        }
-        self.apply(draft);
-        let mut verdict = Verdict::of(VerdictOutcome::Ended, &self.run);
-        verdict.observation = Some(observation);
-        Ok(verdict)
-    }
-
-    /// A denial (the run goes on) or an abort (the run ends).
-    fn record_denied(&mut self, mut step: Step, allowed: Allowed) -> Result<Verdict> {
-        let Grant::Fresh {
-            decision,
-            decided_at,
-        } = allowed.grant
-        else {
-            return Err(misuse(
-                &self.run,
-                "a resumed request is denied through resume",
-            ));
-        };
-        let gate = Arc::clone(&self.gate);
-        let history = &*self.history;
-        let abort = allowed.policy.outcome == Outcome::Abort;
-        let reason = allowed.policy.reason.clone();
-        let verb = if abort { "aborted" } else { "denied" };
-        let observation = Observation::runtime(
-            ObservationKind::PolicyDenied,
-            &[("tool", &allowed.request.spec.name), ("reason", &reason)],
-            format!("{verb}: {reason}"),
-        );
-        let decision_json = to_json(&decision);
-        let policy_json = to_json(&allowed.policy);
-        let policy_payload = payload::step_policy(
-            &allowed.policy,
-            &gate.policy_id,
-            &allowed.spec_hash,
-            Some(allowed.view),
-        );
-        step.decision = Some(decision);
-        step.policy = Some(allowed.policy.clone());
-        step.spec_hash = allowed.spec_hash.clone();
-        step.policy_id = gate.policy_id.clone();
-        let mut draft = self.draft();
-        let run_id = self.run.id.clone();
-        let step_id = step.id.clone();
-        let r = gate.write(|tx| {
-            let end_at = gate.now();
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step,
-                end_at,
-                StepEnd {
-                    status: StepStatus::Failed,
-                    observation: Some(observation.clone()),
-                    from: &[StepStatus::Deciding],
-                    run_guard: running(&gate),
-                    extra: StepChange {
-                        decision_json: Some(&decision_json),
-                        policy_json: Some(&policy_json),
-                        spec_hash: Some(&allowed.spec_hash),
-                        policy_id: Some(&gate.policy_id),
-                        ..StepChange::default()
-                    },
-                    count_active: true,
-                },
-            )?;
-            if ended.is_none() {
-                return Ok(false);
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &decided_at,
-                EventType::StepDecided,
-                &decision_json,
-            )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &allowed.policy_at,
-                EventType::StepPolicy,
-                &policy_payload,
-            )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &end_at,
-                EventType::StepFailed,
-                &payload::step_failed(&observation.summary, Some(&observation)),
-            )?;
-            if abort {
-                writes::settle(
-                    &gate,
-                    tx,
-                    &mut draft,
-                    Settle {
-                        status: RunStatus::Failed,
-                        reason: TerminalReason::PolicyAbort,
-                        detail: reason.clone(),
-                        result: None,
-                        from: RunStatus::Running,
-                    },
-                )?;
-            } else {
-                writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
-            }
-            Ok(true)
-        });
-        if !self.closing(r)? {
-            return self.changed_under_us();
-        }
-        self.apply(draft);
-        let outcome = if abort {
-            VerdictOutcome::Ended
-        } else {
-            VerdictOutcome::Denied
-        };
-        let mut verdict = Verdict::of(outcome, &self.run);
-        verdict.request = Some(allowed.request);
-        verdict.observation = Some(observation);
-        Ok(verdict)
-    }
-
-    /// Builds the approval a `require_approval` decision asks for.
-    pub(crate) fn new_approval(
-        &self,
-        step_id: &str,
-        allowed: &Allowed,
-        created_at: Timestamp,
-    ) -> Result<Approval> {
-        let request = request_json(&allowed.request)?;
-        let capability = allowed
-            .policy
-            .capability
-            .clone()
-            .unwrap_or_else(Canonical::empty_object);
-        let presentation = allowed
-            .policy
-            .presentation
-            .clone()
-            .unwrap_or_else(Canonical::empty_object);
-        let hash = approval_hash(&allowed.policy.kind, &capability, &presentation, &request);
-        let ttl = self.run.limits.approval_ttl_ms;
-        Ok(Approval {
-            id: self.gate.new_id(),
-            run_id: self.run.id.clone(),
-            step_id: step_id.to_owned(),
-            kind: allowed.policy.kind.clone(),
-            capability,
-            presentation,
-            request,
-            hash,
-            status: ApprovalStatus::Pending,
-            created_at,
-            expires_at: (ttl > 0).then(|| created_at.add(std::time::Duration::from_millis(ttl))),
-            decided_at: None,
-            decided_by: String::new(),
-            note: String::new(),
-            decode_error: None,
-        })
-    }
-
-    /// Pauses the run for an operator: the approval, the step awaiting it,
-    /// the run WAITING (lease cleared), `step.policy`, `approval.requested`.
-    fn pause(&mut self, mut step: Step, allowed: Allowed) -> Result<Verdict> {
-        let Grant::Fresh {
-            decision,
-            decided_at,
-        } = allowed.grant.clone()
-        else {
-            return Err(misuse(&self.run, "a resumed request pauses through resume"));
-        };
-        let gate = Arc::clone(&self.gate);
-        let created_at = gate.now();
-        let approval = self.new_approval(&step.id, &allowed, created_at)?;
-        let decision_json = to_json(&decision);
-        let policy_json = to_json(&allowed.policy);
-        let policy_payload = payload::step_policy(
-            &allowed.policy,
-            &gate.policy_id,
-            &allowed.spec_hash,
-            Some(allowed.view),
-        );
-        let requested = payload::approval_requested(
-            &approval.id,
-            &approval.kind,
-            &allowed.policy.reason,
-            &approval.capability,
-            &approval.presentation,
-            &approval.hash,
-        );
-        step.decision = Some(decision);
-        step.policy = Some(allowed.policy.clone());
-        step.spec_hash = allowed.spec_hash.clone();
-        step.policy_id = gate.policy_id.clone();
-        step.status = StepStatus::AwaitingApproval;
-        let mut draft = self.draft();
-        let run_id = self.run.id.clone();
-        let step_id = step.id.clone();
-        let r = gate.write(|tx| {
-            let guard = StepGuard {
-                statuses: &[StepStatus::Deciding],
-                run: Some((&run_id, running(&gate))),
-            };
-            let change = StepChange {
-                status: Some(StepStatus::AwaitingApproval),
-                decision_json: Some(&decision_json),
-                policy_json: Some(&policy_json),
-                spec_hash: Some(&allowed.spec_hash),
-                policy_id: Some(&gate.policy_id),
-                ..StepChange::default()
-            };
-            if !tx.update_step(&step_id, &guard, &change)? {
-                return Ok(false);
-            }
-            tx.insert_approval(&approval)?;
-            let paused = tx.update_run(
-                &run_id,
-                &running(&gate),
-                &RunChange {
-                    status: Some(RunStatus::WaitingForApproval),
-                    lease: LeaseChange::Clear,
-                    ..RunChange::default()
-                },
-            )?;
-            if !paused {
-                return Err(writes::state_error(&gate, tx, &run_id, "pause the run"));
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &decided_at,
-                EventType::StepDecided,
-                &decision_json,
-            )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &allowed.policy_at,
-                EventType::StepPolicy,
-                &policy_payload,
-            )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &created_at,
-                EventType::ApprovalRequested,
-                &requested,
-            )?;
-            Ok(true)
-        });
-        if !self.closing(r)? {
-            return self.changed_under_us();
-        }
-        draft.run.status = RunStatus::WaitingForApproval;
-        draft.current = Some(step);
-        draft.approvals.push(approval.clone());
-        draft.over = true;
-        self.apply(draft);
-        let mut verdict = Verdict::of(VerdictOutcome::Pending, &self.run);
-        verdict.request = Some(allowed.request);
-        verdict.approval = Some(approval);
-        Ok(verdict)
-    }
-
-    /// Runs the allowed request once and records its outcome.
-    ///
-    /// Returns the observation; if the caller cancelled while the tool ran,
-    /// the outcome is recorded first and [`Error::Cancelled`] returned.
-    pub async fn execute(&mut self) -> Result<Observation> {
-        self.usable()?;
-        let Some(allowed) = self.allowed.take() else {
-            return Err(misuse(
-                &self.run,
-                "nothing to execute: no allowed request on this step",
-            ));
-        };
-        let Some(mut step) = self.current.clone() else {
-            return Err(misuse(&self.run, "nothing to execute: no open step"));
-        };
-        let gate = Arc::clone(&self.gate);
-        let Some(registered) = gate.registry.get(&allowed.request.spec.name) else {
-            return Err(misuse(&self.run, "the allowed tool is not registered"));
-        };
-        let tool = Arc::clone(&registered.tool);
-        let run_id = self.run.id.clone();
-        let step_id = step.id.clone();
-        let policy_payload = payload::step_policy(
-            &allowed.policy,
-            &gate.policy_id,
-            &allowed.spec_hash,
-            Some(allowed.view),
-        );
-        let mut draft = self.draft();
-
-        if matches!(allowed.grant, Grant::Fresh { .. }) {
-            self.check_lease()?;
-        }
-
-        // Write group 1: make "this tool is about to run" durable.
-        let started = match &allowed.grant {
-            Grant::Fresh {
-                decision,
-                decided_at,
-            } => {
-                let decision_json = to_json(decision);
-                let policy_json = to_json(&allowed.policy);
-                let tool_started =
-                    payload::tool_started(&allowed.request.spec.name, &allowed.request.args, None);
-                step.decision = Some(decision.clone());
-                step.policy = Some(allowed.policy.clone());
-                step.spec_hash = allowed.spec_hash.clone();
-                step.policy_id = gate.policy_id.clone();
-                let r = gate.write(|tx| {
-                    let wall = Timestamp::now();
-                    let guard = StepGuard {
-                        statuses: &[StepStatus::Deciding],
-                        run: Some((
-                            &run_id,
-                            RunGuard {
-                                lease_live_at: Some(wall),
-                                ..running(&gate)
-                            },
-                        )),
-                    };
-                    let change = StepChange {
-                        status: Some(StepStatus::Executing),
-                        decision_json: Some(&decision_json),
-                        policy_json: Some(&policy_json),
-                        spec_hash: Some(&allowed.spec_hash),
-                        policy_id: Some(&gate.policy_id),
-                        ..StepChange::default()
-                    };
-                    if !tx.update_step(&step_id, &guard, &change)? {
-                        return Ok(false);
-                    }
-                    tx.append_event(
-                        &run_id,
-                        &step_id,
-                        decided_at,
-                        EventType::StepDecided,
-                        &decision_json,
-                    )?;
-                    tx.append_event(
-                        &run_id,
-                        &step_id,
-                        &allowed.policy_at,
-                        EventType::StepPolicy,
-                        &policy_payload,
-                    )?;
-                    tx.append_event(
-                        &run_id,
-                        &step_id,
-                        &allowed.policy_at,
-                        EventType::StepToolStarted,
-                        &tool_started,
-                    )?;
-                    Ok(true)
-                });
-                self.closing(r)?
-            }
-            Grant::Resumed {
-                approval_id,
-                resumed_at,
-                granted_at,
-            } => {
-                let start_at = gate.now();
-                let grant_ttl = self.run.limits.grant_ttl_ms;
-                if let Some(granted) = granted_at
-                    && grant_ttl > 0
-                    && start_at > granted.add(std::time::Duration::from_millis(grant_ttl))
-                {
-                    return self.expire_grant_at_execute(approval_id.clone(), start_at);
-                }
-                let tool_started = payload::tool_started(
-                    &allowed.request.spec.name,
-                    &allowed.request.args,
-                    Some(approval_id),
-                );
-                let resumed = payload::run_resumed_approval(approval_id);
-                step.started_at = start_at;
-                let r = gate.write(|tx| {
-                    let guard = RunGuard {
-                        statuses: &[RunStatus::WaitingForApproval],
-                        ..RunGuard::default()
-                    };
-                    let change = RunChange {
-                        status: Some(RunStatus::Running),
-                        lease: LeaseChange::Set {
-                            owner: &gate.owner,
-                            expires_at: gate.lease_expiry(),
-                        },
-                        ..RunChange::default()
-                    };
-                    if !tx.update_run(&run_id, &guard, &change)? {
-                        return Ok(false);
-                    }
-                    tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
-                    let moved = tx.update_step(
-                        &step_id,
-                        &StepGuard {
-                            statuses: &[StepStatus::AwaitingApproval],
-                            run: None,
-                        },
-                        &StepChange {
-                            status: Some(StepStatus::Executing),
-                            started_at: Some(start_at),
-                            ..StepChange::default()
-                        },
-                    )?;
-                    if !moved {
-                        return Err(misuse(
-                            &draft.run,
-                            "the awaiting step changed under this session",
-                        ));
-                    }
-                    tx.append_event(&run_id, "", resumed_at, EventType::RunResumed, &resumed)?;
-                    tx.append_event(
-                        &run_id,
-                        &step_id,
-                        resumed_at,
-                        EventType::StepPolicy,
-                        &policy_payload,
-                    )?;
-                    tx.append_event(
-                        &run_id,
-                        &step_id,
-                        &start_at,
-                        EventType::StepToolStarted,
-                        &tool_started,
-                    )?;
-                    Ok(true)
-                });
-                let ok = self.closing(r)?;
-                if ok {
-                    draft.run.status = RunStatus::Running;
-                    self.run.status = RunStatus::Running;
-                    self.state = State::Active;
-                    self.hold_lease();
-                }
-                ok
-            }
-        };
-        if !started {
-            if matches!(allowed.grant, Grant::Resumed { .. }) {
-                // Another resumer took the run first: it runs the grant.
-                self.run = self.gate.store.get_run(&self.run.id)?;
-                self.state = State::Over;
-                return Err(misuse(
-                    &self.run,
-                    "another session resumed this run first; nothing ran here",
-                ));
-            }
-            self.changed_under_us()?;
-            return Err(misuse(
-                &self.run,
-                "the run changed before the tool started; nothing ran",
-            ));
-        }
-        step.status = StepStatus::Executing;
-        self.current = Some(step.clone());
-        match allowed.grant {
-            Grant::Fresh { .. } => self.gate.crash_point(CrashPoint::StepDecided).await,
-            Grant::Resumed { .. } => self.gate.crash_point(CrashPoint::RunResumed).await,
-        }
-        self.gate.crash_point(CrashPoint::ToolStarted).await;
-
-        // The effect.
-        let call = crate::model::ToolCall {
-            run_id: run_id.clone(),
-            step_id: step_id.clone(),
-            args: allowed.request.args.clone(),
-            cancel: self.cancel.clone(),
-        };
-        let ran = tool_run::run(tool, call, allowed.request.spec.timeout_ms, &self.cancel).await;
-        let tool_name = allowed.request.spec.name.clone();
-        self.gate.crash_point(CrashPoint::ToolEffect).await;
-        let outcome = tool_run::observe(&tool_name, ran);
-        let observation = outcome.observation.clone();
-        let cancelled = observation.kind == ObservationKind::Interrupted;
-        let status = match observation.kind {
-            ObservationKind::ToolResult => StepStatus::Done,
-            ObservationKind::Interrupted => StepStatus::Interrupted,
-            _ => StepStatus::Failed,
-        };
-        let terminal = allowed.request.spec.terminal && status == StepStatus::Done;
-        let history = &*self.history;
-
-        // Write group 2: the outcome, with the next step or the run's end.
-        let mut end_at_seen = None;
-        let r = gate.write(|tx| {
-            let end_at = gate.now();
-            end_at_seen = Some(end_at);
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step.clone(),
-                end_at,
-                StepEnd {
-                    status,
-                    observation: Some(observation.clone()),
-                    from: &[StepStatus::Executing],
-                    run_guard: running(&gate),
-                    extra: StepChange::default(),
-                    count_active: true,
-                },
-            )?;
-            if ended.is_none() {
-                return Ok(false);
-            }
-            let duration = end_at.millis_since(&step.started_at);
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &end_at,
-                EventType::StepToolFinished,
-                &payload::tool_finished(&tool_name, duration, &observation, false),
-            )?;
-            if status == StepStatus::Failed {
-                tx.append_event(
-                    &run_id,
-                    &step_id,
-                    &end_at,
-                    EventType::StepFailed,
-                    &payload::step_failed(&observation.summary, Some(&observation)),
-                )?;
-            }
-            if let Some(detail) = &outcome.abort {
-                writes::settle(
-                    &gate,
-                    tx,
-                    &mut draft,
-                    Settle {
-                        status: RunStatus::Failed,
-                        reason: TerminalReason::ToolAbort,
-                        detail: detail.clone(),
-                        result: None,
-                        from: RunStatus::Running,
-                    },
-                )?;
-            } else if terminal {
-                writes::settle(
-                    &gate,
-                    tx,
-                    &mut draft,
-                    Settle {
-                        status: RunStatus::Completed,
-                        reason: TerminalReason::GoalCompleted,
-                        detail: format!("terminal tool {tool_name}"),
-                        result: observation.content.as_ref(),
-                        from: RunStatus::Running,
-                    },
-                )?;
-            } else if cancelled {
-                tx.update_run(
-                    &run_id,
-                    &running(&gate),
-                    &RunChange {
-                        lease: LeaseChange::Clear,
-                        ..RunChange::default()
-                    },
-                )?;
-            } else {
-                writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
-            }
-            Ok(true)
-        });
-        let recorded = self.closing(r)?;
-        if !recorded {
-            return self.record_late(&tool_name, &step, end_at_seen, observation);
-        }
-        self.apply(draft);
-        self.gate.crash_point(CrashPoint::ToolFinished).await;
-        if cancelled || self.cancel.is_cancelled() {
-            self.state = State::Closed(Some("cancelled by the caller".into()));
-            return Err(Error::Cancelled);
-        }
-        Ok(observation)
-    }
-
-    /// The tool finished after an operator ended the run: the outcome goes
-    /// into a late `step.tool_finished` after `run.finished`; the step row
-    /// and the run stay as the operator left them.
-    fn record_late(
-        &mut self,
-        tool: &str,
-        step: &Step,
-        end_at: Option<Timestamp>,
-        observation: Observation,
-    ) -> Result<Observation> {
-        let run = self.gate.store.get_run(&self.run.id)?;
-        if !run.status.is_terminal() {
-            self.changed_under_us()?;
-            return Err(misuse(&self.run, "the step changed while its tool ran"));
-        }
-        let gate = Arc::clone(&self.gate);
-        let at = end_at.unwrap_or_else(|| gate.now());
-        let duration = at.millis_since(&step.started_at);
-        let late = payload::tool_finished(tool, duration, &observation, true);
-        let r = gate.write(|tx| {
-            tx.append_event(&run.id, &step.id, &at, EventType::StepToolFinished, &late)
-        });
-        self.closing(r)?;
-        self.run = run;
-        self.state = State::Over;
-        self.current = None;
-        Ok(observation)
-    }
-
-    /// A grant that lapsed between attach and execute (grant TTL).
-    fn expire_grant_at_execute(
-        &mut self,
-        approval_id: String,
-        at: Timestamp,
-    ) -> Result<Observation> {
-        let r = super::resume::expire(self, &approval_id, at, true);
-        self.closing(r)?;
-        Err(Error::ApprovalExpired {
-            approval: approval_id,
-        })
     }
 
     /// Ends the run because the agent could not decide (like an agent

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::model::Event;
 
 pub use page::{MAX_PAGE_TEXT, PAGE_READ_ROWS, PendingCount};
-pub use read::{EventRecord, Page, RunRow};
+pub use read::Page;
 pub use tx::{
     ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
     WriteTx,

@@ -22,11 +22,6 @@ pub struct Page<T> {
     pub total: u64,
 }
 
-/// A run row's columns as text, for callers that print rather than decode.
-pub type RunRow = Run;
-/// An event as stored.
-pub type EventRecord = Event;
-
 /// Collects decode problems of one row.
 #[derive(Default)]
 struct Problems(Vec<String>);

@@ -1,0 +1,375 @@
+//! Executing an allowed request: the write group that makes "this tool
+//! is about to run" durable, the tool itself, and the write group that
+//! records its outcome with the next step.
+
+use std::sync::Arc;
+
+use super::payload::{self};
+use super::session::{Grant, Session, State, misuse, to_json};
+use super::writes::{self, Settle, StepEnd, running};
+use super::{CrashPoint, tool_run};
+use crate::clock::Timestamp;
+use crate::error::{Error, Result};
+use crate::model::{
+    EventType, Observation, ObservationKind, RunStatus, Step, StepStatus, TerminalReason,
+};
+use crate::store::{LeaseChange, RunChange, RunGuard, StepChange, StepGuard};
+
+impl Session {
+    /// Runs the allowed request once and records its outcome.
+    ///
+    /// Returns the observation; if the caller cancelled while the tool ran,
+    /// the outcome is recorded first and [`Error::Cancelled`] returned.
+    pub async fn execute(&mut self) -> Result<Observation> {
+        self.usable()?;
+        let Some(allowed) = self.allowed.take() else {
+            return Err(misuse(
+                &self.run,
+                "nothing to execute: no allowed request on this step",
+            ));
+        };
+        let Some(mut step) = self.current.clone() else {
+            return Err(misuse(&self.run, "nothing to execute: no open step"));
+        };
+        let gate = Arc::clone(&self.gate);
+        let Some(registered) = gate.registry.get(&allowed.request.spec.name) else {
+            return Err(misuse(&self.run, "the allowed tool is not registered"));
+        };
+        let tool = Arc::clone(&registered.tool);
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let policy_payload = payload::step_policy(
+            &allowed.policy,
+            &gate.policy_id,
+            &allowed.spec_hash,
+            Some(allowed.view),
+        );
+        let mut draft = self.draft();
+
+        if matches!(allowed.grant, Grant::Fresh { .. }) {
+            self.check_lease()?;
+        }
+
+        // Write group 1: make "this tool is about to run" durable.
+        let started = match &allowed.grant {
+            Grant::Fresh {
+                decision,
+                decided_at,
+            } => {
+                let decision_json = to_json(decision);
+                let policy_json = to_json(&allowed.policy);
+                let tool_started =
+                    payload::tool_started(&allowed.request.spec.name, &allowed.request.args, None);
+                step.decision = Some(decision.clone());
+                step.policy = Some(allowed.policy.clone());
+                step.spec_hash = allowed.spec_hash.clone();
+                step.policy_id = gate.policy_id.clone();
+                let r = gate.write(|tx| {
+                    let wall = Timestamp::now();
+                    let guard = StepGuard {
+                        statuses: &[StepStatus::Deciding],
+                        run: Some((
+                            &run_id,
+                            RunGuard {
+                                lease_live_at: Some(wall),
+                                ..running(&gate)
+                            },
+                        )),
+                    };
+                    let change = StepChange {
+                        status: Some(StepStatus::Executing),
+                        decision_json: Some(&decision_json),
+                        policy_json: Some(&policy_json),
+                        spec_hash: Some(&allowed.spec_hash),
+                        policy_id: Some(&gate.policy_id),
+                        ..StepChange::default()
+                    };
+                    if !tx.update_step(&step_id, &guard, &change)? {
+                        return Ok(false);
+                    }
+                    tx.append_event(
+                        &run_id,
+                        &step_id,
+                        decided_at,
+                        EventType::StepDecided,
+                        &decision_json,
+                    )?;
+                    tx.append_event(
+                        &run_id,
+                        &step_id,
+                        &allowed.policy_at,
+                        EventType::StepPolicy,
+                        &policy_payload,
+                    )?;
+                    tx.append_event(
+                        &run_id,
+                        &step_id,
+                        &allowed.policy_at,
+                        EventType::StepToolStarted,
+                        &tool_started,
+                    )?;
+                    Ok(true)
+                });
+                self.closing(r)?
+            }
+            Grant::Resumed {
+                approval_id,
+                resumed_at,
+                granted_at,
+            } => {
+                let start_at = gate.now();
+                let grant_ttl = self.run.limits.grant_ttl_ms;
+                if let Some(granted) = granted_at
+                    && grant_ttl > 0
+                    && start_at > granted.add(std::time::Duration::from_millis(grant_ttl))
+                {
+                    return self.expire_grant_at_execute(approval_id.clone(), start_at);
+                }
+                let tool_started = payload::tool_started(
+                    &allowed.request.spec.name,
+                    &allowed.request.args,
+                    Some(approval_id),
+                );
+                let resumed = payload::run_resumed_approval(approval_id);
+                step.started_at = start_at;
+                let r = gate.write(|tx| {
+                    let guard = RunGuard {
+                        statuses: &[RunStatus::WaitingForApproval],
+                        ..RunGuard::default()
+                    };
+                    let change = RunChange {
+                        status: Some(RunStatus::Running),
+                        lease: LeaseChange::Set {
+                            owner: &gate.owner,
+                            expires_at: gate.lease_expiry(),
+                        },
+                        ..RunChange::default()
+                    };
+                    if !tx.update_run(&run_id, &guard, &change)? {
+                        return Ok(false);
+                    }
+                    tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
+                    let moved = tx.update_step(
+                        &step_id,
+                        &StepGuard {
+                            statuses: &[StepStatus::AwaitingApproval],
+                            run: None,
+                        },
+                        &StepChange {
+                            status: Some(StepStatus::Executing),
+                            started_at: Some(start_at),
+                            ..StepChange::default()
+                        },
+                    )?;
+                    if !moved {
+                        return Err(misuse(
+                            &draft.run,
+                            "the awaiting step changed under this session",
+                        ));
+                    }
+                    tx.append_event(&run_id, "", resumed_at, EventType::RunResumed, &resumed)?;
+                    tx.append_event(
+                        &run_id,
+                        &step_id,
+                        resumed_at,
+                        EventType::StepPolicy,
+                        &policy_payload,
+                    )?;
+                    tx.append_event(
+                        &run_id,
+                        &step_id,
+                        &start_at,
+                        EventType::StepToolStarted,
+                        &tool_started,
+                    )?;
+                    Ok(true)
+                });
+                let ok = self.closing(r)?;
+                if ok {
+                    draft.run.status = RunStatus::Running;
+                    self.run.status = RunStatus::Running;
+                    self.state = State::Active;
+                    self.hold_lease();
+                }
+                ok
+            }
+        };
+        if !started {
+            if matches!(allowed.grant, Grant::Resumed { .. }) {
+                // Another resumer took the run first: it runs the grant.
+                self.run = self.gate.store.get_run(&self.run.id)?;
+                self.state = State::Over;
+                return Err(misuse(
+                    &self.run,
+                    "another session resumed this run first; nothing ran here",
+                ));
+            }
+            self.changed_under_us()?;
+            return Err(misuse(
+                &self.run,
+                "the run changed before the tool started; nothing ran",
+            ));
+        }
+        step.status = StepStatus::Executing;
+        self.current = Some(step.clone());
+        match allowed.grant {
+            Grant::Fresh { .. } => self.gate.crash_point(CrashPoint::StepDecided).await,
+            Grant::Resumed { .. } => self.gate.crash_point(CrashPoint::RunResumed).await,
+        }
+        self.gate.crash_point(CrashPoint::ToolStarted).await;
+
+        // The effect.
+        let call = crate::model::ToolCall {
+            run_id: run_id.clone(),
+            step_id: step_id.clone(),
+            args: allowed.request.args.clone(),
+            cancel: self.cancel.clone(),
+        };
+        let ran = tool_run::run(tool, call, allowed.request.spec.timeout_ms, &self.cancel).await;
+        let tool_name = allowed.request.spec.name.clone();
+        self.gate.crash_point(CrashPoint::ToolEffect).await;
+        let outcome = tool_run::observe(&tool_name, ran);
+        let observation = outcome.observation.clone();
+        let cancelled = observation.kind == ObservationKind::Interrupted;
+        let status = match observation.kind {
+            ObservationKind::ToolResult => StepStatus::Done,
+            ObservationKind::Interrupted => StepStatus::Interrupted,
+            _ => StepStatus::Failed,
+        };
+        let terminal = allowed.request.spec.terminal && status == StepStatus::Done;
+        let history = &*self.history;
+
+        // Write group 2: the outcome, with the next step or the run's end.
+        let mut end_at_seen = None;
+        let r = gate.write(|tx| {
+            let end_at = gate.now();
+            end_at_seen = Some(end_at);
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step.clone(),
+                end_at,
+                StepEnd {
+                    status,
+                    observation: Some(observation.clone()),
+                    from: &[StepStatus::Executing],
+                    run_guard: running(&gate),
+                    extra: StepChange::default(),
+                    count_active: true,
+                },
+            )?;
+            if ended.is_none() {
+                return Ok(false);
+            }
+            let duration = end_at.millis_since(&step.started_at);
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &end_at,
+                EventType::StepToolFinished,
+                &payload::tool_finished(&tool_name, duration, &observation, false),
+            )?;
+            if status == StepStatus::Failed {
+                tx.append_event(
+                    &run_id,
+                    &step_id,
+                    &end_at,
+                    EventType::StepFailed,
+                    &payload::step_failed(&observation.summary, Some(&observation)),
+                )?;
+            }
+            if let Some(detail) = &outcome.abort {
+                writes::settle(
+                    &gate,
+                    tx,
+                    &mut draft,
+                    Settle {
+                        status: RunStatus::Failed,
+                        reason: TerminalReason::ToolAbort,
+                        detail: detail.clone(),
+                        result: None,
+                        from: RunStatus::Running,
+                    },
+                )?;
+            } else if terminal {
+                writes::settle(
+                    &gate,
+                    tx,
+                    &mut draft,
+                    Settle {
+                        status: RunStatus::Completed,
+                        reason: TerminalReason::GoalCompleted,
+                        detail: format!("terminal tool {tool_name}"),
+                        result: observation.content.as_ref(),
+                        from: RunStatus::Running,
+                    },
+                )?;
+            } else if cancelled {
+                tx.update_run(
+                    &run_id,
+                    &running(&gate),
+                    &RunChange {
+                        lease: LeaseChange::Clear,
+                        ..RunChange::default()
+                    },
+                )?;
+            } else {
+                writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
+            }
+            Ok(true)
+        });
+        let recorded = self.closing(r)?;
+        if !recorded {
+            return self.record_late(&tool_name, &step, end_at_seen, observation);
+        }
+        self.apply(draft);
+        self.gate.crash_point(CrashPoint::ToolFinished).await;
+        if cancelled || self.cancel.is_cancelled() {
+            self.state = State::Closed(Some("cancelled by the caller".into()));
+            return Err(Error::Cancelled);
+        }
+        Ok(observation)
+    }
+
+    /// The tool finished after an operator ended the run: the outcome goes
+    /// into a late `step.tool_finished` after `run.finished`; the step row
+    /// and the run stay as the operator left them.
+    pub(super) fn record_late(
+        &mut self,
+        tool: &str,
+        step: &Step,
+        end_at: Option<Timestamp>,
+        observation: Observation,
+    ) -> Result<Observation> {
+        let run = self.gate.store.get_run(&self.run.id)?;
+        if !run.status.is_terminal() {
+            self.changed_under_us()?;
+            return Err(misuse(&self.run, "the step changed while its tool ran"));
+        }
+        let gate = Arc::clone(&self.gate);
+        let at = end_at.unwrap_or_else(|| gate.now());
+        let duration = at.millis_since(&step.started_at);
+        let late = payload::tool_finished(tool, duration, &observation, true);
+        let r = gate.write(|tx| {
+            tx.append_event(&run.id, &step.id, &at, EventType::StepToolFinished, &late)
+        });
+        self.closing(r)?;
+        self.run = run;
+        self.state = State::Over;
+        self.current = None;
+        Ok(observation)
+    }
+
+    /// A grant that lapsed between attach and execute (grant TTL).
+    pub(super) fn expire_grant_at_execute(
+        &mut self,
+        approval_id: String,
+        at: Timestamp,
+    ) -> Result<Observation> {
+        let r = super::resume::expire(self, &approval_id, at, true);
+        self.closing(r)?;
+        Err(Error::ApprovalExpired {
+            approval: approval_id,
+        })
+    }
+}

@@ -1,0 +1,515 @@
+//! Recording a proposal's verdict: invalid decisions, completions,
+//! policy errors, denials and pauses, each one write group.
+
+use std::sync::Arc;
+
+use super::payload::{self};
+use super::session::{Allowed, Grant, Session, State, Verdict, VerdictOutcome, misuse, to_json};
+use super::writes::{self, Settle, StepEnd, running};
+use crate::approval::{approval_hash, request_json};
+use crate::clock::Timestamp;
+use crate::error::{Error, Result};
+use crate::json::Canonical;
+use crate::model::{
+    Approval, ApprovalStatus, EventType, Observation, ObservationKind, Outcome, RecordedDecision,
+    RunStatus, Step, StepStatus, TerminalReason,
+};
+use crate::policy::PolicyError;
+use crate::store::{LeaseChange, RunChange, StepChange, StepGuard};
+
+impl Session {
+    /// After a guarded write found the run changed under it (an operator's
+    /// cancel, a lost lease): re-read the run and end the session.
+    pub(crate) fn changed_under_us(&mut self) -> Result<Verdict> {
+        let run = self.gate.store.get_run(&self.run.id)?;
+        if run.status == RunStatus::Running {
+            let (owner, _) = self.gate.store.lease(&run.id)?;
+            if owner != self.gate.owner {
+                self.state = State::Closed(Some("lost the lease".into()));
+                return Err(Error::LeaseLost { run: run.id });
+            }
+            return Err(misuse(&run, "the step changed under this session"));
+        }
+        self.run = run;
+        self.state = State::Over;
+        Ok(Verdict::of(VerdictOutcome::Ended, &self.run))
+    }
+
+    /// A decision that cannot be acted on: the step fails, the run goes on.
+    pub(super) fn record_invalid(
+        &mut self,
+        mut step: Step,
+        recorded: RecordedDecision,
+        spec_hash: String,
+        decided_at: Timestamp,
+        problem: String,
+    ) -> Result<Verdict> {
+        let gate = Arc::clone(&self.gate);
+        let history = &*self.history;
+        let observation = Observation::runtime(
+            ObservationKind::InvalidDecision,
+            &[("error", &problem)],
+            format!("invalid decision: {problem}"),
+        );
+        let decision_json = to_json(&recorded);
+        step.decision = Some(recorded);
+        step.spec_hash = spec_hash.clone();
+        let mut draft = self.draft();
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let r = gate.write(|tx| {
+            let end_at = gate.now();
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step,
+                end_at,
+                StepEnd {
+                    status: StepStatus::Failed,
+                    observation: Some(observation.clone()),
+                    from: &[StepStatus::Deciding],
+                    run_guard: running(&gate),
+                    extra: StepChange {
+                        decision_json: Some(&decision_json),
+                        spec_hash: Some(&spec_hash),
+                        ..StepChange::default()
+                    },
+                    count_active: true,
+                },
+            )?;
+            if ended.is_none() {
+                return Ok(false);
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &decided_at,
+                EventType::StepDecided,
+                &decision_json,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &end_at,
+                EventType::StepFailed,
+                &payload::step_failed(&observation.summary, Some(&observation)),
+            )?;
+            writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
+            Ok(true)
+        });
+        if !self.closing(r)? {
+            return self.changed_under_us();
+        }
+        self.apply(draft);
+        let mut verdict = Verdict::of(VerdictOutcome::Denied, &self.run);
+        verdict.observation = Some(observation);
+        Ok(verdict)
+    }
+
+    /// A `complete` or `fail` decision: the step is done and the run ends.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn record_end(
+        &mut self,
+        mut step: Step,
+        recorded: RecordedDecision,
+        decided_at: Timestamp,
+        status: RunStatus,
+        reason: TerminalReason,
+        detail: String,
+        result: Option<Canonical>,
+    ) -> Result<Verdict> {
+        let gate = Arc::clone(&self.gate);
+        let decision_json = to_json(&recorded);
+        step.decision = Some(recorded);
+        let mut draft = self.draft();
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let r = gate.write(|tx| {
+            let end_at = gate.now();
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step,
+                end_at,
+                StepEnd {
+                    status: StepStatus::Done,
+                    observation: None,
+                    from: &[StepStatus::Deciding],
+                    run_guard: running(&gate),
+                    extra: StepChange {
+                        decision_json: Some(&decision_json),
+                        ..StepChange::default()
+                    },
+                    count_active: true,
+                },
+            )?;
+            if ended.is_none() {
+                return Ok(false);
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &decided_at,
+                EventType::StepDecided,
+                &decision_json,
+            )?;
+            writes::settle(
+                &gate,
+                tx,
+                &mut draft,
+                Settle {
+                    status,
+                    reason,
+                    detail,
+                    result: result.as_ref(),
+                    from: RunStatus::Running,
+                },
+            )?;
+            Ok(true)
+        });
+        if !self.closing(r)? {
+            return self.changed_under_us();
+        }
+        self.apply(draft);
+        Ok(Verdict::of(VerdictOutcome::Ended, &self.run))
+    }
+
+    pub(super) fn record_policy_error(
+        &mut self,
+        mut step: Step,
+        recorded: RecordedDecision,
+        spec_hash: String,
+        decided_at: Timestamp,
+        error: PolicyError,
+    ) -> Result<Verdict> {
+        let gate = Arc::clone(&self.gate);
+        let internal = format!("internal: policy: {error}");
+        let observation = Observation::runtime(
+            ObservationKind::InvalidDecision,
+            &[("error", &internal)],
+            internal.clone(),
+        );
+        let decision_json = to_json(&recorded);
+        step.decision = Some(recorded);
+        step.spec_hash = spec_hash.clone();
+        let mut draft = self.draft();
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let r = gate.write(|tx| {
+            let end_at = gate.now();
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step,
+                end_at,
+                StepEnd {
+                    status: StepStatus::Failed,
+                    observation: Some(observation.clone()),
+                    from: &[StepStatus::Deciding],
+                    run_guard: running(&gate),
+                    extra: StepChange {
+                        decision_json: Some(&decision_json),
+                        spec_hash: Some(&spec_hash),
+                        ..StepChange::default()
+                    },
+                    count_active: true,
+                },
+            )?;
+            if ended.is_none() {
+                return Ok(false);
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &decided_at,
+                EventType::StepDecided,
+                &decision_json,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &end_at,
+                EventType::StepFailed,
+                &payload::step_failed(&format!("policy error: {error}"), Some(&observation)),
+            )?;
+            writes::settle(
+                &gate,
+                tx,
+                &mut draft,
+                Settle {
+                    status: RunStatus::Failed,
+                    reason: TerminalReason::InternalError,
+                    detail: format!("policy: {error}"),
+                    result: None,
+                    from: RunStatus::Running,
+                },
+            )?;
+            Ok(true)
+        });
+        if !self.closing(r)? {
+            return self.changed_under_us();
+        }
+        self.apply(draft);
+        let mut verdict = Verdict::of(VerdictOutcome::Ended, &self.run);
+        verdict.observation = Some(observation);
+        Ok(verdict)
+    }
+
+    /// A denial (the run goes on) or an abort (the run ends).
+    pub(super) fn record_denied(&mut self, mut step: Step, allowed: Allowed) -> Result<Verdict> {
+        let Grant::Fresh {
+            decision,
+            decided_at,
+        } = allowed.grant
+        else {
+            return Err(misuse(
+                &self.run,
+                "a resumed request is denied through resume",
+            ));
+        };
+        let gate = Arc::clone(&self.gate);
+        let history = &*self.history;
+        let abort = allowed.policy.outcome == Outcome::Abort;
+        let reason = allowed.policy.reason.clone();
+        let verb = if abort { "aborted" } else { "denied" };
+        let observation = Observation::runtime(
+            ObservationKind::PolicyDenied,
+            &[("tool", &allowed.request.spec.name), ("reason", &reason)],
+            format!("{verb}: {reason}"),
+        );
+        let decision_json = to_json(&decision);
+        let policy_json = to_json(&allowed.policy);
+        let policy_payload = payload::step_policy(
+            &allowed.policy,
+            &gate.policy_id,
+            &allowed.spec_hash,
+            Some(allowed.view),
+        );
+        step.decision = Some(decision);
+        step.policy = Some(allowed.policy.clone());
+        step.spec_hash = allowed.spec_hash.clone();
+        step.policy_id = gate.policy_id.clone();
+        let mut draft = self.draft();
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let r = gate.write(|tx| {
+            let end_at = gate.now();
+            let ended = writes::end_step(
+                tx,
+                &mut draft,
+                step,
+                end_at,
+                StepEnd {
+                    status: StepStatus::Failed,
+                    observation: Some(observation.clone()),
+                    from: &[StepStatus::Deciding],
+                    run_guard: running(&gate),
+                    extra: StepChange {
+                        decision_json: Some(&decision_json),
+                        policy_json: Some(&policy_json),
+                        spec_hash: Some(&allowed.spec_hash),
+                        policy_id: Some(&gate.policy_id),
+                        ..StepChange::default()
+                    },
+                    count_active: true,
+                },
+            )?;
+            if ended.is_none() {
+                return Ok(false);
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &decided_at,
+                EventType::StepDecided,
+                &decision_json,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &allowed.policy_at,
+                EventType::StepPolicy,
+                &policy_payload,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &end_at,
+                EventType::StepFailed,
+                &payload::step_failed(&observation.summary, Some(&observation)),
+            )?;
+            if abort {
+                writes::settle(
+                    &gate,
+                    tx,
+                    &mut draft,
+                    Settle {
+                        status: RunStatus::Failed,
+                        reason: TerminalReason::PolicyAbort,
+                        detail: reason.clone(),
+                        result: None,
+                        from: RunStatus::Running,
+                    },
+                )?;
+            } else {
+                writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
+            }
+            Ok(true)
+        });
+        if !self.closing(r)? {
+            return self.changed_under_us();
+        }
+        self.apply(draft);
+        let outcome = if abort {
+            VerdictOutcome::Ended
+        } else {
+            VerdictOutcome::Denied
+        };
+        let mut verdict = Verdict::of(outcome, &self.run);
+        verdict.request = Some(allowed.request);
+        verdict.observation = Some(observation);
+        Ok(verdict)
+    }
+
+    /// Builds the approval a `require_approval` decision asks for.
+    pub(crate) fn new_approval(
+        &self,
+        step_id: &str,
+        allowed: &Allowed,
+        created_at: Timestamp,
+    ) -> Result<Approval> {
+        let request = request_json(&allowed.request)?;
+        let capability = allowed
+            .policy
+            .capability
+            .clone()
+            .unwrap_or_else(Canonical::empty_object);
+        let presentation = allowed
+            .policy
+            .presentation
+            .clone()
+            .unwrap_or_else(Canonical::empty_object);
+        let hash = approval_hash(&allowed.policy.kind, &capability, &presentation, &request);
+        let ttl = self.run.limits.approval_ttl_ms;
+        Ok(Approval {
+            id: self.gate.new_id(),
+            run_id: self.run.id.clone(),
+            step_id: step_id.to_owned(),
+            kind: allowed.policy.kind.clone(),
+            capability,
+            presentation,
+            request,
+            hash,
+            status: ApprovalStatus::Pending,
+            created_at,
+            expires_at: (ttl > 0).then(|| created_at.add(std::time::Duration::from_millis(ttl))),
+            decided_at: None,
+            decided_by: String::new(),
+            note: String::new(),
+            decode_error: None,
+        })
+    }
+
+    /// Pauses the run for an operator: the approval, the step awaiting it,
+    /// the run WAITING (lease cleared), `step.policy`, `approval.requested`.
+    pub(super) fn pause(&mut self, mut step: Step, allowed: Allowed) -> Result<Verdict> {
+        let Grant::Fresh {
+            decision,
+            decided_at,
+        } = allowed.grant.clone()
+        else {
+            return Err(misuse(&self.run, "a resumed request pauses through resume"));
+        };
+        let gate = Arc::clone(&self.gate);
+        let created_at = gate.now();
+        let approval = self.new_approval(&step.id, &allowed, created_at)?;
+        let decision_json = to_json(&decision);
+        let policy_json = to_json(&allowed.policy);
+        let policy_payload = payload::step_policy(
+            &allowed.policy,
+            &gate.policy_id,
+            &allowed.spec_hash,
+            Some(allowed.view),
+        );
+        let requested = payload::approval_requested(
+            &approval.id,
+            &approval.kind,
+            &allowed.policy.reason,
+            &approval.capability,
+            &approval.presentation,
+            &approval.hash,
+        );
+        step.decision = Some(decision);
+        step.policy = Some(allowed.policy.clone());
+        step.spec_hash = allowed.spec_hash.clone();
+        step.policy_id = gate.policy_id.clone();
+        step.status = StepStatus::AwaitingApproval;
+        let mut draft = self.draft();
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let r = gate.write(|tx| {
+            let guard = StepGuard {
+                statuses: &[StepStatus::Deciding],
+                run: Some((&run_id, running(&gate))),
+            };
+            let change = StepChange {
+                status: Some(StepStatus::AwaitingApproval),
+                decision_json: Some(&decision_json),
+                policy_json: Some(&policy_json),
+                spec_hash: Some(&allowed.spec_hash),
+                policy_id: Some(&gate.policy_id),
+                ..StepChange::default()
+            };
+            if !tx.update_step(&step_id, &guard, &change)? {
+                return Ok(false);
+            }
+            tx.insert_approval(&approval)?;
+            let paused = tx.update_run(
+                &run_id,
+                &running(&gate),
+                &RunChange {
+                    status: Some(RunStatus::WaitingForApproval),
+                    lease: LeaseChange::Clear,
+                    ..RunChange::default()
+                },
+            )?;
+            if !paused {
+                return Err(writes::state_error(&gate, tx, &run_id, "pause the run"));
+            }
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &decided_at,
+                EventType::StepDecided,
+                &decision_json,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &allowed.policy_at,
+                EventType::StepPolicy,
+                &policy_payload,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &created_at,
+                EventType::ApprovalRequested,
+                &requested,
+            )?;
+            Ok(true)
+        });
+        if !self.closing(r)? {
+            return self.changed_under_us();
+        }
+        draft.run.status = RunStatus::WaitingForApproval;
+        draft.current = Some(step);
+        draft.approvals.push(approval.clone());
+        draft.over = true;
+        self.apply(draft);
+        let mut verdict = Verdict::of(VerdictOutcome::Pending, &self.run);
+        verdict.request = Some(allowed.request);
+        verdict.approval = Some(approval);
+        Ok(verdict)
+    }
+}
