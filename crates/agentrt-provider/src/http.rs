@@ -288,7 +288,10 @@ impl Transport {
         if status.is_redirection() {
             let message = redirect_message(provider, status.as_u16(), url, response.headers());
             drain(response).await;
-            return Err(ModelError::Other { message });
+            return Err(ModelError::Status {
+                status: status.as_u16(),
+                message,
+            });
         }
         let wait = response
             .headers()

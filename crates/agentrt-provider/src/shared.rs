@@ -196,7 +196,7 @@ pub fn tool_use_id(index: usize) -> String {
 ///     message: r#"anthropic: 529: {"type":"error"}"#.into(),
 ///     retry_after: Some(Duration::from_secs(2)),
 /// });
-/// assert!(matches!(status_error("openai", 401, b"no", None), ModelError::Other { .. }));
+/// assert!(matches!(status_error("openai", 401, b"no", None), ModelError::Status { status: 401, .. }));
 /// ```
 #[must_use]
 pub fn status_error(
@@ -212,7 +212,7 @@ pub fn status_error(
             retry_after,
         }
     } else {
-        ModelError::Other { message }
+        ModelError::Status { status, message }
     }
 }
 

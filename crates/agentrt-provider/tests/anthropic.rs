@@ -689,7 +689,10 @@ async fn status_errors_carry_the_body_and_retry_after_and_never_the_key() {
     ];
     let m = cfg.build_with_env(|_| None).expect("build");
     let err = m.generate(&hello()).await.expect_err("401");
-    assert!(matches!(err, ModelError::Other { .. }), "{err:?}");
+    assert!(
+        matches!(err, ModelError::Status { status: 401, .. }),
+        "{err:?}"
+    );
     shown.extend([
         format!("{m:?}"),
         format!("{m:#?}"),

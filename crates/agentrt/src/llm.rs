@@ -234,6 +234,16 @@ pub enum ModelError {
         /// Detail.
         message: String,
     },
+    /// The provider answered with an HTTP status that retrying will not
+    /// change (a redirect, which is never followed, or a 4xx other than the
+    /// transient ones): charged nothing, not retried.
+    #[error("{message}")]
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// What the provider said (never a key).
+        message: String,
+    },
     /// The caller gave up while the call was in flight: charged the
     /// estimate.
     #[error("cancelled by the caller")]

@@ -279,7 +279,7 @@ macro_rules! transport_suite {
                     let err = call(&fake).await.err();
                     let message = match (&err, transient) {
                         (Some(ModelError::Transient { message, retry_after: None }), true) => message,
-                        (Some(ModelError::Other { message }), false) => message,
+                        (Some(ModelError::Status { message, status: got }), false) if *got == status => message,
                         _ => panic!("{status}: {err:?}"),
                     };
                     assert_eq!(message, &format!("{PROVIDER}: {status}: {body}"));
@@ -344,7 +344,7 @@ macro_rules! transport_suite {
                 ))
                 .await;
                 let err = call(&fake).await.err();
-                let Some(ModelError::Other { message }) = &err else {
+                let Some(ModelError::Status { message, status: 302 }) = &err else {
                     panic!("{err:?}");
                 };
                 assert!(message.starts_with(&format!("{PROVIDER}: 302: redirects are not followed")), "{message}");
@@ -357,7 +357,7 @@ macro_rules! transport_suite {
                 let fake = Fake::start(reply(307, &[("location", "/moved/here")], "")).await;
                 let err = call(&fake).await.err();
                 assert!(
-                    matches!(&err, Some(ModelError::Other { message })
+                    matches!(&err, Some(ModelError::Status { message, status: 307 })
                         if message.contains("elsewhere on the same host") && !message.contains("moved")),
                     "{err:?}"
                 );
