@@ -387,19 +387,28 @@ async fn transient_failures_are_retried_permanent_ones_not_and_exhaustion_is_mod
             .iter()
             .any(|e| e.event_type == EventType::LimitExceeded)
     );
-    // A permanent failure is not retried: the agent fails.
-    let fake = Fake::new(vec![Act::Fail(ModelError::Other {
-        message: "bad request".into(),
-    })]);
-    let out = run_with(
-        Store::open(":memory:").unwrap(),
-        fake.clone(),
-        Limits::default(),
-        caller(1, Some(10)),
-    )
-    .await;
-    assert_eq!(out.calls.len(), 1);
-    assert_eq!(out.run.reason, Some(TerminalReason::AgentError));
+    // A permanent failure is not retried and costs nothing: the agent fails.
+    for permanent in [
+        ModelError::Other {
+            message: "bad request".into(),
+        },
+        ModelError::Status {
+            status: 401,
+            message: "no key".into(),
+        },
+    ] {
+        let fake = Fake::new(vec![Act::Fail(permanent)]);
+        let out = run_with(
+            Store::open(":memory:").unwrap(),
+            fake.clone(),
+            Limits::default(),
+            caller(1, Some(10)),
+        )
+        .await;
+        assert_eq!(out.calls.len(), 1);
+        assert_eq!(out.calls[0].cost_micros, 0);
+        assert_eq!(out.run.reason, Some(TerminalReason::AgentError));
+    }
 }
 
 #[tokio::test]
