@@ -35,25 +35,25 @@ impl Session {
         Ok(Verdict::of(VerdictOutcome::Ended, &self.run))
     }
 
-    /// A decision that cannot be acted on: the step fails, the run goes on.
-    pub(super) fn record_invalid(
-        &mut self,
-        mut step: Step,
-        recorded: RecordedDecision,
-        spec_hash: String,
-        decided_at: Timestamp,
-        problem: String,
-    ) -> Result<Verdict> {
+    /// The one write group of a decided step that ends at once (invalid,
+    /// completed or failed, a policy error, a denial): the step ends,
+    /// `step.decided`, then `step.policy` and `step.failed` when given,
+    /// then the next step or the run's end. `false` when the run changed
+    /// under the session (nothing written).
+    fn end_decided(&mut self, end: DecidedEnd<'_>) -> Result<bool> {
+        let DecidedEnd {
+            step,
+            status,
+            observation,
+            decided_at,
+            decision_json,
+            extra,
+            policy_event,
+            failed_detail,
+            then,
+        } = end;
         let gate = Arc::clone(&self.gate);
         let history = &*self.history;
-        let observation = Observation::runtime(
-            ObservationKind::InvalidDecision,
-            &[("error", &problem)],
-            format!("invalid decision: {problem}"),
-        );
-        let decision_json = to_json(&recorded);
-        step.decision = Some(recorded);
-        step.spec_hash = spec_hash.clone();
         let mut draft = self.draft();
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
@@ -65,15 +65,11 @@ impl Session {
                 step,
                 end_at,
                 StepEnd {
-                    status: StepStatus::Failed,
-                    observation: Some(observation.clone()),
+                    status,
+                    observation: observation.clone(),
                     from: &[StepStatus::Deciding],
                     run_guard: running(&gate),
-                    extra: StepChange {
-                        decision_json: Some(&decision_json),
-                        spec_hash: Some(&spec_hash),
-                        ..StepChange::default()
-                    },
+                    extra,
                     count_active: true,
                 },
             )?;
@@ -85,22 +81,63 @@ impl Session {
                 &step_id,
                 &decided_at,
                 EventType::StepDecided,
-                &decision_json,
+                decision_json,
             )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &end_at,
-                EventType::StepFailed,
-                &payload::step_failed(&observation.summary, Some(&observation)),
-            )?;
-            writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
+            if let Some((at, payload)) = &policy_event {
+                tx.append_event(&run_id, &step_id, at, EventType::StepPolicy, payload)?;
+            }
+            if let Some(detail) = &failed_detail {
+                let failed = payload::step_failed(detail, observation.as_ref());
+                tx.append_event(&run_id, &step_id, &end_at, EventType::StepFailed, &failed)?;
+            }
+            match then {
+                Then::NextStep => writes::open_next_or_settle(&gate, tx, &mut draft, history)?,
+                Then::End(settle) => writes::settle(&gate, tx, &mut draft, settle)?,
+            }
             Ok(true)
         });
-        if !self.closing(r)? {
+        let written = self.closing(r)?;
+        if written {
+            self.apply(draft);
+        }
+        Ok(written)
+    }
+
+    /// A decision that cannot be acted on: the step fails, the run goes on.
+    pub(super) fn record_invalid(
+        &mut self,
+        mut step: Step,
+        recorded: RecordedDecision,
+        spec_hash: String,
+        decided_at: Timestamp,
+        problem: String,
+    ) -> Result<Verdict> {
+        let observation = Observation::runtime(
+            ObservationKind::InvalidDecision,
+            &[("error", &problem)],
+            format!("invalid decision: {problem}"),
+        );
+        let decision_json = to_json(&recorded);
+        step.decision = Some(recorded);
+        step.spec_hash = spec_hash.clone();
+        let written = self.end_decided(DecidedEnd {
+            step,
+            status: StepStatus::Failed,
+            observation: Some(observation.clone()),
+            decided_at,
+            decision_json: &decision_json,
+            extra: StepChange {
+                decision_json: Some(&decision_json),
+                spec_hash: Some(&spec_hash),
+                ..StepChange::default()
+            },
+            policy_event: None,
+            failed_detail: Some(observation.summary.clone()),
+            then: Then::NextStep,
+        })?;
+        if !written {
             return self.changed_under_us();
         }
-        self.apply(draft);
         let mut verdict = Verdict::of(VerdictOutcome::Denied, &self.run);
         verdict.observation = Some(observation);
         Ok(verdict)
@@ -118,62 +155,36 @@ impl Session {
         detail: String,
         result: Option<Canonical>,
     ) -> Result<Verdict> {
-        let gate = Arc::clone(&self.gate);
         let decision_json = to_json(&recorded);
         step.decision = Some(recorded);
-        let mut draft = self.draft();
-        let run_id = self.run.id.clone();
-        let step_id = step.id.clone();
-        let r = gate.write(|tx| {
-            let end_at = gate.now();
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step,
-                end_at,
-                StepEnd {
-                    status: StepStatus::Done,
-                    observation: None,
-                    from: &[StepStatus::Deciding],
-                    run_guard: running(&gate),
-                    extra: StepChange {
-                        decision_json: Some(&decision_json),
-                        ..StepChange::default()
-                    },
-                    count_active: true,
-                },
-            )?;
-            if ended.is_none() {
-                return Ok(false);
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &decided_at,
-                EventType::StepDecided,
-                &decision_json,
-            )?;
-            writes::settle(
-                &gate,
-                tx,
-                &mut draft,
-                Settle {
-                    status,
-                    reason,
-                    detail,
-                    result: result.as_ref(),
-                    from: RunStatus::Running,
-                },
-            )?;
-            Ok(true)
-        });
-        if !self.closing(r)? {
+        let written = self.end_decided(DecidedEnd {
+            step,
+            status: StepStatus::Done,
+            observation: None,
+            decided_at,
+            decision_json: &decision_json,
+            extra: StepChange {
+                decision_json: Some(&decision_json),
+                ..StepChange::default()
+            },
+            policy_event: None,
+            failed_detail: None,
+            then: Then::End(Settle {
+                status,
+                reason,
+                detail,
+                result: result.as_ref(),
+                from: RunStatus::Running,
+            }),
+        })?;
+        if !written {
             return self.changed_under_us();
         }
-        self.apply(draft);
         Ok(Verdict::of(VerdictOutcome::Ended, &self.run))
     }
 
+    /// The policy failed: the step fails and the run ends `internal_error`
+    /// (no `step.policy`: there was no evaluation).
     pub(super) fn record_policy_error(
         &mut self,
         mut step: Step,
@@ -182,7 +193,6 @@ impl Session {
         decided_at: Timestamp,
         error: PolicyError,
     ) -> Result<Verdict> {
-        let gate = Arc::clone(&self.gate);
         let internal = format!("internal: policy: {error}");
         let observation = Observation::runtime(
             ObservationKind::InvalidDecision,
@@ -192,64 +202,30 @@ impl Session {
         let decision_json = to_json(&recorded);
         step.decision = Some(recorded);
         step.spec_hash = spec_hash.clone();
-        let mut draft = self.draft();
-        let run_id = self.run.id.clone();
-        let step_id = step.id.clone();
-        let r = gate.write(|tx| {
-            let end_at = gate.now();
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step,
-                end_at,
-                StepEnd {
-                    status: StepStatus::Failed,
-                    observation: Some(observation.clone()),
-                    from: &[StepStatus::Deciding],
-                    run_guard: running(&gate),
-                    extra: StepChange {
-                        decision_json: Some(&decision_json),
-                        spec_hash: Some(&spec_hash),
-                        ..StepChange::default()
-                    },
-                    count_active: true,
-                },
-            )?;
-            if ended.is_none() {
-                return Ok(false);
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &decided_at,
-                EventType::StepDecided,
-                &decision_json,
-            )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &end_at,
-                EventType::StepFailed,
-                &payload::step_failed(&format!("policy error: {error}"), Some(&observation)),
-            )?;
-            writes::settle(
-                &gate,
-                tx,
-                &mut draft,
-                Settle {
-                    status: RunStatus::Failed,
-                    reason: TerminalReason::InternalError,
-                    detail: format!("policy: {error}"),
-                    result: None,
-                    from: RunStatus::Running,
-                },
-            )?;
-            Ok(true)
-        });
-        if !self.closing(r)? {
+        let written = self.end_decided(DecidedEnd {
+            step,
+            status: StepStatus::Failed,
+            observation: Some(observation.clone()),
+            decided_at,
+            decision_json: &decision_json,
+            extra: StepChange {
+                decision_json: Some(&decision_json),
+                spec_hash: Some(&spec_hash),
+                ..StepChange::default()
+            },
+            policy_event: None,
+            failed_detail: Some(format!("policy error: {error}")),
+            then: Then::End(Settle {
+                status: RunStatus::Failed,
+                reason: TerminalReason::InternalError,
+                detail: format!("policy: {error}"),
+                result: None,
+                from: RunStatus::Running,
+            }),
+        })?;
+        if !written {
             return self.changed_under_us();
         }
-        self.apply(draft);
         let mut verdict = Verdict::of(VerdictOutcome::Ended, &self.run);
         verdict.observation = Some(observation);
         Ok(verdict)
@@ -267,8 +243,7 @@ impl Session {
                 "a resumed request is denied through resume",
             ));
         };
-        let gate = Arc::clone(&self.gate);
-        let history = &*self.history;
+        let policy_id = self.gate.policy_id.clone();
         let abort = allowed.policy.outcome == Outcome::Abort;
         let reason = allowed.policy.reason.clone();
         let verb = if abort { "aborted" } else { "denied" };
@@ -281,85 +256,45 @@ impl Session {
         let policy_json = to_json(&allowed.policy);
         let policy_payload = payload::step_policy(
             &allowed.policy,
-            &gate.policy_id,
+            &policy_id,
             &allowed.spec_hash,
             Some(allowed.view),
         );
         step.decision = Some(decision);
         step.policy = Some(allowed.policy.clone());
         step.spec_hash = allowed.spec_hash.clone();
-        step.policy_id = gate.policy_id.clone();
-        let mut draft = self.draft();
-        let run_id = self.run.id.clone();
-        let step_id = step.id.clone();
-        let r = gate.write(|tx| {
-            let end_at = gate.now();
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step,
-                end_at,
-                StepEnd {
-                    status: StepStatus::Failed,
-                    observation: Some(observation.clone()),
-                    from: &[StepStatus::Deciding],
-                    run_guard: running(&gate),
-                    extra: StepChange {
-                        decision_json: Some(&decision_json),
-                        policy_json: Some(&policy_json),
-                        spec_hash: Some(&allowed.spec_hash),
-                        policy_id: Some(&gate.policy_id),
-                        ..StepChange::default()
-                    },
-                    count_active: true,
-                },
-            )?;
-            if ended.is_none() {
-                return Ok(false);
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &decided_at,
-                EventType::StepDecided,
-                &decision_json,
-            )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &allowed.policy_at,
-                EventType::StepPolicy,
-                &policy_payload,
-            )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &end_at,
-                EventType::StepFailed,
-                &payload::step_failed(&observation.summary, Some(&observation)),
-            )?;
-            if abort {
-                writes::settle(
-                    &gate,
-                    tx,
-                    &mut draft,
-                    Settle {
-                        status: RunStatus::Failed,
-                        reason: TerminalReason::PolicyAbort,
-                        detail: reason.clone(),
-                        result: None,
-                        from: RunStatus::Running,
-                    },
-                )?;
-            } else {
-                writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
-            }
-            Ok(true)
-        });
-        if !self.closing(r)? {
+        step.policy_id = policy_id.clone();
+        let then = if abort {
+            Then::End(Settle {
+                status: RunStatus::Failed,
+                reason: TerminalReason::PolicyAbort,
+                detail: reason.clone(),
+                result: None,
+                from: RunStatus::Running,
+            })
+        } else {
+            Then::NextStep
+        };
+        let written = self.end_decided(DecidedEnd {
+            step,
+            status: StepStatus::Failed,
+            observation: Some(observation.clone()),
+            decided_at,
+            decision_json: &decision_json,
+            extra: StepChange {
+                decision_json: Some(&decision_json),
+                policy_json: Some(&policy_json),
+                spec_hash: Some(&allowed.spec_hash),
+                policy_id: Some(&policy_id),
+                ..StepChange::default()
+            },
+            policy_event: Some((allowed.policy_at, policy_payload)),
+            failed_detail: Some(observation.summary.clone()),
+            then,
+        })?;
+        if !written {
             return self.changed_under_us();
         }
-        self.apply(draft);
         let outcome = if abort {
             VerdictOutcome::Ended
         } else {
@@ -512,4 +447,29 @@ impl Session {
         verdict.approval = Some(approval);
         Ok(verdict)
     }
+}
+
+/// What follows a decided step's end in its write group.
+enum Then<'a> {
+    /// The next step (unless a limit ends the run).
+    NextStep,
+    /// The run's end.
+    End(Settle<'a>),
+}
+
+/// A decided step that ends in the write group that records its decision.
+struct DecidedEnd<'a> {
+    /// The step, its decision (and policy) already set.
+    step: Step,
+    status: StepStatus,
+    observation: Option<Observation>,
+    decided_at: Timestamp,
+    decision_json: &'a str,
+    /// The step columns written with the end.
+    extra: StepChange<'a>,
+    /// `step.policy` at its time, for a policy's verdict.
+    policy_event: Option<(Timestamp, String)>,
+    /// `step.failed` with this detail, for a failed step.
+    failed_detail: Option<String>,
+    then: Then<'a>,
 }
