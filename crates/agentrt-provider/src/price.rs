@@ -1,58 +1,24 @@
 //! Prices per million tokens in integer micro-dollars, and the tables that
 //! hold them.
 //!
-//! The core has no price type yet; [`Price`] lives here until it does. An
-//! unknown model name is *unpriced*, never free: [`PriceTable::price_for`]
-//! fails for it, and a local model is made free explicitly with [`free`].
+//! [`Price`] and the dollar parser are the core's (`agentrt::budget`); this
+//! module adds dated tables shipped as data. An unknown model name is
+//! *unpriced*, never free: [`PriceTable::price_for`] fails for it, and a
+//! local model is made free explicitly with [`free`].
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::shared::truncate;
 
-/// What a model costs, in USD micro-dollars per million tokens.
-///
-/// ```
-/// use agentrt_provider::price::Price;
-///
-/// let p = Price { input_per_mtok_micros: 5_000_000, output_per_mtok_micros: 25_000_000,
-///                 cached_input_per_mtok_micros: 500_000 };
-/// assert_ne!(p, Price::FREE);
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    /// Uncached input tokens.
-    pub input_per_mtok_micros: i64,
-    /// Output tokens.
-    pub output_per_mtok_micros: i64,
-    /// Input tokens served from a cache.
-    pub cached_input_per_mtok_micros: i64,
-}
+pub use agentrt::budget::Price;
 
-impl Price {
-    /// Costs nothing (a local model).
-    pub const FREE: Price = Price {
-        input_per_mtok_micros: 0,
-        output_per_mtok_micros: 0,
-        cached_input_per_mtok_micros: 0,
-    };
-
-    /// This price as the core's budget type.
-    pub fn to_budget(&self) -> agentrt::budget::Price {
-        agentrt::budget::Price {
-            input_per_mtok_micros: self.input_per_mtok_micros,
-            output_per_mtok_micros: self.output_per_mtok_micros,
-            cached_input_per_mtok_micros: self.cached_input_per_mtok_micros,
-        }
-    }
-
-    fn negative(&self) -> bool {
-        self.input_per_mtok_micros < 0
-            || self.output_per_mtok_micros < 0
-            || self.cached_input_per_mtok_micros < 0
-    }
+/// A price below zero cannot come from a table.
+fn negative(price: &Price) -> bool {
+    price.input_per_mtok_micros < 0
+        || price.output_per_mtok_micros < 0
+        || price.cached_input_per_mtok_micros < 0
 }
 
 /// Why a price could not be had.
@@ -156,7 +122,7 @@ impl PriceTable {
             .as_of
             .parse()
             .map_err(|e| table(format!("as_of {:?}: {e}", file.as_of)))?;
-        if let Some((name, _)) = file.prices.iter().find(|(_, p)| p.negative()) {
+        if let Some((name, _)) = file.prices.iter().find(|(_, p)| negative(p)) {
             return Err(table(format!("{name} has a negative price")));
         }
         Ok(PriceTable {
@@ -198,7 +164,7 @@ impl PriceTable {
     pub fn to_budget(&self) -> agentrt::budget::PriceTable {
         self.prices.iter().fold(
             agentrt::budget::PriceTable::new(),
-            |table, (name, price)| table.with(name.clone(), price.to_budget()),
+            |table, (name, price)| table.with(name.clone(), *price),
         )
     }
 
@@ -328,44 +294,10 @@ pub fn merge<I: IntoIterator<Item = PriceTable>>(tables: I) -> PriceTable {
 ///
 /// [`PriceError::Dollars`] naming the problem.
 pub fn parse_dollars(text: &str) -> Result<i64, PriceError> {
-    let bad = |reason: &'static str| PriceError::Dollars {
+    agentrt::budget::parse_dollars(text).map_err(|e| PriceError::Dollars {
         text: truncate(text, 64),
-        reason,
-    };
-    let t = text.trim();
-    let t = t.strip_prefix('$').unwrap_or(t);
-    if t.starts_with('-') {
-        return Err(bad("negative"));
-    }
-    let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
-    if whole.is_empty() && frac.is_empty() {
-        return Err(bad("no digits"));
-    }
-    if !whole
-        .bytes()
-        .chain(frac.bytes())
-        .all(|b| b.is_ascii_digit())
-    {
-        return Err(bad("only digits and one decimal point are allowed"));
-    }
-    let mut micros: i128 = 0;
-    for b in whole.bytes() {
-        micros = micros * 10 + i128::from(b - b'0');
-        if micros > i128::from(i64::MAX) {
-            return Err(bad("too large"));
-        }
-    }
-    micros *= 1_000_000;
-    let mut digits = frac.bytes().map(|b| i128::from(b - b'0'));
-    let mut scale = 100_000;
-    for _ in 0..6 {
-        micros += digits.next().unwrap_or(0) * scale;
-        scale /= 10;
-    }
-    if digits.next().is_some_and(|d| d >= 5) {
-        micros += 1;
-    }
-    i64::try_from(micros).map_err(|_| bad("too large"))
+        reason: e.reason,
+    })
 }
 
 #[cfg(test)]

@@ -57,6 +57,33 @@ pub trait Policy: Send + Sync {
     }
 }
 
+/// The text of a caught panic's payload.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Asks `policy`, turning a panic into a policy error: what the gate, a
+/// re-check and the testkit all do, so they decide alike.
+pub(crate) fn evaluate_guarded(
+    policy: &dyn Policy,
+    request: &ToolRequest,
+    view: &RunView,
+) -> Result<PolicyDecision, PolicyError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        policy.evaluate(request, view)
+    }))
+    .unwrap_or_else(|panic| {
+        Err(PolicyError::new(format!(
+            "the policy panicked: {}",
+            panic_text(panic.as_ref())
+        )))
+    })
+}
+
 /// Checks a policy id: at most 256 bytes and no control characters.
 pub(crate) fn check_policy_id(id: &str) -> Result<(), String> {
     if id.len() > 256 {

@@ -37,12 +37,10 @@ impl jsonschema::Retrieve for NoRetrieval {
 
 fn catch<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
-        let text = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        format!("the schema validator panicked: {text}")
+        format!(
+            "the schema validator panicked: {}",
+            crate::policy::panic_text(panic.as_ref())
+        )
     })
 }
 

@@ -10,7 +10,8 @@ use crate::model::Usage;
 pub type Micros = i64;
 
 /// A model's price in micro-dollars per million tokens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Price {
     /// Per million input tokens (not cached).
     pub input_per_mtok_micros: Micros,
@@ -21,9 +22,16 @@ pub struct Price {
 }
 
 impl Price {
+    /// Costs nothing (a local model).
+    pub const FREE: Price = Price {
+        input_per_mtok_micros: 0,
+        output_per_mtok_micros: 0,
+        cached_input_per_mtok_micros: 0,
+    };
+
     /// `true` for a model that costs nothing.
     pub fn is_free(&self) -> bool {
-        *self == Price::default()
+        *self == Price::FREE
     }
 
     /// The cost of `usage`: `(input − cached)·input + cached·cached_rate +

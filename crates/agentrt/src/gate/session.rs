@@ -148,24 +148,13 @@ fn is_constraint(e: &Error) -> bool {
     matches!(e, Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::ConstraintViolation)
 }
 
-/// Asks the policy, turning a panic into a policy error.
+/// Asks the gate's policy, turning a panic into a policy error.
 pub(crate) fn evaluate(
     gate: &GateInner,
     request: &ToolRequest,
     view: &RunView,
 ) -> Result<PolicyDecision, PolicyError> {
-    let policy = Arc::clone(&gate.policy);
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        policy.evaluate(request, view)
-    }))
-    .unwrap_or_else(|panic| {
-        let text = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        Err(PolicyError::new(format!("the policy panicked: {text}")))
-    })
+    crate::policy::evaluate_guarded(gate.policy.as_ref(), request, view)
 }
 
 /// Why a recorded decision cannot be acted on, if it cannot.

@@ -17,14 +17,6 @@ pub(crate) enum ToolRun {
     Cancelled,
 }
 
-fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
-
 /// Runs the call on its own task, so a panic is caught and a timeout can
 /// abandon it. A tool that finishes as the caller cancels is reported as
 /// finished: its outcome is recorded before the cancellation is returned.
@@ -45,7 +37,7 @@ pub(crate) async fn run(
                 ToolRun::TimedOut(timeout_ms)
             }
             Ok(Ok(result)) => ToolRun::Returned(result),
-            Ok(Err(e)) if e.is_panic() => ToolRun::Panicked(panic_text(e.into_panic())),
+            Ok(Err(e)) if e.is_panic() => ToolRun::Panicked(crate::policy::panic_text(e.into_panic().as_ref())),
             Ok(Err(_)) => ToolRun::Cancelled,
         },
         _ = cancel.cancelled() => {

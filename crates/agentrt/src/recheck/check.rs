@@ -11,8 +11,8 @@ use crate::approval::{approval_hash, request_json};
 use crate::error::{Error, Result};
 use crate::json::Canonical;
 use crate::model::{
-    BoxFuture, DecisionKind, INTERRUPTED_SIDE_EFFECT, Outcome, PolicyDecision, RunStatus, RunView,
-    Step, Tool, ToolCall, ToolError, ToolRequest, ToolResult, ToolSpec,
+    BoxFuture, DecisionKind, INTERRUPTED_SIDE_EFFECT, Outcome, PolicyDecision, RunStatus, Step,
+    Tool, ToolCall, ToolError, ToolRequest, ToolResult, ToolSpec,
 };
 use crate::policy::{Policy, PolicyError};
 use crate::registry::Registry;
@@ -66,25 +66,6 @@ impl Current {
             ..recorded.clone()
         })
     }
-}
-
-/// Asks the policy, turning a panic into a policy error (as the gate does).
-fn ask(
-    policy: &dyn Policy,
-    request: &ToolRequest,
-    view: &RunView,
-) -> std::result::Result<PolicyDecision, PolicyError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        policy.evaluate(request, view)
-    }))
-    .unwrap_or_else(|panic| {
-        let text = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        Err(PolicyError::new(format!("the policy panicked: {text}")))
-    })
 }
 
 /// The hash of the approval `decision` asks for over `request`.
@@ -229,7 +210,7 @@ impl<'a> Checker<'a> {
                 }
             }
         };
-        let answer = ask(self.policy, &handed, &view);
+        let answer = crate::policy::evaluate_guarded(self.policy, &handed, &view);
         Ok(compare(
             out,
             &recorded.decision,

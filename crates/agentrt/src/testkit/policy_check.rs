@@ -24,7 +24,7 @@ use crate::model::{
     BoxFuture, Decision, Limits, NewRunFields, Outcome, PolicyDecision, RecordedDecision, Run,
     RunView, SideEffect, Tool, ToolCall, ToolError, ToolRequest, ToolResult, ToolSpec,
 };
-use crate::policy::{Policy, PolicyError};
+use crate::policy::Policy;
 use crate::registry::Registry;
 use crate::text::sanitize;
 
@@ -320,7 +320,8 @@ impl Bench {
     /// The policy's decision, or what stopped it.
     fn judge(&self, policy: &dyn Policy, tool: &str, args: &[u8]) -> Result<PolicyDecision, Got> {
         let request = self.request(tool, args).map_err(Got::Refused)?;
-        evaluate(policy, &request, &self.view).map_err(|e| Got::PolicyError(e.message))
+        crate::policy::evaluate_guarded(policy, &request, &self.view)
+            .map_err(|e| Got::PolicyError(e.message))
     }
 }
 
@@ -339,25 +340,6 @@ fn fresh_view() -> RunView {
         steps: Arc::new(Vec::new()),
         approvals: Arc::new(Vec::new()),
     }
-}
-
-/// Asks the policy, turning a panic into a policy error (as the gate does).
-fn evaluate(
-    policy: &dyn Policy,
-    request: &ToolRequest,
-    view: &RunView,
-) -> Result<PolicyDecision, PolicyError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        policy.evaluate(request, view)
-    }))
-    .unwrap_or_else(|panic| {
-        let text = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        Err(PolicyError::new(format!("the policy panicked: {text}")))
-    })
 }
 
 /// Runs every case through the runtime's own acceptance (tool registered,
@@ -702,7 +684,7 @@ impl Tool for StandIn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::DefaultPolicy;
+    use crate::policy::{DefaultPolicy, PolicyError};
 
     /// A policy answering from a function of the request.
     struct FnPolicy<F>(F);
