@@ -96,10 +96,7 @@ impl ToolSchema {
 pub fn check_args(spec: &ToolSpec, args: &[u8]) -> std::result::Result<(), String> {
     // As the loop reads them: blank arguments mean `{}`; anything else,
     // `null` included, is checked as written.
-    let blank = args
-        .iter()
-        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
-    let args = if blank {
+    let args = if crate::model::is_blank(args) {
         Canonical::empty_object()
     } else {
         Canonical::parse(args).map_err(|e| format!("arguments are not acceptable JSON: {e}"))?

@@ -117,3 +117,9 @@ impl LeaseHandle {
         !self.0.lost.load(Ordering::SeqCst) && Timestamp::now() < *lock(&self.0.expires)
     }
 }
+
+/// A stored lease that someone holds now: an owner, and an expiry (stored
+/// text, which sorts as time) still ahead of the wall clock.
+pub(crate) fn held(owner: &str, expires_at: &str) -> bool {
+    !owner.is_empty() && expires_at > Timestamp::now().to_string().as_str()
+}

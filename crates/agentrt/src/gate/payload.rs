@@ -184,21 +184,14 @@ struct ApprovalRequested<'a> {
     hash: &'a str,
 }
 
-pub(crate) fn approval_requested(
-    approval_id: &str,
-    kind: &str,
-    reason: &str,
-    capability: &Canonical,
-    presentation: &Canonical,
-    hash: &str,
-) -> String {
+pub(crate) fn approval_requested(approval: &crate::model::Approval, reason: &str) -> String {
     encode(&ApprovalRequested {
-        approval_id,
-        kind,
+        approval_id: &approval.id,
+        kind: &approval.kind,
         reason,
-        capability,
-        presentation,
-        hash,
+        capability: &approval.capability,
+        presentation: &approval.presentation,
+        hash: &approval.hash,
     })
 }
 

@@ -75,9 +75,7 @@ impl Session {
         let mut previous = None;
         if run.status == RunStatus::Running {
             let (owner, expires) = gate.store.lease(run_id)?;
-            let live =
-                !owner.is_empty() && expires.as_str() > Timestamp::now().to_string().as_str();
-            if live && owner != gate.owner {
+            if super::lease::held(&owner, &expires) && owner != gate.owner {
                 return Err(Error::RunLeased {
                     run: run_id.to_owned(),
                     owner,
@@ -325,14 +323,7 @@ impl Session {
             &allowed.spec_hash,
             Some(allowed.view),
         );
-        let requested = payload::approval_requested(
-            &approval.id,
-            &approval.kind,
-            &allowed.policy.reason,
-            &approval.capability,
-            &approval.presentation,
-            &approval.hash,
-        );
+        let requested = payload::approval_requested(&approval, &allowed.policy.reason);
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
         gate.write(|tx| {

@@ -345,8 +345,7 @@ impl Session {
         };
         if run.status == RunStatus::Running
             && let Ok((owner, expires_at)) = self.gate.store.lease(&run.id)
-            && !owner.is_empty()
-            && expires_at.as_str() > crate::clock::Timestamp::now().to_string().as_str()
+            && super::lease::held(&owner, &expires_at)
         {
             return Error::RunLeased {
                 run: run.id,
@@ -589,14 +588,7 @@ impl Session {
                 }
                 let policy = payload::step_policy(&allowed.policy, "", &allowed.spec_hash, None);
                 tx.append_event(&run_id, step_id, &policy_at, EventType::StepPolicy, &policy)?;
-                let requested = payload::approval_requested(
-                    &approval.id,
-                    &approval.kind,
-                    &allowed.policy.reason,
-                    &approval.capability,
-                    &approval.presentation,
-                    &approval.hash,
-                );
+                let requested = payload::approval_requested(&approval, &allowed.policy.reason);
                 tx.append_event(
                     &run_id,
                     step_id,

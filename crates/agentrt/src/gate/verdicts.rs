@@ -366,14 +366,7 @@ impl Session {
             &allowed.spec_hash,
             Some(allowed.view),
         );
-        let requested = payload::approval_requested(
-            &approval.id,
-            &approval.kind,
-            &allowed.policy.reason,
-            &approval.capability,
-            &approval.presentation,
-            &approval.hash,
-        );
+        let requested = payload::approval_requested(&approval, &allowed.policy.reason);
         step.decision = Some(decision);
         step.policy = Some(allowed.policy.clone());
         step.spec_hash = allowed.spec_hash.clone();

@@ -223,7 +223,8 @@ pub struct DecisionProblems {
     pub result: Option<JsonError>,
 }
 
-fn is_blank(bytes: &[u8]) -> bool {
+/// JSON whitespace only (or nothing): arguments or a result that count as absent.
+pub(crate) fn is_blank(bytes: &[u8]) -> bool {
     bytes
         .iter()
         .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))

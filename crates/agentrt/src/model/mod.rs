@@ -15,8 +15,8 @@ mod tool;
 
 pub use approval::{Approval, ApprovalStatus, INTERRUPTED_SIDE_EFFECT};
 pub use call::{CallStatus, ModelCall};
-pub(crate) use decision::base64;
 pub use decision::{Decision, DecisionKind, DecisionProblems, Origin, RecordedDecision};
+pub(crate) use decision::{base64, is_blank};
 pub use event::{Event, EventType};
 pub use limits::{Limits, LimitsError};
 pub use observation::{Observation, ObservationKind};
