@@ -150,6 +150,19 @@ pub enum Error {
         latest: String,
     },
 
+    /// A session held a grant that a newer approval of the same step
+    /// superseded before the tool started: nothing ran, and the refusal is
+    /// on record (`approval.superseded`).
+    #[error(
+        "approval {approval} no longer grants: approval {latest} of the same step superseded it; nothing ran"
+    )]
+    GrantSuperseded {
+        /// The grant the session held.
+        approval: String,
+        /// The step's latest approval now.
+        latest: String,
+    },
+
     /// The approval changed after it was shown.
     #[error(
         "approval {approval} changed after it was shown (shown hash {shown}, stored hash {stored}); run the command again"

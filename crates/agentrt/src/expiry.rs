@@ -49,6 +49,7 @@ pub(crate) fn write_expiry(tx: &mut WriteTx<'_>, approval: &Approval, at: Timest
         &StepGuard {
             statuses: &[StepStatus::AwaitingApproval],
             run: None,
+            granted_by: None,
         },
         &StepChange {
             status: Some(StepStatus::Failed),

@@ -260,6 +260,7 @@ impl Operator {
                     &StepGuard {
                         statuses: &in_flight,
                         run: None,
+                        granted_by: None,
                     },
                     &StepChange {
                         status: Some(StepStatus::Failed),
@@ -334,6 +335,7 @@ fn reject_run(
         &StepGuard {
             statuses: &[StepStatus::AwaitingApproval],
             run: None,
+            granted_by: None,
         },
         &StepChange {
             status: Some(StepStatus::Failed),

@@ -527,3 +527,66 @@ async fn a_caller_cancel_during_the_tool_leaves_an_interrupted_observation() {
     );
     assert_eq!(store.lease("r").unwrap().0, "", "and holds no lease");
 }
+
+/// An agent that takes `think` of the clock's time to decide each step,
+/// as a model call would.
+struct Slow {
+    clock: ManualClock,
+    think: std::time::Duration,
+    decisions: ScriptedAgent,
+}
+
+impl Agent for Slow {
+    fn decide<'a>(
+        &'a mut self,
+        input: &'a StepInput,
+    ) -> BoxFuture<'a, std::result::Result<Decision, AgentError>> {
+        self.clock.advance(self.think);
+        self.decisions.decide(input)
+    }
+}
+
+#[tokio::test]
+async fn a_tools_duration_is_measured_from_the_tools_start_not_the_steps() {
+    use std::time::Duration;
+    let store = Store::open(":memory:").unwrap();
+    let clock = ManualClock::new(t0());
+    let rec = Recorder::default();
+    let tool_clock = clock.clone();
+    let fast: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("fast", "fails at once", SideEffect::ReadOnly),
+        move |_| {
+            tool_clock.advance(Duration::from_millis(250));
+            async { Err(ToolError::failed("no such file")) }
+        },
+    ));
+    let agent = Slow {
+        clock: clock.clone(),
+        think: Duration::from_millis(3_788),
+        decisions: ScriptedAgent::new([Decision::tool_call("fast", "{}"), Decision::complete("1")]),
+    };
+    let mut driver = Driver::new(
+        config(&store, DefaultPolicy, vec![fast], &clock, &rec),
+        agent,
+    )
+    .unwrap();
+    let run = driver
+        .start(Some("r"), "g", Limits::default())
+        .await
+        .unwrap();
+    let finished = rec
+        .events()
+        .into_iter()
+        .find(|e| e.event_type == EventType::StepToolFinished)
+        .unwrap();
+    let payload: serde_json::Value = serde_json::from_str(&finished.payload).unwrap();
+    assert_eq!(payload["duration_ms"], 250, "{}", finished.payload);
+    // The step's active time still counts the decision.
+    let steps = store.list_steps("r").unwrap();
+    let step = &steps[0];
+    assert_eq!(
+        step.finished_at.unwrap().as_unix_nanos() - step.started_at.as_unix_nanos(),
+        4_038_000_000
+    );
+    assert_eq!(run.active_ms, 4_038 + 3_788);
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::payload::{self};
 use super::session::{Grant, Session, State, misuse, to_json};
-use super::writes::{self, Settle, StepEnd, running};
+use super::writes::{self, ResumedStart, Settle, StepEnd, running};
 use super::{CrashPoint, tool_run};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
@@ -51,7 +51,10 @@ impl Session {
         }
 
         // Write group 1: make "this tool is about to run" durable.
-        let started = match &allowed.grant {
+        // When the tool started, as its `step.tool_started` event says: a
+        // tool's duration is measured from here, not from the step's start
+        // (which includes the agent's decision and its model calls).
+        let (started, tool_started_at) = match &allowed.grant {
             Grant::Fresh {
                 decision,
                 decided_at,
@@ -75,6 +78,7 @@ impl Session {
                                 ..running(&gate)
                             },
                         )),
+                        granted_by: None,
                     };
                     let change = StepChange {
                         status: Some(StepStatus::Executing),
@@ -110,7 +114,7 @@ impl Session {
                     )?;
                     Ok(true)
                 });
-                self.closing(r)?
+                (self.closing(r)?, allowed.policy_at)
             }
             Grant::Resumed {
                 approval_id,
@@ -133,27 +137,22 @@ impl Session {
                 let resumed = payload::run_resumed_approval(approval_id);
                 step.started_at = start_at;
                 let r = gate.write(|tx| {
-                    let guard = RunGuard {
-                        statuses: &[RunStatus::WaitingForApproval],
-                        ..RunGuard::default()
-                    };
-                    let change = RunChange {
-                        status: Some(RunStatus::Running),
-                        lease: LeaseChange::Set {
-                            owner: &gate.owner,
-                            expires_at: gate.lease_expiry(),
-                        },
-                        ..RunChange::default()
-                    };
-                    if !tx.update_run(&run_id, &guard, &change)? {
-                        return Ok(false);
-                    }
-                    tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
+                    // The step moves only while the run still waits and the
+                    // grant is still the step's latest approval, approved:
+                    // another session may have paused the step again since
+                    // this one read it.
                     let moved = tx.update_step(
                         &step_id,
                         &StepGuard {
                             statuses: &[StepStatus::AwaitingApproval],
-                            run: None,
+                            run: Some((
+                                &run_id,
+                                RunGuard {
+                                    statuses: &[RunStatus::WaitingForApproval],
+                                    ..RunGuard::default()
+                                },
+                            )),
+                            granted_by: Some(approval_id),
                         },
                         &StepChange {
                             status: Some(StepStatus::Executing),
@@ -162,11 +161,31 @@ impl Session {
                         },
                     )?;
                     if !moved {
-                        return Err(misuse(
-                            &draft.run,
-                            "the awaiting step changed under this session",
-                        ));
+                        return writes::refuse_stale_grant(
+                            tx,
+                            &gate,
+                            &run_id,
+                            &step_id,
+                            approval_id,
+                            &start_at,
+                        );
                     }
+                    let change = RunChange {
+                        status: Some(RunStatus::Running),
+                        lease: LeaseChange::Set {
+                            owner: &gate.owner,
+                            expires_at: gate.lease_expiry(),
+                        },
+                        ..RunChange::default()
+                    };
+                    let guard = RunGuard {
+                        statuses: &[RunStatus::WaitingForApproval],
+                        ..RunGuard::default()
+                    };
+                    if !tx.update_run(&run_id, &guard, &change)? {
+                        return Err(misuse(&draft.run, "the run changed under this session"));
+                    }
+                    tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
                     tx.append_event(&run_id, "", resumed_at, EventType::RunResumed, &resumed)?;
                     tx.append_event(
                         &run_id,
@@ -182,16 +201,27 @@ impl Session {
                         EventType::StepToolStarted,
                         &tool_started,
                     )?;
-                    Ok(true)
+                    Ok(ResumedStart::Started)
                 });
-                let ok = self.closing(r)?;
+                let ok = match self.closing(r)? {
+                    ResumedStart::Started => true,
+                    ResumedStart::Taken => false,
+                    ResumedStart::Superseded { latest } => {
+                        self.run = self.gate.store.get_run(&self.run.id)?;
+                        self.state = State::Over;
+                        return Err(Error::GrantSuperseded {
+                            approval: approval_id.clone(),
+                            latest,
+                        });
+                    }
+                };
                 if ok {
                     draft.run.status = RunStatus::Running;
                     self.run.status = RunStatus::Running;
                     self.state = State::Active;
                     self.hold_lease();
                 }
-                ok
+                (ok, start_at)
             }
         };
         if !started {
@@ -256,12 +286,13 @@ impl Session {
                     run_guard: running(&gate),
                     extra: StepChange::default(),
                     count_active: true,
+                    granted_by: None,
                 },
             )?;
             if ended.is_none() {
                 return Ok(false);
             }
-            let duration = end_at.millis_since(&step.started_at);
+            let duration = end_at.millis_since(&tool_started_at);
             tx.append_event(
                 &run_id,
                 &step_id,
@@ -320,7 +351,7 @@ impl Session {
         });
         let recorded = self.closing(r)?;
         if !recorded {
-            return self.record_late(&tool_name, &step, end_at_seen, observation);
+            return self.record_late(&tool_name, &step, tool_started_at, end_at_seen, observation);
         }
         self.apply(draft);
         self.gate.crash_point(CrashPoint::ToolFinished).await;
@@ -338,6 +369,7 @@ impl Session {
         &mut self,
         tool: &str,
         step: &Step,
+        tool_started_at: Timestamp,
         end_at: Option<Timestamp>,
         observation: Observation,
     ) -> Result<Observation> {
@@ -348,7 +380,7 @@ impl Session {
         }
         let gate = Arc::clone(&self.gate);
         let at = end_at.unwrap_or_else(|| gate.now());
-        let duration = at.millis_since(&step.started_at);
+        let duration = at.millis_since(&tool_started_at);
         let late = payload::tool_finished(tool, duration, &observation, true);
         let r = gate.write(|tx| {
             tx.append_event(&run.id, &step.id, &at, EventType::StepToolFinished, &late)

@@ -295,3 +295,20 @@ pub(crate) fn run_resumed_approval(approval_id: &str) -> String {
         after: None,
     })
 }
+
+#[derive(Serialize)]
+struct ApprovalSuperseded<'a> {
+    approval_id: &'a str,
+    latest_approval_id: &'a str,
+    owner: &'a str,
+}
+
+/// `approval.superseded`: the grant a session held, the approval that
+/// superseded it, and the session's lease owner.
+pub(crate) fn approval_superseded(approval_id: &str, latest: &str, owner: &str) -> String {
+    encode(&ApprovalSuperseded {
+        approval_id,
+        latest_approval_id: latest,
+        owner,
+    })
+}

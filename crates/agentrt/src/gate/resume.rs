@@ -214,6 +214,7 @@ impl Session {
         };
         let Some(registered) = gate.registry.get(&decision.tool) else {
             return self.end_on_resume(
+                &grant.id,
                 step,
                 None,
                 TerminalReason::ReconcileConflict,
@@ -266,6 +267,7 @@ impl Session {
         let policy = match answer {
             Err(e) => {
                 return self.end_on_resume(
+                    &grant.id,
                     step,
                     None,
                     TerminalReason::InternalError,
@@ -297,7 +299,13 @@ impl Session {
             Outcome::Deny => self.denied_on_resume(step, &grant, candidate),
             Outcome::Abort => {
                 let reason = candidate.policy.reason.clone();
-                self.end_on_resume(step, Some(candidate), TerminalReason::PolicyAbort, reason)
+                self.end_on_resume(
+                    &grant.id,
+                    step,
+                    Some(candidate),
+                    TerminalReason::PolicyAbort,
+                    reason,
+                )
             }
         }
     }
@@ -326,6 +334,10 @@ impl Session {
         let requested = payload::approval_requested(&approval, &allowed.policy.reason);
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
+        let granted_by = match &allowed.grant {
+            Grant::Resumed { approval_id, .. } => Some(approval_id.as_str()),
+            Grant::Fresh { .. } => None,
+        };
         gate.write(|tx| {
             let moved = tx.update_step(
                 &step_id,
@@ -338,6 +350,7 @@ impl Session {
                             ..RunGuard::default()
                         },
                     )),
+                    granted_by,
                 },
                 &StepChange {
                     policy_json: Some(&policy_json),
@@ -457,6 +470,7 @@ impl Session {
                     run_guard: writes::running(&gate),
                     extra: StepChange::default(),
                     count_active: false,
+                    granted_by: Some(&grant.id),
                 },
             )?;
             if ended.is_none() {
@@ -493,6 +507,7 @@ impl Session {
     /// FAILED with `reason`.
     fn end_on_resume(
         mut self,
+        grant: &str,
         step: Step,
         allowed: Option<Allowed>,
         reason: TerminalReason,
@@ -559,6 +574,7 @@ impl Session {
                     },
                     extra: StepChange::default(),
                     count_active: false,
+                    granted_by: Some(grant),
                 },
             )?;
             if ended.is_none() {

@@ -660,6 +660,7 @@ impl Session {
                     run_guard: running(&gate),
                     extra: StepChange::default(),
                     count_active: true,
+                    granted_by: None,
                 },
             )?;
             if ended.is_none() {

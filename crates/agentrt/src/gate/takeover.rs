@@ -151,6 +151,7 @@ fn write_marks(
             &StepGuard {
                 statuses: &[step.status],
                 run: None,
+                granted_by: None,
             },
             &StepChange {
                 status: Some(StepStatus::Interrupted),
@@ -521,6 +522,7 @@ impl Session {
                         &StepGuard {
                             statuses: &[StepStatus::Interrupted],
                             run: None,
+                            granted_by: None,
                         },
                         &StepChange {
                             status: Some(StepStatus::Failed),
@@ -555,6 +557,7 @@ impl Session {
                     &StepGuard {
                         statuses: &[StepStatus::Interrupted],
                         run: None,
+                        granted_by: None,
                     },
                     &StepChange {
                         status: Some(StepStatus::AwaitingApproval),

@@ -71,6 +71,7 @@ impl Session {
                     run_guard: running(&gate),
                     extra,
                     count_active: true,
+                    granted_by: None,
                 },
             )?;
             if ended.is_none() {
@@ -379,6 +380,7 @@ impl Session {
             let guard = StepGuard {
                 statuses: &[StepStatus::Deciding],
                 run: Some((&run_id, running(&gate))),
+                granted_by: None,
             };
             let change = StepChange {
                 status: Some(StepStatus::AwaitingApproval),

@@ -11,7 +11,8 @@ use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
 use crate::model::{
-    Approval, EventType, Observation, Run, RunStatus, Step, StepStatus, TerminalReason,
+    Approval, ApprovalStatus, EventType, Observation, Run, RunStatus, Step, StepStatus,
+    TerminalReason,
 };
 use crate::store::{LeaseChange, NewStep, RunChange, RunGuard, StepChange, StepGuard, WriteTx};
 
@@ -66,6 +67,54 @@ pub(crate) fn state_error(gate: &GateInner, tx: &WriteTx<'_>, run_id: &str, doin
         },
         Err(e) => e,
     }
+}
+
+/// Why a resumed tool start did not apply.
+pub(crate) enum ResumedStart {
+    /// The step moved to executing: the tool may run.
+    Started,
+    /// The run no longer waits (another resumer, an operator): nothing ran.
+    Taken,
+    /// The run still waits, but the grant is no longer the step's latest
+    /// approved approval; the refusal was appended to the log.
+    Superseded {
+        /// The step's latest approval.
+        latest: String,
+    },
+}
+
+/// After a resumed tool start's guard failed: tells a taken run from a
+/// superseded grant, and records the refusal of the latter
+/// (`approval.superseded`, in the same write group).
+pub(crate) fn refuse_stale_grant(
+    tx: &mut WriteTx<'_>,
+    gate: &GateInner,
+    run_id: &str,
+    step_id: &str,
+    grant: &str,
+    at: &Timestamp,
+) -> Result<ResumedStart> {
+    let waiting = tx
+        .run(run_id)?
+        .is_some_and(|r| r.status == RunStatus::WaitingForApproval);
+    if !waiting {
+        return Ok(ResumedStart::Taken);
+    }
+    let latest = tx
+        .approvals(run_id)?
+        .into_iter()
+        .rev()
+        .find(|a| a.step_id == step_id);
+    let Some(latest) = latest else {
+        return Ok(ResumedStart::Taken);
+    };
+    if latest.id == grant && latest.status == ApprovalStatus::Approved {
+        // The grant still stands: the step itself moved on.
+        return Ok(ResumedStart::Taken);
+    }
+    let payload = payload::approval_superseded(grant, &latest.id, &gate.owner);
+    tx.append_event(run_id, step_id, at, EventType::ApprovalSuperseded, &payload)?;
+    Ok(ResumedStart::Superseded { latest: latest.id })
 }
 
 /// The run guard of a loop write: RUNNING and leased to this gate.
@@ -260,6 +309,9 @@ pub(crate) struct StepEnd<'a> {
     pub extra: StepChange<'a>,
     /// Add the step's duration to the run's active time.
     pub count_active: bool,
+    /// The approval the step's end acts on, which must still be its latest
+    /// and approved (see [`StepGuard::granted_by`]).
+    pub granted_by: Option<&'a str>,
 }
 
 /// Ends the current step at `at`; `Ok(None)` if the step or run no longer
@@ -291,6 +343,7 @@ pub(crate) fn end_step(
     let guard = StepGuard {
         statuses: end.from,
         run: Some((&step.run_id, end.run_guard.clone())),
+        granted_by: end.granted_by,
     };
     if !tx.update_step(&step.id, &guard, &change)? {
         return Ok(None);

@@ -66,6 +66,9 @@ event_types! {
     LimitExceeded => "limit.exceeded",
     /// A loop of identical outcomes ended the run.
     LoopDetected => "loop.detected",
+    /// A session's grant was refused: a newer approval of the step
+    /// superseded it before the tool started (nothing ran).
+    ApprovalSuperseded => "approval.superseded",
     /// A run's lease was taken over.
     LeaseTakenOver => "lease.taken_over",
     /// A model call was sent.

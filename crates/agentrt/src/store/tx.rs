@@ -106,6 +106,10 @@ pub struct StepGuard<'a> {
     pub statuses: &'a [StepStatus],
     /// The run's id and conditions, checked in the same statement.
     pub run: Option<(&'a str, RunGuard<'a>)>,
+    /// An approval that must be the step's latest (by insertion order) and
+    /// approved: a session acting on a grant it read earlier acts only if no
+    /// newer approval of the step has superseded it since.
+    pub granted_by: Option<&'a str>,
 }
 
 /// Changes to a step row. Text fields set to `Some("")` clear the column.
@@ -549,6 +553,16 @@ impl<'c> WriteTx<'c> {
             params.push(Value::Text((*run_id).to_owned()));
             push_run_guard(&mut sql, &mut params, "r.", run_guard);
             sql.push(')');
+        }
+        if let Some(approval_id) = guard.granted_by {
+            sql.push_str(
+                " AND EXISTS (SELECT 1 FROM approvals a WHERE a.id = ? AND a.run_id = steps.run_id
+                   AND a.step_id = steps.id AND a.status = ?
+                   AND NOT EXISTS (SELECT 1 FROM approvals b WHERE b.run_id = a.run_id
+                       AND b.step_id = a.step_id AND b.rowid > a.rowid))",
+            );
+            params.push(Value::Text(approval_id.to_owned()));
+            params.push(Value::Text(ApprovalStatus::Approved.as_str().to_owned()));
         }
         let changed = self.exec(&sql, params)? == 1;
         if changed {
