@@ -163,6 +163,20 @@ pub enum Error {
         latest: String,
     },
 
+    /// A write group changed state rows but appended no event to explain
+    /// them; it was rolled back (every durable change is on the chain).
+    #[error(
+        "a write group changed {rows} state row(s), {table} {id:?} first, without an event to explain them; nothing was written"
+    )]
+    UnexplainedWrite {
+        /// The first table written.
+        table: &'static str,
+        /// The first row written.
+        id: String,
+        /// How many row writes the group made.
+        rows: usize,
+    },
+
     /// The approval changed after it was shown.
     #[error(
         "approval {approval} changed after it was shown (shown hash {shown}, stored hash {stored}); run the command again"

@@ -241,7 +241,7 @@ const TABLES: [&str; 8] = [
 ];
 
 #[test]
-fn fresh_store_has_every_table_at_version_1_with_its_meta() {
+fn fresh_store_has_every_table_at_the_current_version_with_its_meta() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("fresh.db");
     let store = Store::open(&db).unwrap();
@@ -268,10 +268,14 @@ fn fresh_store_has_every_table_at_version_1_with_its_meta() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions.len(), 1);
-    assert_eq!(versions[0].0, agentrt::store::schema::SCHEMA_VERSION);
-    assert_eq!(versions[0].0, 1);
-    Timestamp::parse(&versions[0].1).unwrap();
+    assert_eq!(
+        versions.iter().map(|v| v.0).collect::<Vec<_>>(),
+        [1, agentrt::store::schema::SCHEMA_VERSION]
+    );
+    assert_eq!(agentrt::store::schema::SCHEMA_VERSION, 2);
+    for (_, applied_at) in &versions {
+        Timestamp::parse(applied_at).unwrap();
+    }
 
     let meta: Vec<(String, String)> = conn
         .prepare("SELECT key, value FROM agentrt_meta ORDER BY key")
@@ -284,6 +288,8 @@ fn fresh_store_has_every_table_at_version_1_with_its_meta() {
         ("canonical_form", agentrt::store::schema::CANONICAL_FORM),
         ("hash_algorithm", agentrt::store::schema::HASH_ALGORITHM),
         ("time_format", agentrt::store::schema::TIME_FORMAT),
+        // A new database has no row older than the chain.
+        ("unchained_rows", "0"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -325,7 +331,7 @@ fn file_store_survives_reopen() {
     let n: i64 = raw(&db)
         .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(n, 1);
+    assert_eq!(n, agentrt::store::schema::MIGRATIONS.len() as i64);
 }
 
 #[test]
@@ -380,11 +386,15 @@ fn concurrent_first_opens_all_succeed_and_migrate_once() {
         let rows: i64 = conn
             .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(rows, 1, "round {round}");
+        assert_eq!(
+            rows,
+            agentrt::store::schema::MIGRATIONS.len() as i64,
+            "round {round}"
+        );
         let meta: i64 = conn
             .query_row("SELECT COUNT(*) FROM agentrt_meta", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(meta, 3, "round {round}");
+        assert_eq!(meta, 4, "round {round}");
     }
 }
 
@@ -399,7 +409,7 @@ fn newer_database_is_refused_by_both_openers() {
     unix::chmod(&db, 0o644);
     raw(&db)
         .execute(
-            "INSERT INTO schema_migrations (version, applied_at) VALUES (2, '2030-01-01T00:00:00.000000000Z')",
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (3, '2030-01-01T00:00:00.000000000Z')",
             [],
         )
         .unwrap();
@@ -410,7 +420,7 @@ fn newer_database_is_refused_by_both_openers() {
     ];
     for e in errors {
         assert!(
-            matches!(&e, Error::SchemaVersion { path, database: 2, build: 1 } if path == &db),
+            matches!(&e, Error::SchemaVersion { path, database: 3, build: 2 } if path == &db),
             "{e:?}"
         );
     }
@@ -422,7 +432,7 @@ fn newer_database_is_refused_by_both_openers() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     #[cfg(unix)]
     assert_eq!(
         unix::mode(&db),
@@ -452,7 +462,7 @@ fn older_or_unmigrated_database_is_refused_by_open_existing() {
         for read_only in [true, false] {
             let e = open_existing_err(&db, read_only);
             assert!(
-                matches!(&e, Error::SchemaVersion { path, database: 0, build: 1 } if path == &db),
+                matches!(&e, Error::SchemaVersion { path, database: 0, build: 2 } if path == &db),
                 "{name} read_only={read_only}: {e:?}"
             );
         }

@@ -360,12 +360,14 @@ fn lists_follow_insertion_order_when_timestamps_disagree() {
             tx.insert_approval(&approval("ap-earliest", "first", earliest))
         })
         .unwrap();
-    store
-        .write(|tx| tx.insert_run(&new_run("second", &limits, early)))
-        .unwrap();
-    store
-        .write(|tx| tx.insert_run(&new_run("third", &limits, earliest)))
-        .unwrap();
+    for (id, at) in [("second", early), ("third", earliest)] {
+        store
+            .write(|tx| {
+                tx.insert_run(&new_run(id, &limits, at))?;
+                tx.append_event(id, "", &at, EventType::RunCreated, "{}")
+            })
+            .unwrap();
+    }
 
     // Runs: newest inserted first, against the time text.
     let runs = store.list_runs(0, 0).unwrap();
@@ -411,4 +413,87 @@ fn lists_follow_insertion_order_when_timestamps_disagree() {
             EventType::StepStarted
         ]
     );
+}
+
+/// One write of a write group.
+type Write<'a> = Box<dyn Fn(&mut agentrt::store::WriteTx<'_>) -> agentrt::Result<()> + 'a>;
+
+#[test]
+fn a_write_group_that_changes_state_rows_without_an_event_is_refused() {
+    use agentrt::store::{LeaseChange, NewStep, RunChange, RunGuard};
+    let dir = tempfile::tempdir().unwrap();
+    let (store, db) = file_store(dir.path());
+    insert_then(&store, "r1", || Ok(())).unwrap();
+    let events = count(&db, "events");
+    let at = t("2026-10-01T09:00:01Z");
+    let unexplained: [(&str, Write<'_>); 4] = [
+        (
+            "runs",
+            Box::new(|tx| {
+                tx.update_run(
+                    "r1",
+                    &RunGuard::default(),
+                    &RunChange {
+                        step_count_add: 1,
+                        ..RunChange::default()
+                    },
+                )
+                .map(|_| ())
+            }),
+        ),
+        (
+            "steps",
+            Box::new(|tx| {
+                tx.insert_step(&NewStep {
+                    id: "s1",
+                    run_id: "r1",
+                    index: 0,
+                    status: agentrt::StepStatus::Deciding,
+                    started_at: at,
+                })
+            }),
+        ),
+        (
+            "approvals",
+            Box::new(|tx| tx.insert_approval(&approval("a1", "r1", at))),
+        ),
+        ("tool_specs", Box::new(|tx| tx.insert_spec("h1", "{}"))),
+    ];
+    for (table, write) in unexplained {
+        match store.write(|tx| write(tx)) {
+            Err(Error::UnexplainedWrite {
+                table: refused,
+                rows: 1,
+                ..
+            }) => assert_eq!(refused, table),
+            other => panic!("{table}: {other:?}"),
+        }
+    }
+    // Nothing of it was kept.
+    assert_eq!(store.get_run("r1").unwrap().step_count, 0);
+    for table in ["steps", "approvals", "tool_specs"] {
+        assert_eq!(count(&db, table), 0, "{table}");
+    }
+    assert_eq!(count(&db, "events"), events);
+    // A change of the lease alone is not digested: it needs no event.
+    store
+        .write(|tx| {
+            tx.update_run(
+                "r1",
+                &RunGuard::default(),
+                &RunChange {
+                    lease: LeaseChange::Clear,
+                    ..RunChange::default()
+                },
+            )
+        })
+        .unwrap();
+    // The same writes with an event to explain them commit.
+    store
+        .write(|tx| {
+            tx.insert_spec("h1", "{}")?;
+            tx.append_event("r1", "", &at, EventType::StepPolicy, "{}")
+        })
+        .unwrap();
+    assert_eq!(count(&db, "tool_specs"), 1);
 }

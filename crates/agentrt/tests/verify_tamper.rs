@@ -38,11 +38,15 @@ enum Act {
     PushRejected,
     /// A read whose result is long (over the 4096-byte inline limit).
     LongRead,
+    /// A read decided after asking the model (a `model_calls` row).
+    AskedRead,
 }
 
 fn decision(act: Act, i: usize) -> Decision {
     match act {
-        Act::Read => Decision::tool_call("fs_read", format!(r#"{{"path":"f{i}"}}"#)),
+        Act::Read | Act::AskedRead => {
+            Decision::tool_call("fs_read", format!(r#"{{"path":"f{i}"}}"#))
+        }
         Act::LongRead => Decision::tool_call(
             "fs_read",
             format!(r#"{{"path":"f{i}","pad":"{}"}}"#, "y".repeat(9000)),
@@ -54,15 +58,94 @@ fn decision(act: Act, i: usize) -> Decision {
     }
 }
 
+/// A decision, and whether the agent asks the model before it.
+type Scripted = (Decision, bool);
+
+/// A model that answers every request with the same usage.
+struct Answering;
+
+impl Model for Answering {
+    fn name(&self) -> &str {
+        "answering"
+    }
+    fn generate<'a>(
+        &'a self,
+        _: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(async {
+            Ok(ModelResponse {
+                text: "read it".into(),
+                tool_uses: vec![],
+                stop_reason: Some(StopReason::EndTurn),
+                usage: Usage {
+                    input_tokens: 120,
+                    output_tokens: 30,
+                    cached_input_tokens: 0,
+                },
+                raw: Some("{}".into()),
+            })
+        })
+    }
+}
+
+/// Plays its decisions in order, asking the model first where marked.
+struct Asking(std::collections::VecDeque<(Decision, bool)>);
+
+impl Agent for Asking {
+    fn decide<'a>(
+        &'a mut self,
+        input: &'a StepInput,
+    ) -> BoxFuture<'a, std::result::Result<Decision, AgentError>> {
+        Box::pin(async move {
+            let (decision, ask) = self.0.pop_front().expect("a decision is scripted");
+            if ask {
+                let model = input.model.clone().expect("a model is configured");
+                model
+                    .generate(ModelRequest {
+                        system: String::new(),
+                        messages: vec![Message {
+                            role: Role::User,
+                            content: vec![ContentBlock::text("which file?")],
+                        }],
+                        tools: vec![],
+                        max_output_tokens: Some(64),
+                    })
+                    .await
+                    .expect("the model answers");
+            }
+            Ok(decision)
+        })
+    }
+}
+
+fn model_config() -> agentrt::budget::ModelConfig {
+    agentrt::budget::ModelConfig::new(
+        Arc::new(Answering),
+        agentrt::budget::PriceTable::new().with(
+            "answering",
+            agentrt::budget::Price {
+                input_per_mtok_micros: 3_000_000,
+                output_per_mtok_micros: 15_000_000,
+                cached_input_per_mtok_micros: 300_000,
+            },
+        ),
+    )
+}
+
 /// Drives one run per script, in order: each step as its act says, then
 /// `complete` (a rejected push ends the run).
 async fn populate(store: &Store, scripts: &[Vec<Act>]) {
+    populate_as(store, scripts, "").await
+}
+
+/// [`populate`] with run and row ids that start with `prefix`.
+async fn populate_as(store: &Store, scripts: &[Vec<Act>], prefix: &str) {
     let clock = stepping_clock();
     let rec = Recorder::default();
-    let ids = sequential_ids("id");
+    let ids = sequential_ids(&format!("{prefix}id"));
     let read = Arc::new(Counting::new("fs_read", SideEffect::ReadOnly));
     let push = Arc::new(Counting::new("push", SideEffect::RemoteMutation));
-    let driver = |decisions: Vec<Decision>| {
+    let driver = |decisions: Vec<(Decision, bool)>| {
         Driver::new(
             config(
                 store,
@@ -71,18 +154,19 @@ async fn populate(store: &Store, scripts: &[Vec<Act>]) {
                 &clock,
                 &rec,
             )
-            .with_ids(ids.clone()),
-            ScriptedAgent::new(decisions),
+            .with_ids(ids.clone())
+            .with_model(model_config()),
+            Asking(decisions.into()),
         )
         .unwrap()
     };
     let operator = Operator::new(store.clone()).with_clock(clock.clock());
     for (r, script) in scripts.iter().enumerate() {
-        let run_id = format!("run{r}");
-        let mut segments: Vec<(Vec<Decision>, Option<Act>)> = vec![(Vec::new(), None)];
+        let run_id = format!("{prefix}run{r}");
+        let mut segments: Vec<(Vec<Scripted>, Option<Act>)> = vec![(Vec::new(), None)];
         for (i, act) in script.iter().enumerate() {
             let last = segments.last_mut().unwrap();
-            last.0.push(decision(*act, i));
+            last.0.push((decision(*act, i), *act == Act::AskedRead));
             if matches!(act, Act::PushApproved | Act::PushRejected) {
                 last.1 = Some(*act);
                 segments.push((Vec::new(), None));
@@ -92,7 +176,7 @@ async fn populate(store: &Store, scripts: &[Vec<Act>]) {
             .last_mut()
             .unwrap()
             .0
-            .push(Decision::complete("true"));
+            .push((Decision::complete("true"), false));
         for (n, (decisions, pause)) in segments.into_iter().enumerate() {
             let mut d = driver(decisions);
             let run = if n == 0 {
@@ -123,12 +207,13 @@ async fn populate(store: &Store, scripts: &[Vec<Act>]) {
     }
 }
 
-/// The scripts of the fixed database: an approved push, reads (one long),
-/// an invalid decision, and a rejected push, over three runs.
+/// The scripts of the fixed database: an approved push, reads (one long,
+/// two decided by asking the model), an invalid decision, and a rejected
+/// push, over three runs.
 fn fixed_scripts() -> Vec<Vec<Act>> {
     vec![
-        vec![Act::Read, Act::PushApproved, Act::Read],
-        vec![Act::Invalid, Act::LongRead],
+        vec![Act::Read, Act::AskedRead, Act::PushApproved, Act::Read],
+        vec![Act::Invalid, Act::LongRead, Act::AskedRead],
         vec![Act::Read, Act::PushRejected],
     ]
 }
@@ -179,14 +264,31 @@ fn head_seq(path: &Path) -> i64 {
         .unwrap()
 }
 
-/// Every state row: `(table, id, written_seq)`.
+/// The state tables and the column that names their rows.
+const STATE_TABLES: [(&str, &str); 5] = [
+    ("approvals", "id"),
+    ("model_calls", "id"),
+    ("runs", "id"),
+    ("steps", "id"),
+    ("tool_specs", "hash"),
+];
+
+fn key_column(table: &str) -> &'static str {
+    STATE_TABLES
+        .iter()
+        .find(|(t, _)| *t == table)
+        .map(|(_, k)| *k)
+        .unwrap()
+}
+
+/// Every state row: `(table, key, written_seq)`.
 fn state_rows(path: &Path) -> Vec<(String, String, i64)> {
     let conn = raw(path);
     let mut out = Vec::new();
-    for table in ["approvals", "runs", "steps"] {
+    for (table, key) in STATE_TABLES {
         let mut stmt = conn
             .prepare(&format!(
-                "SELECT id, written_seq FROM {table} ORDER BY rowid"
+                "SELECT {key}, written_seq FROM {table} ORDER BY rowid"
             ))
             .unwrap();
         let rows = stmt
@@ -251,7 +353,8 @@ fn expected_event_break(seq: i64, column: &str, head: i64) -> i64 {
 /// Changes one column of one state row.
 fn alter_row(table: &str, id: &str, column: &str) -> String {
     format!(
-        "UPDATE {table} SET {column} = CASE typeof({column}) WHEN 'integer' THEN {column} + 1000 ELSE {column} || 'x' END WHERE id = {}",
+        "UPDATE {table} SET {column} = CASE typeof({column}) WHEN 'integer' THEN {column} + 1000 ELSE {column} || 'x' END WHERE {} = {}",
+        key_column(table),
         sql_text(id)
     )
 }
@@ -486,7 +589,7 @@ fn editing_any_column_of_a_state_row_breaks_at_the_event_that_wrote_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = build(dir.path(), &fixed_scripts());
     let rows = state_rows(&db);
-    for table in ["approvals", "runs", "steps"] {
+    for (table, _) in STATE_TABLES {
         assert!(
             rows.iter().any(|r| r.0 == table),
             "the fixture has {table} rows"
@@ -502,9 +605,9 @@ fn editing_any_column_of_a_state_row_breaks_at_the_event_that_wrote_it() {
                 "lease_owner" | "lease_expires_at" => {
                     assert!(report.intact(), "{table} {id} {column}: {report:?}")
                 }
-                // A changed id: the row the log names is gone, from its
+                // A changed key: the row the log names is gone, from its
                 // first listing on.
-                "id" => {
+                c if c == key_column(table) => {
                     let broken = report.broken.unwrap();
                     assert_eq!(broken.seq, first, "{table} {id} id: {broken:?}");
                     assert!(broken.detail.contains("no longer exists"), "{broken:?}");
@@ -704,6 +807,7 @@ fn act() -> impl Strategy<Value = Act> {
         2 => Just(Act::PushApproved),
         1 => Just(Act::PushRejected),
         1 => Just(Act::LongRead),
+        1 => Just(Act::AskedRead),
     ]
 }
 
@@ -752,7 +856,7 @@ proptest! {
                 let (table, id, written) = &rows[pick % rows.len()];
                 let digested: Vec<String> = columns(&db, table)
                     .into_iter()
-                    .filter(|c| !["id", "written_seq", "lease_owner", "lease_expires_at"].contains(&c.as_str()))
+                    .filter(|c| ![key_column(table), "written_seq", "lease_owner", "lease_expires_at"].contains(&c.as_str()))
                     .collect();
                 let column = &digested[column % digested.len()];
                 (alter_row(table, id, column), *written)
@@ -767,5 +871,137 @@ proptest! {
         let report = check_all(&tampered(&db, "changed", &sql));
         let broken = report.broken.clone();
         prop_assert_eq!(broken.map(|b| b.seq), Some(want), "{} -> {:?}", sql, report);
+    }
+}
+
+#[test]
+fn rows_older_than_their_tables_place_on_the_chain_are_counted_and_cannot_be_added_to() {
+    let dir = tempfile::tempdir().unwrap();
+    // A database as a schema-1 build left it, with a model call and a tool
+    // spec that no event lists (schema 1 chained neither table).
+    let db = dir.path().join("schema1.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    // The call's run is not part of this picture.
+    conn.pragma_update(None, "foreign_keys", false).unwrap();
+    conn.execute_batch(agentrt::store::schema::MIGRATION_1)
+        .unwrap();
+    conn.execute_batch(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
+         INSERT INTO schema_migrations VALUES (1, '2026-09-01T09:00:00.000000000Z');
+         INSERT INTO agentrt_meta VALUES ('hash_algorithm', 'blake3-256'),
+             ('canonical_form', 'agentrt-canonical-json-v1'), ('time_format', 'rfc3339-utc-nanos9');
+         INSERT INTO tool_specs (hash, spec_json) VALUES ('legacy-spec', '{}');
+         INSERT INTO model_calls (id, run_id, step_id, attempt, status, model, dispatched_at)
+             VALUES ('legacy-call', 'gone', '', 1, 'completed', 'answering',
+                     '2026-09-01T09:00:00.000000000Z');",
+    )
+    .unwrap();
+    drop(conn);
+    // Opening it for writing migrates it: the older rows are marked and
+    // counted, the walk leaves them out and says so.
+    let store = Store::open(&db).unwrap();
+    let report = verify::verify(&store, &VerifyOptions::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.unchained_rows, 2);
+    // Rows written since are chained like any other.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(populate_as(&store, &[vec![Act::AskedRead]], "later-"));
+    drop(store);
+    let report = check_all(&db);
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.unchained_rows, 2);
+    let chained: i64 = raw(&db)
+        .query_row(
+            "SELECT COUNT(*) FROM model_calls WHERE written_seq > 0",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(chained, 1);
+    // Marking a chained row as older, to hide an edit from the walk, is a
+    // break; so is an edit of a chained model call's cost.
+    let (id, written): (String, i64) = raw(&db)
+        .query_row(
+            "SELECT id, written_seq FROM model_calls WHERE written_seq > 0",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let hidden = tampered(
+        &db,
+        "hidden",
+        &format!("UPDATE model_calls SET written_seq = -1, cost_micros = 0 WHERE id = '{id}'"),
+    );
+    let broken = check_all(&hidden).broken.unwrap();
+    assert!(broken.detail.contains(&id), "{broken:?}");
+    // Even with the listing gone too, the count of marked rows gives it away.
+    let walked = verify::verify(
+        &Store::open_existing(&hidden, true).unwrap(),
+        &VerifyOptions {
+            from: written + 1,
+            ..VerifyOptions::default()
+        },
+    )
+    .unwrap();
+    let broken = walked.broken.unwrap();
+    assert!(
+        broken.detail.contains("the migration marked 2"),
+        "{broken:?}"
+    );
+    let cheaper = tampered(
+        &db,
+        "cheaper",
+        &format!("UPDATE model_calls SET cost_micros = 0 WHERE id = '{id}'"),
+    );
+    let broken = check_all(&cheaper).broken.unwrap();
+    assert_eq!(broken.seq, written);
+    assert!(
+        broken
+            .detail
+            .contains(&format!("model_calls row {id:?} was changed")),
+        "{broken:?}"
+    );
+}
+
+#[test]
+fn an_edited_model_call_cost_or_tool_spec_breaks_at_the_event_that_wrote_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let edits = [
+        ("model_calls", "cost_micros", "cost_micros + 1"),
+        ("tool_specs", "spec_json", "spec_json || ' '"),
+        ("tool_specs", "spec_json", "'{}'"),
+    ];
+    for (table, column, value) in edits {
+        let (key, written): (String, i64) = raw(&db)
+            .query_row(
+                &format!(
+                    "SELECT {}, written_seq FROM {table} ORDER BY rowid LIMIT 1",
+                    key_column(table)
+                ),
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert!(written > 0, "{table} rows are chained");
+        let sql = format!(
+            "UPDATE {table} SET {column} = {value} WHERE {} = {}",
+            key_column(table),
+            sql_text(&key)
+        );
+        let path = tampered(&db, "edited", &sql);
+        let broken = check_all(&path)
+            .broken
+            .unwrap_or_else(|| panic!("{sql}: not caught"));
+        assert_eq!(broken.seq, written, "{sql}: {broken:?}");
+        assert!(
+            broken
+                .detail
+                .contains(&format!("{table} row {key:?} was changed")),
+            "{broken:?}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, Row};
 
+use super::schema::StateTable;
 use super::{Store, WriteTx};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
@@ -41,6 +42,9 @@ impl WriteTx<'_> {
                 Value::Text(wall.to_string()),
             ],
         )?;
+        if n == 1 {
+            self.wrote(StateTable::ModelCalls, &call.id);
+        }
         Ok(n == 1)
     }
 
@@ -62,6 +66,9 @@ impl WriteTx<'_> {
                 Value::Text(call.id.clone()),
             ],
         )?;
+        if n == 1 {
+            self.wrote(StateTable::ModelCalls, &call.id);
+        }
         Ok(n == 1)
     }
 }

@@ -17,6 +17,7 @@ mod tx;
 pub(crate) mod verify_read;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
@@ -69,6 +70,8 @@ struct StoreInner {
     file: Option<PathBuf>,
     path: Option<PathBuf>,
     read_only: bool,
+    /// Write groups committed through this handle and its clones.
+    commits: AtomicU64,
 }
 
 impl std::fmt::Debug for Store {
@@ -116,6 +119,7 @@ impl Store {
                 file: path.as_ref().and_then(|p| std::fs::canonicalize(p).ok()),
                 path,
                 read_only,
+                commits: AtomicU64::new(0),
             }),
         }
     }
@@ -140,7 +144,21 @@ impl Store {
         let mut wtx = WriteTx::new(tx);
         let value = f(&mut wtx)?;
         let events = wtx.commit()?;
+        self.inner.commits.fetch_add(1, Ordering::Relaxed);
         Ok((value, events))
+    }
+
+    /// How many write groups this store (and its clones) has committed
+    /// since it was opened: each is one transaction, one fsync at
+    /// [`Durability::Full`]. Lease renewals by the heartbeat are not write
+    /// groups and are not counted.
+    ///
+    /// ```
+    /// let store = agentrt::Store::open(":memory:").unwrap();
+    /// assert_eq!(store.commits(), 0);
+    /// ```
+    pub fn commits(&self) -> u64 {
+        self.inner.commits.load(Ordering::Relaxed)
     }
 
     /// Runs `f` on the connection for reads.

@@ -2,7 +2,7 @@
 //! edited: a change adds a migration (README decision 7).
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The hash algorithm every stored hash uses (recorded in `agentrt_meta`).
 pub const HASH_ALGORITHM: &str = "blake3-256";
@@ -107,8 +107,25 @@ CREATE TABLE tool_specs (
 );
 ";
 
+/// Migration 2: model call attempts and tool specs join the chain. Rows
+/// already there were written before their table was chained: they are
+/// marked [`UNCHAINED_SEQ`] and their number is recorded in `agentrt_meta`
+/// (`unchained_rows`), so `verify` can tell them from rows marked later.
+pub const MIGRATION_2: &str = "\
+ALTER TABLE model_calls ADD COLUMN written_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tool_specs ADD COLUMN written_seq INTEGER NOT NULL DEFAULT 0;
+UPDATE model_calls SET written_seq = -1;
+UPDATE tool_specs SET written_seq = -1;
+INSERT INTO agentrt_meta (key, value)
+    VALUES ('unchained_rows', CAST((SELECT COUNT(*) FROM model_calls) + (SELECT COUNT(*) FROM tool_specs) AS TEXT));
+";
+
 /// Every migration, in order: `(version, sql)`.
-pub const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATION_1)];
+pub const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATION_1), (2, MIGRATION_2)];
+
+/// The `written_seq` of a row written before its table joined the chain
+/// (see [`MIGRATION_2`]).
+pub const UNCHAINED_SEQ: i64 = -1;
 
 /// A state table whose rows are digested into the event that explains
 /// their last write (see [`crate::chain`]). Each row carries
@@ -126,10 +143,14 @@ pub const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATION_1)];
 pub enum StateTable {
     /// `approvals`.
     Approvals,
+    /// `model_calls` (chained since schema 2).
+    ModelCalls,
     /// `runs`.
     Runs,
     /// `steps`.
     Steps,
+    /// `tool_specs`, keyed by `hash` (chained since schema 2).
+    ToolSpecs,
 }
 
 /// Columns of the state tables left out of row digests: `written_seq`
@@ -139,15 +160,37 @@ pub const NOT_DIGESTED: &[&str] = &["written_seq", "lease_owner", "lease_expires
 
 impl StateTable {
     /// Every state table, in name order.
-    pub const ALL: [StateTable; 3] = [StateTable::Approvals, StateTable::Runs, StateTable::Steps];
+    pub const ALL: [StateTable; 5] = [
+        StateTable::Approvals,
+        StateTable::ModelCalls,
+        StateTable::Runs,
+        StateTable::Steps,
+        StateTable::ToolSpecs,
+    ];
 
     /// The table's name.
     pub fn name(self) -> &'static str {
         match self {
             StateTable::Approvals => "approvals",
+            StateTable::ModelCalls => "model_calls",
             StateTable::Runs => "runs",
             StateTable::Steps => "steps",
+            StateTable::ToolSpecs => "tool_specs",
         }
+    }
+
+    /// The column that names a row in the chain's row listing.
+    pub fn key_column(self) -> &'static str {
+        match self {
+            StateTable::ToolSpecs => "hash",
+            _ => "id",
+        }
+    }
+
+    /// `true` for the tables that joined the chain after schema 1, whose
+    /// older rows may be marked [`UNCHAINED_SEQ`].
+    pub fn joined_later(self) -> bool {
+        matches!(self, StateTable::ModelCalls | StateTable::ToolSpecs)
     }
 
     /// The table named `name`, if it is a state table.
@@ -199,6 +242,23 @@ impl StateTable {
                 "estimated_cost_micros",
                 "active_ms",
             ],
+            StateTable::ModelCalls => &[
+                "id",
+                "run_id",
+                "step_id",
+                "attempt",
+                "status",
+                "model",
+                "input_tokens",
+                "output_tokens",
+                "cached_input_tokens",
+                "cost_micros",
+                "latency_ms",
+                "error",
+                "dispatched_at",
+                "completed_at",
+            ],
+            StateTable::ToolSpecs => &["hash", "spec_json"],
             StateTable::Steps => &[
                 "id",
                 "run_id",
@@ -225,10 +285,16 @@ mod tests {
     /// If this fails, you edited a released migration; add a new one instead.
     #[test]
     fn released_migration_texts_are_pinned() {
-        let pinned = [(
-            1,
-            "b5a89ac3d2ca2136a5a0de76f3db400c896b9696aa085ac7b375053c2fbb84b9",
-        )];
+        let pinned = [
+            (
+                1,
+                "b5a89ac3d2ca2136a5a0de76f3db400c896b9696aa085ac7b375053c2fbb84b9",
+            ),
+            (
+                2,
+                "f92cf9e34b2f94526d41670357b0626b63272a1792bf4b5ae5972f956fe32e0a",
+            ),
+        ];
         for (version, hash) in pinned {
             let (_, sql) = MIGRATIONS
                 .iter()
@@ -249,7 +315,9 @@ mod tests {
     #[test]
     fn digests_cover_every_state_column_in_schema_order() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
-        conn.execute_batch(MIGRATION_1).unwrap();
+        for (_, sql) in MIGRATIONS {
+            conn.execute_batch(sql).unwrap();
+        }
         for table in StateTable::ALL {
             let mut stmt = conn
                 .prepare(&format!(
@@ -262,10 +330,14 @@ mod tests {
                 .unwrap()
                 .collect::<Result<_, _>>()
                 .unwrap();
-            assert_eq!(
-                columns[1], "written_seq",
-                "{table:?}: written_seq comes second"
-            );
+            // Tables of migration 1 have it second; later ones got it last.
+            let at = if table.joined_later() {
+                columns.len() - 1
+            } else {
+                1
+            };
+            assert_eq!(columns[at], "written_seq", "{table:?}");
+            assert_eq!(columns[0], table.key_column(), "{table:?}");
             let digested: Vec<&str> = columns
                 .iter()
                 .map(String::as_str)

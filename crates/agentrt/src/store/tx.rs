@@ -191,16 +191,17 @@ static INSERT_EVENTS: LazyLock<Vec<String>> = LazyLock::new(|| {
         .collect()
 });
 
-/// `UPDATE <table> SET written_seq = ?1 WHERE id = ?2 RETURNING <digested
-/// columns>`, per state table.
+/// `UPDATE <table> SET written_seq = ?1 WHERE <key> = ?2 RETURNING
+/// <digested columns>`, per state table.
 fn mark_sql(table: StateTable) -> &'static str {
     static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
         StateTable::ALL
             .into_iter()
             .map(|t| {
                 format!(
-                    "UPDATE {} SET written_seq = ?1 WHERE id = ?2 RETURNING {}",
+                    "UPDATE {} SET written_seq = ?1 WHERE {} = ?2 RETURNING {}",
                     t.name(),
+                    t.key_column(),
                     t.digested_columns().join(", ")
                 )
             })
@@ -286,7 +287,17 @@ impl<'c> WriteTx<'c> {
     }
 
     pub(super) fn commit(mut self) -> Result<Vec<Event>> {
-        if !self.events.is_empty() {
+        if self.events.is_empty() {
+            // A state change with no event to explain it would stay out of
+            // the chain: refuse it (dropping the transaction rolls back).
+            if let Some((table, id)) = self.written.first() {
+                return Err(Error::UnexplainedWrite {
+                    table: table.name(),
+                    id: id.clone(),
+                    rows: self.written.len(),
+                });
+            }
+        } else {
             self.seal()?;
         }
         self.tx.commit().map_err(Error::from_sqlite)?;
@@ -294,7 +305,7 @@ impl<'c> WriteTx<'c> {
     }
 
     /// Notes that this transaction wrote a state row.
-    fn wrote(&mut self, table: StateTable, id: &str) {
+    pub(super) fn wrote(&mut self, table: StateTable, id: &str) {
         self.written.push((table, id.to_owned()));
     }
 
@@ -470,6 +481,11 @@ impl<'c> WriteTx<'c> {
             sets.push("estimated_cost_micros = ?");
             params.push(Value::Integer(cost.max(0)));
         }
+        // The lease columns are outside the row digest: a change of the
+        // lease alone (a heartbeat, a release) needs no event.
+        let digested = sets
+            .iter()
+            .any(|set| !set.starts_with("lease_owner") && !set.starts_with("lease_expires_at"));
         if sets.is_empty() {
             sets.push("id = id");
         }
@@ -478,7 +494,7 @@ impl<'c> WriteTx<'c> {
         params.push(Value::Text(run_id.to_owned()));
         push_run_guard(&mut sql, &mut params, "", guard);
         let changed = self.exec(&sql, params)? == 1;
-        if changed {
+        if changed && digested {
             self.wrote(StateTable::Runs, run_id);
         }
         Ok(changed)
@@ -540,6 +556,7 @@ impl<'c> WriteTx<'c> {
             sets.push("finished_at = ?");
             params.push(t.as_ref().map(text).unwrap_or(Value::Text(String::new())));
         }
+        let digested = !sets.is_empty();
         if sets.is_empty() {
             sets.push("id = id");
         }
@@ -565,7 +582,7 @@ impl<'c> WriteTx<'c> {
             params.push(Value::Text(ApprovalStatus::Approved.as_str().to_owned()));
         }
         let changed = self.exec(&sql, params)? == 1;
-        if changed {
+        if changed && digested {
             self.wrote(StateTable::Steps, step_id);
         }
         Ok(changed)
@@ -641,13 +658,17 @@ impl<'c> WriteTx<'c> {
 
     /// Records a tool spec under its hash (kept if already there).
     pub fn insert_spec(&mut self, hash: &str, spec_json: &str) -> Result<()> {
-        self.exec(
+        let inserted = self.exec(
             "INSERT OR IGNORE INTO tool_specs (hash, spec_json) VALUES (?, ?)",
             vec![
                 Value::Text(hash.to_owned()),
                 Value::Text(spec_json.to_owned()),
             ],
         )?;
+        // A spec already stored keeps the event that first wrote it.
+        if inserted == 1 {
+            self.wrote(StateTable::ToolSpecs, hash);
+        }
         Ok(())
     }
 

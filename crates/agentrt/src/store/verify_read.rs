@@ -18,7 +18,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Statement};
 
 use super::Store;
 use super::page::MAX_PAGE_TEXT;
-use super::schema::StateTable;
+use super::schema::{StateTable, UNCHAINED_SEQ};
 use super::tx::hash_value;
 use crate::chain::FieldHasher;
 use crate::clock::lock;
@@ -99,8 +99,8 @@ pub(crate) struct EventRow<'r> {
 pub(crate) struct Snapshot<'c> {
     conn: &'c Connection,
     events: RefCell<Option<Statement<'c>>>,
-    written: [RefCell<Option<Statement<'c>>>; 3],
-    rows: [RefCell<Option<Statement<'c>>>; 3],
+    written: [RefCell<Option<Statement<'c>>>; StateTable::ALL.len()],
+    rows: [RefCell<Option<Statement<'c>>>; StateTable::ALL.len()],
     hasher: RefCell<FieldHasher>,
 }
 
@@ -174,9 +174,10 @@ fn row_sql(table: StateTable) -> &'static str {
                     .map(|c| capped_select(c))
                     .collect();
                 format!(
-                    "SELECT rowid, {} FROM {} WHERE id = ?1",
+                    "SELECT rowid, {} FROM {} WHERE {} = ?1",
                     cols.join(", "),
-                    t.name()
+                    t.name(),
+                    t.key_column()
                 )
             })
             .collect()
@@ -185,10 +186,28 @@ fn row_sql(table: StateTable) -> &'static str {
 }
 
 fn written_sql(table: StateTable) -> &'static str {
-    match table {
-        StateTable::Approvals => "SELECT written_seq FROM approvals WHERE id = ?1",
-        StateTable::Runs => "SELECT written_seq FROM runs WHERE id = ?1",
-        StateTable::Steps => "SELECT written_seq FROM steps WHERE id = ?1",
+    static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
+        StateTable::ALL
+            .into_iter()
+            .map(|t| {
+                format!(
+                    "SELECT written_seq FROM {} WHERE {} = ?1",
+                    t.name(),
+                    t.key_column()
+                )
+            })
+            .collect()
+    });
+    SQL.get(table.index()).map_or("", String::as_str)
+}
+
+/// The rows of `table` a walk accounts for: every row, but for the rows a
+/// migration marked as older than their table's place on the chain.
+fn chained_rows(table: StateTable, alias: &str) -> String {
+    if table.joined_later() {
+        format!("{alias}written_seq <> {UNCHAINED_SEQ}")
+    } else {
+        "1".to_owned()
     }
 }
 
@@ -351,10 +370,20 @@ impl Snapshot<'_> {
     pub(crate) fn count_rows(&self, table: StateTable, range: Option<(i64, i64)>) -> Result<u64> {
         let name = table.name();
         let n: i64 = match range {
-            // No WHERE: SQLite counts the smallest index's entries.
-            None => self
-                .conn
-                .query_row(&format!("SELECT COUNT(*) FROM {name}"), [], |r| r.get(0)),
+            // No WHERE on the first tables: SQLite counts the smallest
+            // index's entries.
+            None if !table.joined_later() => {
+                self.conn
+                    .query_row(&format!("SELECT COUNT(*) FROM {name}"), [], |r| r.get(0))
+            }
+            None => self.conn.query_row(
+                &format!(
+                    "SELECT COUNT(*) FROM {name} WHERE {}",
+                    chained_rows(table, "")
+                ),
+                [],
+                |r| r.get(0),
+            ),
             Some((from, to)) => self.conn.query_row(
                 &format!("SELECT COUNT(*) FROM {name} WHERE written_seq BETWEEN ?1 AND ?2"),
                 [from, to],
@@ -363,6 +392,37 @@ impl Snapshot<'_> {
         }
         .map_err(Error::from_sqlite)?;
         Ok(n.unsigned_abs())
+    }
+
+    /// How many rows of the tables that joined the chain later are marked
+    /// as older than the chain, and how many the migration recorded.
+    pub(crate) fn unchained_rows(&self) -> Result<(u64, u64)> {
+        let mut marked = 0u64;
+        for table in StateTable::ALL.into_iter().filter(|t| t.joined_later()) {
+            let n: i64 = self
+                .conn
+                .query_row(
+                    &format!(
+                        "SELECT COUNT(*) FROM {} WHERE written_seq = {UNCHAINED_SEQ}",
+                        table.name()
+                    ),
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(Error::from_sqlite)?;
+            marked = marked.saturating_add(n.unsigned_abs());
+        }
+        let recorded: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT value FROM agentrt_meta WHERE key = 'unchained_rows'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(Error::from_sqlite)?;
+        let recorded = recorded.and_then(|v| v.parse().ok()).unwrap_or(0);
+        Ok((marked, recorded))
     }
 
     /// The row of `table` (within `range`, by `written_seq`) with the
@@ -377,12 +437,15 @@ impl Snapshot<'_> {
             None => ("WHERE ?1 <= ?2", 0, 0),
         };
         let sql = format!(
-            "SELECT substr(t.id, 1, 128), t.written_seq FROM {name} t {clause}
+            "SELECT substr(t.{key}, 1, 128), t.written_seq FROM {name} t {clause}
+             AND {chained}
              AND NOT EXISTS (
                  SELECT 1 FROM events e, json_each(CASE WHEN json_valid(e.rows_json) THEN e.rows_json ELSE '[]' END) j
-                 WHERE e.seq = t.written_seq AND j.value ->> 0 = '{name}' AND j.value ->> 1 = t.id)
+                 WHERE e.seq = t.written_seq AND j.value ->> 0 = '{name}' AND j.value ->> 1 = t.{key})
              ORDER BY t.written_seq LIMIT 1",
-            name = table.name()
+            name = table.name(),
+            key = table.key_column(),
+            chained = chained_rows(table, "t."),
         );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
         stmt.query_row([a, b], |r| Ok((text(r.get_ref(0)?), r.get(1)?)))
