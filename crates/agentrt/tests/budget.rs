@@ -3,15 +3,16 @@
 
 mod common;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use agentrt::budget::{ModelCaller, ModelConfig, Price, PriceTable};
+use agentrt::budget::{CallError, ModelCaller, ModelConfig, Price, PriceTable};
 use agentrt::*;
 use common::*;
 use proptest::prelude::*;
+use tokio::sync::{Notify, watch};
 
 /// What the fake model does on one call.
 #[derive(Debug, Clone)]
@@ -107,13 +108,11 @@ fn request(cap: Option<u64>) -> ModelRequest {
     }
 }
 
-/// An agent that calls the model `calls` times per step (concurrently when
-/// asked), then completes; model errors end the run as the runtime maps them.
+/// An agent that calls the model `calls` times per step, then completes;
+/// model errors end the run as the runtime maps them.
 struct Caller {
     calls: usize,
-    concurrent: bool,
     cap: Option<u64>,
-    results: Arc<Mutex<Vec<Result<(), String>>>>,
 }
 
 impl Agent for Caller {
@@ -123,26 +122,8 @@ impl Agent for Caller {
     ) -> BoxFuture<'a, std::result::Result<Decision, AgentError>> {
         Box::pin(async move {
             let model = input.model.clone().expect("a model is configured");
-            if self.concurrent {
-                let (a, b) = tokio::join!(
-                    model.generate(request(self.cap)),
-                    model.generate(request(self.cap))
-                );
-                for r in [a, b] {
-                    self.results
-                        .lock()
-                        .unwrap()
-                        .push(r.map(|_| ()).map_err(|e| e.to_string()));
-                }
-                return Ok(Decision::complete("1"));
-            }
             for _ in 0..self.calls {
-                let r = model.generate(request(self.cap)).await;
-                self.results
-                    .lock()
-                    .unwrap()
-                    .push(r.as_ref().map(|_| ()).map_err(|e| e.to_string()));
-                r.map_err(AgentError::from)?;
+                model.generate(request(self.cap)).await?;
             }
             Ok(Decision::complete("1"))
         })
@@ -153,11 +134,9 @@ struct Outcome {
     run: Run,
     calls: Vec<ModelCall>,
     events: Vec<Event>,
-    results: Vec<Result<(), String>>,
 }
 
 async fn run_with(store: Store, model: Arc<dyn Model>, limits: Limits, agent: Caller) -> Outcome {
-    let results = Arc::clone(&agent.results);
     let clock = stepping_clock();
     let config = config(&store, DefaultPolicy, vec![], &clock, &Recorder::default())
         .with_model(config_for(model));
@@ -166,18 +145,12 @@ async fn run_with(store: Store, model: Arc<dyn Model>, limits: Limits, agent: Ca
     Outcome {
         calls: store.list_model_calls("r").unwrap(),
         events: store.list_events("r").unwrap(),
-        results: results.lock().unwrap().clone(),
         run,
     }
 }
 
 fn caller(calls: usize, cap: Option<u64>) -> Caller {
-    Caller {
-        calls,
-        concurrent: false,
-        cap,
-        results: Arc::new(Mutex::new(Vec::new())),
-    }
+    Caller { calls, cap }
 }
 
 #[tokio::test]
@@ -316,31 +289,6 @@ async fn a_free_model_needs_no_cap_under_a_cost_limit_and_an_unpriced_model_is_r
 
 fn config_for_gate(store: &Store, clock: &ManualClock) -> GateConfig {
     config(store, DefaultPolicy, vec![], clock, &Recorder::default())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_calls_in_one_step_reserve_so_only_one_passes_a_limit_of_one() {
-    let fake = Fake::new(vec![
-        Act::Reply(Usage::default()),
-        Act::Reply(Usage::default()),
-    ]);
-    let agent = Caller {
-        calls: 0,
-        concurrent: true,
-        cap: Some(10),
-        results: Arc::new(Mutex::new(Vec::new())),
-    };
-    let out = run_with(
-        Store::open(":memory:").unwrap(),
-        fake.clone(),
-        Limits::default().max_model_calls(1),
-        agent,
-    )
-    .await;
-    let passed = out.results.iter().filter(|r| r.is_ok()).count();
-    assert_eq!(passed, 1, "{:?}", out.results);
-    assert_eq!(fake.calls.load(Ordering::SeqCst), 1);
-    assert_eq!(out.calls.len(), 1);
 }
 
 #[tokio::test]
@@ -616,6 +564,654 @@ proptest! {
         for c in &out.calls {
             prop_assert!(c.status != CallStatus::Dispatched, "every attempt has an outcome");
             prop_assert_eq!(c.cost_micros, price().cost(&c.usage));
+        }
+    }
+}
+
+// Calls truly in flight at once: every caller is its own task (or thread)
+// on a multi-thread runtime, and the model parks each call until the test
+// has seen every admitted call arrive and every other one refused, so the
+// admitted calls are all in flight together and none is charged yet. No
+// sleep decides anything: the test waits on counters it is told about, and
+// a wait that runs out fails the test.
+
+/// How far a burst of callers has got: calls parked at the model, and
+/// calls that returned without reaching it.
+#[derive(Default)]
+struct Progress {
+    arrived: AtomicUsize,
+    returned: AtomicUsize,
+    changed: Notify,
+}
+
+impl Progress {
+    fn note(&self, counter: &AtomicUsize) {
+        counter.fetch_add(1, Ordering::SeqCst);
+        self.changed.notify_one();
+    }
+
+    fn reset(&self) {
+        self.arrived.store(0, Ordering::SeqCst);
+        self.returned.store(0, Ordering::SeqCst);
+    }
+
+    /// Waits until `n` callers have arrived at the model or returned; a
+    /// burst that never gets there fails the test.
+    async fn settled(&self, n: usize) {
+        let wait = async {
+            loop {
+                let changed = self.changed.notified();
+                if self.arrived.load(Ordering::SeqCst) + self.returned.load(Ordering::SeqCst) >= n {
+                    return;
+                }
+                changed.await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), wait)
+            .await
+            .expect("every caller reaches the model or is refused");
+    }
+}
+
+/// A model that parks every call until the test opens it; each reply
+/// reports the usage set for its request's system text (none by default).
+struct Parked {
+    progress: Arc<Progress>,
+    calls: AtomicUsize,
+    open: watch::Sender<bool>,
+    usage: HashMap<String, Usage>,
+}
+
+impl Parked {
+    fn new(usage: HashMap<String, Usage>) -> Arc<Parked> {
+        Arc::new(Parked {
+            progress: Arc::default(),
+            calls: AtomicUsize::new(0),
+            open: watch::channel(false).0,
+            usage,
+        })
+    }
+}
+
+impl Model for Parked {
+    fn name(&self) -> &str {
+        "fake"
+    }
+    fn generate<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        let usage = self.usage.get(&request.system).copied().unwrap_or_default();
+        let mut open = self.open.subscribe();
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.progress.note(&self.progress.arrived);
+        Box::pin(async move {
+            open.wait_for(|open| *open)
+                .await
+                .map_err(|_| ModelError::Other {
+                    message: "the test dropped the model".into(),
+                })?;
+            Ok(ModelResponse {
+                text: "ok".into(),
+                tool_uses: vec![],
+                stop_reason: Some(StopReason::EndTurn),
+                usage,
+                raw: Some("{}".into()),
+            })
+        })
+    }
+}
+
+/// How a burst's callers start. Each way leaves every admitted call parked
+/// at the model, in flight with the others.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    /// All at once, each on its own task.
+    Together,
+    /// Each once the one before it is parked at the model or refused.
+    OneAtATime,
+    /// All at once, each on its own thread, each admitted one held between
+    /// its check and its dispatch until every caller has been checked: the
+    /// window in which only its reservation counts it.
+    HeldBeforeDispatch,
+}
+
+/// Holds each caller between its limit check and its dispatch (where the
+/// call's id is drawn) while armed, until every caller of the burst has
+/// been checked: held here, or returned refused.
+#[derive(Default)]
+struct Gatepost {
+    state: Mutex<Checked>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Checked {
+    callers: Option<usize>,
+    held: usize,
+    returned: usize,
+}
+
+impl Gatepost {
+    fn arm(&self, callers: usize) {
+        *self.state.lock().unwrap() = Checked {
+            callers: Some(callers),
+            ..Checked::default()
+        };
+    }
+
+    fn disarm(&self) {
+        self.state.lock().unwrap().callers = None;
+        self.changed.notify_all();
+    }
+
+    fn returned(&self) {
+        self.state.lock().unwrap().returned += 1;
+        self.changed.notify_all();
+    }
+
+    fn hold(&self) {
+        let mut state = self.state.lock().unwrap();
+        if state.callers.is_none() {
+            return;
+        }
+        state.held += 1;
+        self.changed.notify_all();
+        let (state, wait) = self
+            .changed
+            .wait_timeout_while(state, Duration::from_secs(60), |s| {
+                s.callers.is_some_and(|n| s.held + s.returned < n)
+            })
+            .unwrap();
+        drop(state);
+        assert!(
+            !wait.timed_out(),
+            "every caller is held before dispatch or refused"
+        );
+    }
+}
+
+/// A call's result as the burst saw it: a limit's reason, or another error.
+type Answer = Result<(), Option<TerminalReason>>;
+
+/// What one burst saw: each caller's answer, and the store while every
+/// admitted call was parked at the model.
+struct Round {
+    answers: Vec<Answer>,
+    rows_parked: Vec<ModelCall>,
+    run_parked: Run,
+}
+
+/// An agent that, in one step, sends each round's requests from clones of
+/// the step's model caller, each on its own task or thread, waits until
+/// every admitted call is parked at the model and every other one refused,
+/// looks at the store, then lets them finish.
+struct Burst {
+    rounds: Vec<Vec<ModelRequest>>,
+    start: Start,
+    model: Arc<Parked>,
+    post: Arc<Gatepost>,
+    store: Store,
+    seen: Arc<Mutex<Vec<Round>>>,
+}
+
+impl Agent for Burst {
+    fn decide<'a>(
+        &'a mut self,
+        input: &'a StepInput,
+    ) -> BoxFuture<'a, std::result::Result<Decision, AgentError>> {
+        Box::pin(async move {
+            let caller = input.model.clone().expect("a model is configured");
+            let progress = Arc::clone(&self.model.progress);
+            for requests in &self.rounds {
+                progress.reset();
+                self.model.open.send_replace(false);
+                if let Start::HeldBeforeDispatch = self.start {
+                    self.post.arm(requests.len());
+                }
+                let mut tasks = Vec::new();
+                for (i, request) in requests.iter().cloned().enumerate() {
+                    let caller = caller.clone();
+                    let told = Arc::clone(&progress);
+                    let task = match self.start {
+                        Start::Together | Start::OneAtATime => tokio::spawn(async move {
+                            let answer = caller.generate(request).await;
+                            told.note(&told.returned);
+                            answer
+                        }),
+                        Start::HeldBeforeDispatch => {
+                            let post = Arc::clone(&self.post);
+                            let runtime = tokio::runtime::Handle::current();
+                            tokio::task::spawn_blocking(move || {
+                                let answer = runtime.block_on(caller.generate(request));
+                                post.returned();
+                                told.note(&told.returned);
+                                answer
+                            })
+                        }
+                    };
+                    tasks.push(task);
+                    if let Start::OneAtATime = self.start {
+                        progress.settled(i + 1).await;
+                    }
+                }
+                progress.settled(requests.len()).await;
+                self.post.disarm();
+                let run_parked = self.store.get_run("r").unwrap();
+                let rows_parked = self.store.list_model_calls("r").unwrap();
+                self.model.open.send_replace(true);
+                let mut answers = Vec::new();
+                for task in tasks {
+                    answers.push(match task.await.expect("the caller's task ends") {
+                        Ok(_) => Ok(()),
+                        Err(CallError::Limit { reason, .. }) => Err(Some(reason)),
+                        Err(_) => Err(None),
+                    });
+                }
+                self.seen.lock().unwrap().push(Round {
+                    answers,
+                    rows_parked,
+                    run_parked,
+                });
+            }
+            Ok(Decision::complete("1"))
+        })
+    }
+}
+
+struct BurstOutcome {
+    run: Run,
+    calls: Vec<ModelCall>,
+    rounds: Vec<Round>,
+    sent: usize,
+}
+
+async fn run_bursts(
+    limits: Limits,
+    price: Price,
+    rounds: Vec<Vec<ModelRequest>>,
+    usage: HashMap<String, Usage>,
+    start: Start,
+) -> BurstOutcome {
+    let store = Store::open(":memory:").unwrap();
+    let model = Parked::new(usage);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let post = Arc::new(Gatepost::default());
+    let ids = {
+        let post = Arc::clone(&post);
+        let next = sequential_ids("id");
+        Arc::new(move || {
+            post.hold();
+            next()
+        })
+    };
+    let agent = Burst {
+        rounds,
+        start,
+        model: Arc::clone(&model),
+        post,
+        store: store.clone(),
+        seen: Arc::clone(&seen),
+    };
+    let mut model_config = ModelConfig::new(model.clone(), PriceTable::new().with("fake", price));
+    // Long enough that no parked call times out while the test watches it.
+    model_config.call_timeout = Duration::from_secs(600);
+    let clock = stepping_clock();
+    let config = config_for_gate(&store, &clock)
+        .with_ids(ids)
+        .with_model(model_config);
+    let mut d = Driver::new(config, agent).unwrap();
+    let run = d.start(Some("r"), "g", limits).await.unwrap();
+    let rounds = std::mem::take(&mut *seen.lock().unwrap());
+    BurstOutcome {
+        run,
+        calls: store.list_model_calls("r").unwrap(),
+        rounds,
+        sent: model.calls.load(Ordering::SeqCst),
+    }
+}
+
+/// The limit a burst is held to.
+#[derive(Debug, Clone, Copy)]
+enum Bound {
+    Calls,
+    Tokens,
+    Cost,
+}
+
+/// `callers` calls in flight at once under a limit that fits exactly `fits`
+/// of them: exactly `fits` are sent, the rest are refused before dispatch,
+/// and the recorded spend stays within the limit. Each reply uses the whole
+/// projection it was admitted under.
+async fn exactly_the_calls_that_fit_pass(bound: Bound, fits: u64, callers: usize) {
+    let request = request(Some(100));
+    let estimate = ModelCaller::estimate(&request);
+    let tokens = estimate.input_tokens + estimate.output_tokens;
+    let cost = price().cost(&estimate);
+    assert!(cost > 1, "a call costs more than 1 µ$");
+    let (limits, reason) = match bound {
+        Bound::Calls => (
+            Limits::default().max_model_calls(fits),
+            TerminalReason::LimitModelCalls,
+        ),
+        Bound::Tokens => (
+            Limits::default().max_total_tokens(fits * tokens + tokens - 1),
+            TerminalReason::LimitTokens,
+        ),
+        Bound::Cost => (
+            Limits::default().max_estimated_cost_micros(fits as i64 * cost + cost - 1),
+            TerminalReason::LimitCost,
+        ),
+    };
+    let fits = fits as usize;
+    for start in [
+        Start::Together,
+        Start::OneAtATime,
+        Start::HeldBeforeDispatch,
+    ] {
+        let out = run_bursts(
+            limits,
+            price(),
+            vec![vec![request.clone(); callers]],
+            HashMap::from([(String::new(), estimate)]),
+            start,
+        )
+        .await;
+        let round = &out.rounds[0];
+        let passed = round.answers.iter().filter(|a| a.is_ok()).count();
+        assert_eq!(passed, fits, "{bound:?} {start:?}: {:?}", round.answers);
+        assert!(
+            round
+                .answers
+                .iter()
+                .all(|a| a.is_ok() || *a == Err(Some(reason))),
+            "{bound:?} {start:?}: the others are refused by the limit: {:?}",
+            round.answers
+        );
+        assert_eq!(
+            out.sent, fits,
+            "{bound:?} {start:?}: the model saw only those"
+        );
+        // While parked, every admitted call is dispatched and none is charged.
+        assert_eq!(round.rows_parked.len(), fits);
+        assert!(
+            round
+                .rows_parked
+                .iter()
+                .all(|c| c.status == CallStatus::Dispatched)
+        );
+        assert_eq!(
+            (
+                round.run_parked.model_calls,
+                round.run_parked.usage,
+                round.run_parked.estimated_cost_micros
+            ),
+            (fits as u64, Usage::default(), 0),
+            "{bound:?} {start:?}: the recorded totals do not include calls in flight"
+        );
+        // Finished: each charged as reported, within the limit.
+        assert_eq!(out.run.status, RunStatus::Completed);
+        assert_eq!(out.calls.len(), fits);
+        assert!(out.calls.iter().all(|c| c.status == CallStatus::Ok));
+        assert_eq!(out.run.model_calls, fits as u64);
+        let used = out.run.usage.input_tokens + out.run.usage.output_tokens;
+        assert_eq!(used, fits as u64 * tokens);
+        let total: i64 = out.calls.iter().map(|c| c.cost_micros).sum();
+        assert_eq!(out.run.estimated_cost_micros, total);
+        assert_eq!(total, fits as i64 * cost);
+        match bound {
+            Bound::Calls => assert!(out.run.model_calls <= limits.max_model_calls),
+            Bound::Tokens => assert!(used <= limits.max_total_tokens),
+            Bound::Cost => assert!(total <= limits.max_estimated_cost_micros),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_calls_in_one_step_reserve_so_only_one_passes_a_limit_of_one() {
+    exactly_the_calls_that_fit_pass(Bound::Calls, 1, 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn calls_in_flight_together_pass_a_call_limit_only_as_far_as_it_fits() {
+    exactly_the_calls_that_fit_pass(Bound::Calls, 3, 6).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn calls_in_flight_together_pass_a_token_limit_only_as_far_as_it_fits() {
+    exactly_the_calls_that_fit_pass(Bound::Tokens, 3, 6).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn calls_in_flight_together_pass_a_cost_limit_only_as_far_as_it_fits() {
+    exactly_the_calls_that_fit_pass(Bound::Cost, 3, 6).await;
+}
+
+/// An agent that hands its step's model caller to the test, then makes one
+/// call.
+struct Handing {
+    slot: Arc<Mutex<Option<ModelCaller>>>,
+}
+
+impl Agent for Handing {
+    fn decide<'a>(
+        &'a mut self,
+        input: &'a StepInput,
+    ) -> BoxFuture<'a, std::result::Result<Decision, AgentError>> {
+        Box::pin(async move {
+            let model = input.model.clone().expect("a model is configured");
+            *self.slot.lock().unwrap() = Some(model.clone());
+            model.generate(request(Some(100))).await?;
+            Ok(Decision::complete("1"))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_finished_calls_charge_replaces_its_reservation_at_once() {
+    // A token limit that fits exactly two calls, and replies that use their
+    // whole projection. The moment the first call's completion is
+    // observable, a second call (sent from another thread) must see the
+    // first call's charge alone, not its charge and its reservation too.
+    let request = request(Some(100));
+    let estimate = ModelCaller::estimate(&request);
+    let tokens = estimate.input_tokens + estimate.output_tokens;
+    let fake = Fake::new(vec![Act::Reply(estimate), Act::Reply(estimate)]);
+    let slot: Arc<Mutex<Option<ModelCaller>>> = Arc::default();
+    let second: Arc<Mutex<Option<Result<(), String>>>> = Arc::default();
+    let observer = {
+        let slot = Arc::clone(&slot);
+        let second = Arc::clone(&second);
+        move |event: &Event| {
+            if event.event_type != EventType::ModelCompleted {
+                return;
+            }
+            // Taken once: the second call's own completion finds it empty.
+            let Some(model) = slot.lock().unwrap().take() else {
+                return;
+            };
+            let request = request.clone();
+            let answer = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(model.generate(request))
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+            .join()
+            .unwrap();
+            *second.lock().unwrap() = Some(answer);
+        }
+    };
+    let store = Store::open(":memory:").unwrap();
+    let clock = stepping_clock();
+    let config = config_for_gate(&store, &clock)
+        .with_observer(observer)
+        .with_model(config_for(fake.clone()));
+    let mut d = Driver::new(config, Handing { slot }).unwrap();
+    let run = d
+        .start(
+            Some("r"),
+            "g",
+            Limits::default().max_total_tokens(2 * tokens),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        second.lock().unwrap().clone(),
+        Some(Ok(())),
+        "the second call fits beside the first call's charge"
+    );
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(run.usage.input_tokens + run.usage.output_tokens, 2 * tokens);
+}
+
+#[tokio::test]
+async fn a_cached_input_rate_above_the_input_rate_cannot_carry_a_reply_past_the_cost_limit() {
+    // Cached input priced above uncached input: a reply whose input is all
+    // cached costs more than the projection priced at the input rate.
+    let dear_cache = Price {
+        input_per_mtok_micros: 1_000_000,
+        output_per_mtok_micros: 1_000_000,
+        cached_input_per_mtok_micros: 9_000_000,
+    };
+    let request = request(Some(100));
+    let estimate = ModelCaller::estimate(&request);
+    let all_cached = Usage {
+        cached_input_tokens: estimate.input_tokens,
+        ..estimate
+    };
+    assert!(dear_cache.cost(&all_cached) > dear_cache.cost(&estimate));
+    let limit = dear_cache.cost(&estimate);
+    let fake = Fake::new(vec![Act::Reply(all_cached)]);
+    let mut model_config =
+        ModelConfig::new(fake.clone(), PriceTable::new().with("fake", dear_cache));
+    model_config.backoff = Duration::from_millis(1);
+    let store = Store::open(":memory:").unwrap();
+    let clock = stepping_clock();
+    let config = config_for_gate(&store, &clock).with_model(model_config);
+    let mut d = Driver::new(config, caller(1, Some(100))).unwrap();
+    let run = d
+        .start(
+            Some("r"),
+            "g",
+            Limits::default().max_estimated_cost_micros(limit),
+        )
+        .await
+        .unwrap();
+    assert!(
+        run.estimated_cost_micros <= limit,
+        "spent {} of {limit}",
+        run.estimated_cost_micros
+    );
+    assert_eq!(run.reason, Some(TerminalReason::LimitCost));
+    assert_eq!(
+        fake.calls.load(Ordering::SeqCst),
+        0,
+        "refused before dispatch"
+    );
+}
+
+/// A request told apart by its system text, so its reply's usage can be
+/// chosen whatever order the calls arrive in.
+fn tagged(tag: String, cap: u64) -> ModelRequest {
+    ModelRequest {
+        system: tag,
+        ..request(Some(cap))
+    }
+}
+
+/// One caller of a burst: its output cap and how much of its projection the
+/// reply uses (percent of input, of output, and of the input served from
+/// the cache).
+fn burst_caller() -> impl Strategy<Value = (u64, u64, u64, u64)> {
+    (1u64..400, 40u64..=100, 40u64..=100, 0u64..=100)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Callers truly in flight at once, in bursts, with random caps,
+    /// replies (within the cap), prices and cost limits: the recorded spend
+    /// never passes the cost limit, and every call sent is on record with
+    /// its charge.
+    #[test]
+    fn concurrent_callers_never_carry_the_recorded_spend_past_the_cost_limit(
+        bursts in proptest::collection::vec(proptest::collection::vec(burst_caller(), 1..6), 1..4),
+        rates in (0i64..5_000_000, 0i64..20_000_000, 0i64..10_000_000),
+        fits in 0i64..5,
+        slack in 0i64..100,
+        start in prop_oneof![
+            Just(Start::Together),
+            Just(Start::OneAtATime),
+            Just(Start::HeldBeforeDispatch),
+        ],
+    ) {
+        let price = Price {
+            input_per_mtok_micros: rates.0,
+            output_per_mtok_micros: rates.1,
+            cached_input_per_mtok_micros: rates.2,
+        };
+        let mut rounds = Vec::new();
+        let mut usage = HashMap::new();
+        let mut dearest = 0;
+        for (b, burst) in bursts.iter().enumerate() {
+            let mut requests = Vec::new();
+            for (c, &(cap, input_pct, output_pct, cached_pct)) in burst.iter().enumerate() {
+                let request = tagged(format!("burst {b} caller {c}"), cap);
+                let estimate = ModelCaller::estimate(&request);
+                let input_tokens = estimate.input_tokens * input_pct / 100;
+                usage.insert(request.system.clone(), Usage {
+                    input_tokens,
+                    output_tokens: estimate.output_tokens * output_pct / 100,
+                    cached_input_tokens: input_tokens * cached_pct / 100,
+                });
+                dearest = dearest.max(price.cost(&estimate));
+                requests.push(request);
+            }
+            rounds.push(requests);
+        }
+        let limit = (dearest * fits + dearest * slack / 100).max(1);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_all()
+            .build()
+            .unwrap();
+        let out = rt.block_on(run_bursts(
+            Limits::default().max_estimated_cost_micros(limit),
+            price,
+            rounds,
+            usage,
+            start,
+        ));
+        prop_assert_eq!(out.run.status, RunStatus::Completed);
+        prop_assert!(out.run.estimated_cost_micros <= limit, "spent {} of {}", out.run.estimated_cost_micros, limit);
+        let total: i64 = out.calls.iter().map(|c| c.cost_micros).sum();
+        prop_assert_eq!(out.run.estimated_cost_micros, total);
+        prop_assert!(total <= limit, "rows charged {} of {}", total, limit);
+        prop_assert_eq!(out.calls.len(), out.sent, "one row per call sent");
+        prop_assert_eq!(out.run.model_calls as usize, out.sent);
+        for c in &out.calls {
+            prop_assert_eq!(c.status, CallStatus::Ok);
+            prop_assert_eq!(c.cost_micros, price.cost(&c.usage));
+        }
+        let mut spent_before = 0;
+        for round in &out.rounds {
+            prop_assert!(
+                round.answers.iter().all(|a| a.is_ok() || *a == Err(Some(TerminalReason::LimitCost))),
+                "only the cost limit refuses: {:?}", round.answers
+            );
+            prop_assert_eq!(
+                round.run_parked.estimated_cost_micros, spent_before,
+                "nothing in flight is charged yet"
+            );
+            let admitted = round.answers.iter().filter(|a| a.is_ok()).count();
+            let parked = round.rows_parked.iter().filter(|c| c.status == CallStatus::Dispatched).count();
+            prop_assert_eq!(parked, admitted, "every admitted call was in flight at once");
+            spent_before = out.calls.iter().take(round.rows_parked.len()).map(|c| c.cost_micros).sum();
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The accounting caller: every attempt gets a `model_calls` row before it
 //! is sent; call, token and cost limits are checked against the run's totals
-//! plus a conservative projection of the call before dispatch; an attempt
-//! whose outcome is unknown is charged the estimate; transient failures are
-//! retried with backoff.
+//! plus what the step's calls in flight have reserved plus a conservative
+//! projection of the call before dispatch; an attempt whose outcome is
+//! unknown is charged the estimate; transient failures are retried with
+//! backoff.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use crate::gate::GateInner;
 use crate::gate::lease::LeaseHandle;
 use crate::llm::{Model, ModelError, ModelRequest, ModelResponse};
 use crate::model::{CallStatus, EventType, Limits, ModelCall, TerminalReason, Usage};
-use crate::store::{RunChange, RunGuard};
+use crate::store::{RunChange, RunGuard, WriteTx};
 
 /// The model a gate gives its agents, its prices, and how calls are timed
 /// out and retried.
@@ -129,12 +130,35 @@ impl SharedTotals {
     }
 }
 
-/// What this step's calls in flight have reserved.
+/// What this step's calls in flight have reserved and the run's totals do
+/// not count yet: calls not yet dispatched (a dispatch row counts its call),
+/// tokens and cost not yet charged (a recorded outcome charges its call).
 #[derive(Default, Clone, Copy)]
 struct Reserved {
     calls: u64,
     tokens: u64,
     cost: Micros,
+}
+
+impl Reserved {
+    /// The call itself, which its dispatch row counts.
+    fn call(self) -> Reserved {
+        Reserved {
+            calls: self.calls,
+            ..Reserved::default()
+        }
+    }
+
+    /// Its tokens and cost, which its recorded outcome charges.
+    fn spend(self) -> Reserved {
+        Reserved { calls: 0, ..self }
+    }
+
+    fn remove(&mut self, part: Reserved) {
+        self.calls = self.calls.saturating_sub(part.calls);
+        self.tokens = self.tokens.saturating_sub(part.tokens);
+        self.cost = self.cost.saturating_sub(part.cost);
+    }
 }
 
 struct Inner {
@@ -148,7 +172,8 @@ struct Inner {
     lease: LeaseHandle,
     cancel: Cancel,
     totals: SharedTotals,
-    /// The per-step lock: totals are reloaded, checked and reserved under it.
+    /// The per-step lock: totals are reloaded, checked and reserved under
+    /// it, and a reservation becomes a recorded call or charge under it.
     reserved: Mutex<Reserved>,
     attempts: AtomicU32,
 }
@@ -190,6 +215,23 @@ fn saturating_usage(a: Usage, b: Usage) -> Usage {
         output_tokens: a.output_tokens.saturating_add(b.output_tokens),
         cached_input_tokens: a.cached_input_tokens.saturating_add(b.cached_input_tokens),
     }
+}
+
+/// The most a call admitted under `estimate` can be charged: its input at
+/// the dearer of the two input rates (a reply may report any of it as
+/// cached, and a cached token may be priced above an uncached one), its
+/// output at the output rate.
+fn most_cost(price: &Price, estimate: &Usage) -> Micros {
+    let dearer = Price {
+        input_per_mtok_micros: price
+            .input_per_mtok_micros
+            .max(price.cached_input_per_mtok_micros),
+        ..*price
+    };
+    dearer.cost(&Usage {
+        cached_input_tokens: 0,
+        ..*estimate
+    })
 }
 
 /// Usage a provider could have reported: cached within the input, and,
@@ -261,8 +303,10 @@ impl ModelCaller {
         let attempts = 1 + self.inner.config.max_retries;
         let mut last = String::new();
         for attempt in 1..=attempts {
-            let reservation = self.reserve(&request, &estimate)?;
-            let result = self.attempt(&request, &estimate, attempt).await;
+            let mut reservation = self.reserve(&request, &estimate)?;
+            let result = self
+                .attempt(&request, &estimate, attempt, &mut reservation)
+                .await;
             self.release(reservation);
             match result? {
                 Next::Done(response) => return Ok(response),
@@ -349,7 +393,7 @@ impl ModelCaller {
         let limits = &self.inner.limits;
         let priced = !self.inner.price.is_free();
         let projection = estimate.input_tokens.saturating_add(estimate.output_tokens);
-        let projected_cost = self.inner.price.cost(estimate);
+        let projected_cost = most_cost(&self.inner.price, estimate);
         let refuse = |reason, detail: String| Err(CallError::Limit { reason, detail });
         let calls = run.model_calls.saturating_add(reserved.calls);
         if limits.max_model_calls > 0 && calls >= limits.max_model_calls {
@@ -414,19 +458,43 @@ impl ModelCaller {
         Ok(this)
     }
 
+    /// Releases what is left of a reservation (all of it when the attempt
+    /// stopped before its dispatch row was written).
     fn release(&self, this: Reserved) {
-        let mut reserved = lock(&self.inner.reserved);
-        reserved.calls = reserved.calls.saturating_sub(this.calls);
-        reserved.tokens = reserved.tokens.saturating_sub(this.tokens);
-        reserved.cost = reserved.cost.saturating_sub(this.cost);
+        lock(&self.inner.reserved).remove(this);
     }
 
-    /// One attempt: record the dispatch, call, record the outcome.
+    /// Runs one write group under the step's lock and, if it recorded what
+    /// `part` of this call's reservation stood for, drops that part at once:
+    /// a concurrent check sees it reserved or recorded, never both, never
+    /// neither. The observer hears the events after the lock is let go.
+    fn write_settling(
+        &self,
+        held: &mut Reserved,
+        part: Reserved,
+        f: impl FnOnce(&mut WriteTx<'_>) -> Result<bool, Error>,
+    ) -> Result<bool, Error> {
+        let (recorded, events) = {
+            let mut reserved = lock(&self.inner.reserved);
+            let (recorded, events) = self.inner.gate.store.write(f)?;
+            if recorded {
+                reserved.remove(part);
+                held.remove(part);
+            }
+            (recorded, events)
+        };
+        self.inner.gate.deliver(&events);
+        Ok(recorded)
+    }
+
+    /// One attempt: record the dispatch, call, record the outcome; `held`
+    /// is the attempt's reservation, settled as each write records it.
     async fn attempt(
         &self,
         request: &ModelRequest,
         estimate: &Usage,
         attempt: u32,
+        held: &mut Reserved,
     ) -> Result<Next, CallError> {
         let inner = &self.inner;
         if !inner.lease.ok() {
@@ -450,7 +518,7 @@ impl ModelCaller {
             completed_at: None,
         };
         inner.attempts.fetch_add(1, Ordering::Relaxed);
-        let sent = inner.gate.write(|tx| {
+        let sent = self.write_settling(held, held.call(), |tx| {
             if !tx.insert_model_call(&record, &inner.gate.owner, &Timestamp::now())? {
                 return Ok(false);
             }
@@ -512,7 +580,7 @@ impl ModelCaller {
         record.latency_ms = completed.millis_since(&dispatched_at);
         record.completed_at = Some(completed);
         let completed_at = record.completed_at.unwrap_or(dispatched_at);
-        inner.gate.write(|tx| {
+        self.write_settling(held, held.spend(), |tx| {
             tx.complete_model_call(&record)?;
             let run = tx.run(&inner.run_id)?.ok_or_else(|| Error::NotFound {
                 what: "run",
@@ -553,7 +621,8 @@ impl ModelCaller {
                 &completed_at,
                 kind,
                 &payload.to_string(),
-            )
+            )?;
+            Ok(true)
         })?;
         Ok(outcome.next)
     }
