@@ -1,17 +1,16 @@
 //! The CLI's errors and how each is reported: a usage problem exits 2 with
-//! the usage text, everything else exits 1 with `error: <message>`.
+//! its one line and a pointer to `--help`, everything else exits 1 with
+//! `error: <message>`.
 
 use std::io::Write;
 
 use agentrt::text::sanitize;
 
-use crate::usage::USAGE;
-
 /// Why a command did not succeed.
 #[derive(Debug)]
 pub enum CliError {
-    /// A usage problem (exit 2): the one-line problem; the usage text
-    /// follows it.
+    /// A usage problem (exit 2): the one-line problem; a pointer to the
+    /// command's `--help` follows it.
     Usage(String),
     /// A refusal or failure (exit 1): the message, possibly several lines.
     Failed(String),
@@ -29,11 +28,20 @@ impl CliError {
     }
 
     /// Writes the report to `err` (stderr). `command` names the command
-    /// for output errors.
+    /// (`approve`, `head sign`; empty for agentrt itself) for output errors
+    /// and for the pointer to its help.
     pub fn report(&self, command: &str, err: &mut dyn Write) {
         let text = match self {
             CliError::Usage(problem) => {
-                format!("error: {}\n\n{USAGE}", sanitize(problem))
+                let help = if command.is_empty() {
+                    "agentrt --help".to_owned()
+                } else {
+                    format!("agentrt {command} --help")
+                };
+                format!(
+                    "error: {}\n\nFor more information, try '{help}'.\n",
+                    sanitize(problem)
+                )
             }
             CliError::Failed(message) => {
                 let mut lines = message.lines().map(sanitize);

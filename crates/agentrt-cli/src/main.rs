@@ -2,6 +2,7 @@
 //! database and decides approvals; it never executes a step, never resumes,
 //! never re-checks, never creates and never migrates a database.
 
+mod account;
 mod args;
 mod commands;
 mod consent;
@@ -22,10 +23,10 @@ use error::CliError;
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     match args::parse(&argv, &Env::from_process()) {
-        Ok(Parsed::Help) => {
+        Ok(Parsed::Print(text)) => {
             let mut stdout = std::io::stdout().lock();
             if stdout
-                .write_all(usage::USAGE.as_bytes())
+                .write_all(text.as_bytes())
                 .and_then(|()| stdout.flush())
                 .is_err()
             {
@@ -33,10 +34,19 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(UsageError(problem)) => {
-            CliError::Usage(problem).report("", &mut std::io::stderr());
+        Err(UsageError::NoCommand) => {
+            // Nothing sensible is left to do when stderr itself fails.
+            let _ = std::io::stderr().write_all(usage::USAGE.as_bytes());
             ExitCode::from(2)
         }
+        Err(UsageError::Problem { command, message }) => {
+            CliError::Usage(message).report(&command, &mut std::io::stderr());
+            ExitCode::from(2)
+        }
+        Ok(Parsed::Completions(shell)) => with_stdout("completions", |out| {
+            out.write_all(&args::completions(shell))
+                .map_err(CliError::Output)
+        }),
         Ok(Parsed::Keygen(args)) => with_stdout("keygen", |out| commands::keygen::run(&args, out)),
         Ok(Parsed::Run(invocation)) => with_stdout(invocation.command.name(), |out| {
             commands::run(&invocation, out)

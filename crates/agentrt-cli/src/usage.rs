@@ -1,7 +1,8 @@
-//! The one usage text: printed to stdout for `-h`, `--help` and `help`,
-//! and to stderr after the problem line of a usage error.
+//! The top-level help: the operator's manual, printed to stdout for
+//! `agentrt -h`, `--help` and `help`, and to stderr when no command is
+//! given. Each command's own `--help` is rendered by clap (`args::cli`).
 
-/// The usage text (ends with a newline).
+/// The top-level help text (ends with a newline).
 pub const USAGE: &str = "\
 agentrt: the operator's view of an agentrt database. It lists runs, shows
 them with their pending approvals, prints their events, decides approvals,
@@ -13,7 +14,8 @@ Global options (before the command):
   --db PATH       the database (default: $AGENTRT_DB). It must exist:
                   agentrt never creates and never migrates a database
   --json          JSON output, pretty-printed (events: JSON Lines)
-  -h, --help      print this help
+  -h, --help      print this help; after a command, that command's help
+  -V, --version   print the version
 
 Commands:
   runs            list runs, newest first
@@ -31,12 +33,13 @@ Commands:
       --approval ID  the approval to decide (default: the run's only
                   pending approval); naming it is consent
       --by WHO    who decides, recorded as given and never verified
-                  (default: $USER)
+                  (default: $USER, else $LOGNAME, else the account's
+                  login name)
       --note TEXT a note for the record (default: empty)
       --yes       consent without a prompt
   cancel <run>    cancel a run that has not finished (operator_cancelled);
                   no confirmation
-      --by WHO    who cancels (default: $USER)
+      --by WHO    who cancels (default: as for approve)
       --note TEXT a note for the record (default: empty)
   verify          check the hash chain over every run's events, and the
                   runs, steps and approvals each event digests; prints
@@ -58,7 +61,9 @@ Commands:
   keygen          make an Ed25519 key pair for head sign; needs no --db
       --out PREFIX  writes PREFIX.key (private, mode 0600) and PREFIX.pub;
                   never overwrites a file
-  help            print this help
+  completions SHELL  print a completion script for bash, elvish, fish,
+                  powershell or zsh; needs no --db
+  help [COMMAND]  print this help, or a command's own help
 
 Flags of a command may come before or after the run id; `--` ends flags.
 Negative --limit values mean 0 (all), negative --offset values mean 0.

@@ -10,7 +10,7 @@ use agentrt::text::sanitize;
 use agentrt::verify::{self, ChainHead, KeptHeadCheck, VerifyOptions, VerifyReport};
 use serde::Serialize;
 
-use crate::args::{KeptHead, UsageError, Verify, check_head_seq};
+use crate::args::{KeptHead, Verify, check_head_seq};
 use crate::error::CliError;
 use crate::output::{self, line};
 use crate::signed_head::{self, SignedHead};
@@ -55,7 +55,7 @@ pub fn resolve(args: &Verify) -> Result<Option<Kept>, CliError> {
         Some(KeptHead::Signed { file, pubkey }) => {
             let head = signed_head::read_checked(file, pubkey)?;
             check_head_seq(head.seq, args.from, args.to)
-                .map_err(|UsageError(m)| CliError::Usage(format!("the signed head: {m}")))?;
+                .map_err(|m| CliError::Usage(format!("the signed head: {m}")))?;
             Some(Kept::Signed(head))
         }
     })

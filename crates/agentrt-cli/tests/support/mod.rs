@@ -23,6 +23,18 @@ impl Out {
     pub fn usage_count(&self) -> usize {
         self.stderr.matches("Usage: agentrt [--db PATH]").count()
     }
+    /// A usage error's report: the problem line, a blank line and a
+    /// pointer to `--help`, without any usage text.
+    pub fn is_one_line_and_a_pointer_to_help(&self) -> bool {
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        matches!(
+            lines.as_slice(),
+            [problem, "", pointer]
+                if problem.starts_with("error: ")
+                    && pointer.starts_with("For more information, try 'agentrt ")
+                    && pointer.ends_with(" --help'.")
+        ) && !self.stderr.contains("Usage:")
+    }
 }
 
 /// The binary with a clean environment: no AGENTRT_DB, USER=tester, UTC.

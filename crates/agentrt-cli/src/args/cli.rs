@@ -1,0 +1,290 @@
+//! The grammar of the command line, as clap derives it: which commands
+//! and flags exist, which take values, and each one's help text.
+//!
+//! What the values mean (defaults from the environment, negative numbers,
+//! flags that go in pairs, ranges) is checked afterwards, in `validate`.
+//! The top-level help is the hand-written manual in `usage`; each
+//! command's `--help` is rendered by clap from the doc comments here.
+
+use std::ffi::OsString;
+
+use clap::{Args, ColorChoice, CommandFactory, Parser, Subcommand};
+use clap_complete::Shell;
+
+use crate::usage::USAGE;
+
+/// `agentrt [--db PATH] [--json] <command> [arguments]`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "agentrt",
+    version,
+    about = "The operator's view of an agentrt database",
+    override_help = USAGE,
+    color = ColorChoice::Never,
+)]
+pub struct Cli {
+    /// The database (default: $AGENTRT_DB); it must exist.
+    #[arg(long, value_name = "PATH", value_parser = clap::value_parser!(OsString))]
+    pub db: Option<OsString>,
+    /// JSON output, pretty-printed (events: JSON Lines).
+    #[arg(long)]
+    pub json: bool,
+    /// The command.
+    #[command(subcommand)]
+    pub command: CliCommand,
+}
+
+const AFTER_DECIDE: &str = "\
+approve and reject print the approval first, then need consent: --approval,
+--yes, or a typed y/yes when stdin is an interactive terminal (and --json
+is not given). The decision applies only to the approval exactly as it was
+printed: if it changed in between, nothing is decided.
+
+There is no resume command: an approved run stays waiting until the
+consumer's program resumes it with Driver::resume.";
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum CliCommand {
+    /// List runs, newest first.
+    #[command(override_usage = "agentrt [--db PATH] [--json] runs [OPTIONS]")]
+    Runs(RunsArgs),
+    /// Show a run, its pending approvals and its steps.
+    #[command(override_usage = "agentrt [--db PATH] [--json] show [OPTIONS] <RUN>")]
+    Show(ShowArgs),
+    /// Print a run's events in order.
+    #[command(override_usage = "agentrt [--db PATH] [--json] events [OPTIONS] <RUN>")]
+    Events(EventsArgs),
+    /// Approve the run's pending approval.
+    #[command(
+        override_usage = "agentrt [--db PATH] [--json] approve [OPTIONS] <RUN>",
+        after_help = AFTER_DECIDE
+    )]
+    Approve(DecideArgs),
+    /// Reject the run's pending approval: the step fails and the run is
+    /// cancelled (approval_rejected).
+    #[command(
+        override_usage = "agentrt [--db PATH] [--json] reject [OPTIONS] <RUN>",
+        after_help = AFTER_DECIDE
+    )]
+    Reject(DecideArgs),
+    /// Cancel a run that has not finished (operator_cancelled); no
+    /// confirmation.
+    #[command(override_usage = "agentrt [--db PATH] [--json] cancel [OPTIONS] <RUN>")]
+    Cancel(CancelArgs),
+    /// Check the hash chain over every run's events, and the runs, steps
+    /// and approvals each event digests.
+    ///
+    /// Prints "intact" with the last seq and link, or the first seq that
+    /// does not chain (exit 1). An intact chain proves the log is as
+    /// written only up to a head kept where the database's writers cannot
+    /// reach it: pass one with --head or --signed-head.
+    #[command(override_usage = "agentrt [--db PATH] [--json] verify [OPTIONS]")]
+    Verify(VerifyArgs),
+    /// Signed chain heads.
+    #[command(override_usage = "agentrt [--db PATH] [--json] head sign --key FILE [--out FILE]")]
+    Head {
+        /// What to do with the head.
+        #[command(subcommand)]
+        command: HeadCommand,
+    },
+    /// Make an Ed25519 key pair for head sign; needs no --db.
+    #[command(override_usage = "agentrt [--json] keygen --out PREFIX")]
+    Keygen(KeygenArgs),
+    /// Print a shell completion script; needs no --db.
+    ///
+    /// For example: agentrt completions bash > ~/.local/share/bash-completion/completions/agentrt
+    #[command(override_usage = "agentrt completions <SHELL>")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum, value_name = "SHELL")]
+        shell: Shell,
+    },
+}
+
+/// `head` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum HeadCommand {
+    /// Verify the whole chain, then sign its head (seq, link, time) with an
+    /// Ed25519 key kept outside the database.
+    #[command(override_usage = "agentrt [--db PATH] [--json] head sign --key FILE [--out FILE]")]
+    Sign(HeadSignArgs),
+}
+
+/// `runs` flags.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Runs per page (default 100; 0 = all).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = page_number)]
+    pub limit: Option<u64>,
+    /// Runs to skip (default 0).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = page_number)]
+    pub offset: Option<u64>,
+}
+
+/// `show` arguments.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The run id.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Steps and pending approvals per page (default 500; 0 = all).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = page_number)]
+    pub limit: Option<u64>,
+    /// Steps and pending approvals to skip (default 0).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = page_number)]
+    pub offset: Option<u64>,
+}
+
+/// `events` arguments.
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// The run id.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Events per page (default 500; 0 = all, printed as read).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = page_number)]
+    pub limit: Option<u64>,
+    /// Events to skip (default 0).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = page_number)]
+    pub offset: Option<u64>,
+}
+
+/// `approve` / `reject` arguments.
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// The run id.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// The approval to decide (default: the run's only pending approval);
+    /// naming it is consent.
+    #[arg(long, value_name = "ID")]
+    pub approval: Option<String>,
+    /// Who decides, recorded as given and never verified (default: $USER,
+    /// else $LOGNAME, else the account's login name).
+    #[arg(long, value_name = "WHO")]
+    pub by: Option<String>,
+    /// A note for the record (default: empty).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub note: Option<String>,
+    /// Consent without a prompt.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// `cancel` arguments.
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// The run id.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Who cancels (default: $USER, else $LOGNAME, else the account's
+    /// login name).
+    #[arg(long, value_name = "WHO")]
+    pub by: Option<String>,
+    /// A note for the record (default: empty).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub note: Option<String>,
+}
+
+/// `verify` flags.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The first seq to check (default 1).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
+    pub from: Option<i64>,
+    /// The last seq to check (default: the last event); exit 1 if the chain
+    /// ends before it.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
+    pub to: Option<i64>,
+    /// A head kept from an earlier verify: exit 1 unless the chain reaches
+    /// SEQ unbroken with that link.
+    #[arg(long, value_name = "SEQ:HASH")]
+    pub head: Option<String>,
+    /// A head signed with agentrt head sign: its signature is checked, then
+    /// it is compared like --head.
+    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub signed_head: Option<OsString>,
+    /// The public key the signed head must be signed with.
+    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub pubkey: Option<OsString>,
+}
+
+/// `head sign` flags.
+#[derive(Debug, Args)]
+pub struct HeadSignArgs {
+    /// The private key (from agentrt keygen).
+    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub key: OsString,
+    /// Write the signed head to FILE, a new file (default: print it).
+    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub out: Option<OsString>,
+}
+
+/// `keygen` flags.
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// Writes PREFIX.key (private, mode 0600) and PREFIX.pub; never
+    /// overwrites a file.
+    #[arg(long, value_name = "PREFIX", value_parser = clap::value_parser!(OsString))]
+    pub out: OsString,
+}
+
+/// The command tree with the settings every level shares: the last of a
+/// repeated flag wins.
+pub fn command() -> clap::Command {
+    fn settle(cmd: clap::Command) -> clap::Command {
+        cmd.args_override_self(true).mut_subcommands(settle)
+    }
+    settle(Cli::command())
+}
+
+/// A whole number, surrounding spaces allowed.
+fn whole_number(text: &str) -> Result<i64, String> {
+    text.trim()
+        .parse::<i64>()
+        .map_err(|_| "want a whole number".to_owned())
+}
+
+/// A page size or offset: a whole number, where a negative one means 0.
+fn page_number(text: &str) -> Result<u64, String> {
+    whole_number(text).map(|n| u64::try_from(n).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_tree_is_consistent() {
+        command().debug_assert();
+    }
+
+    /// The manual is written by hand: it must name every command and
+    /// every flag clap accepts.
+    #[test]
+    fn the_manual_names_every_command_and_flag() {
+        fn check(cmd: &clap::Command, path: &str) {
+            for arg in cmd.get_arguments() {
+                if let Some(long) = arg.get_long().filter(|l| !["help", "version"].contains(l)) {
+                    assert!(USAGE.contains(&format!("--{long}")), "{path} --{long}");
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name()).trim().to_owned();
+                assert!(USAGE.contains(&format!("  {path}")), "{path}");
+                check(sub, &path);
+            }
+        }
+        check(&command(), "");
+    }
+
+    #[test]
+    fn numbers_trim_and_negative_pages_mean_zero() {
+        assert_eq!(whole_number(" 7 "), Ok(7));
+        assert_eq!(whole_number("-2"), Ok(-2));
+        assert!(whole_number("ten").is_err());
+        assert_eq!(page_number("-5"), Ok(0));
+        assert_eq!(page_number("12"), Ok(12));
+    }
+}
