@@ -579,3 +579,120 @@ fn the_help_explains_what_an_intact_chain_proves() {
         assert!(out.stdout.contains(needle), "usage lacks {needle:?}");
     }
 }
+
+/// A model that answers every request with the same usage.
+struct Answering;
+
+impl agentrt::Model for Answering {
+    fn name(&self) -> &str {
+        "answering"
+    }
+    fn generate<'a>(
+        &'a self,
+        _: &'a agentrt::ModelRequest,
+    ) -> agentrt::BoxFuture<'a, Result<agentrt::ModelResponse, agentrt::ModelError>> {
+        Box::pin(async {
+            Ok(agentrt::ModelResponse {
+                text: "read the readme".into(),
+                tool_uses: vec![],
+                stop_reason: Some(agentrt::StopReason::EndTurn),
+                usage: agentrt::Usage {
+                    input_tokens: 100,
+                    output_tokens: 20,
+                    cached_input_tokens: 0,
+                },
+                raw: Some("{}".into()),
+            })
+        })
+    }
+}
+
+/// Asks the model, then reads; then completes.
+struct Asking(Vec<agentrt::Decision>);
+
+impl agentrt::Agent for Asking {
+    fn decide<'a>(
+        &'a mut self,
+        input: &'a agentrt::StepInput,
+    ) -> agentrt::BoxFuture<'a, Result<agentrt::Decision, agentrt::AgentError>> {
+        Box::pin(async move {
+            let model = input.model.clone().expect("a model is configured");
+            model
+                .generate(agentrt::ModelRequest {
+                    system: String::new(),
+                    messages: vec![agentrt::Message {
+                        role: agentrt::Role::User,
+                        content: vec![agentrt::ContentBlock::text("what next?")],
+                    }],
+                    tools: vec![],
+                    max_output_tokens: Some(64),
+                })
+                .await
+                .expect("the model answers");
+            Ok(self.0.remove(0))
+        })
+    }
+}
+
+#[test]
+fn an_edited_model_call_cost_or_tool_spec_is_named_with_the_seq_that_wrote_it() {
+    use agentrt::budget::{ModelConfig, Price, PriceTable};
+    let dir = tempdir();
+    let db = new_db(dir.path(), "agentrt.db");
+    let store = agentrt::Store::open(&db).expect("open");
+    let model = ModelConfig::new(
+        std::sync::Arc::new(Answering),
+        PriceTable::new().with(
+            "answering",
+            Price {
+                input_per_mtok_micros: 3_000_000,
+                output_per_mtok_micros: 15_000_000,
+                cached_input_per_mtok_micros: 300_000,
+            },
+        ),
+    );
+    let mut driver = agentrt::Driver::new(
+        agentrt::GateConfig::new(store, agentrt::DefaultPolicy, tools()).with_model(model),
+        Asking(vec![
+            agentrt::Decision::tool_call("fs_read", r#"{"path":"README.md"}"#),
+            agentrt::Decision::complete("true"),
+        ]),
+    )
+    .expect("driver");
+    let run = runtime()
+        .block_on(driver.start(Some("asked"), "read", agentrt::Limits::default()))
+        .expect("run");
+    assert_eq!(run.status, agentrt::RunStatus::Completed);
+    drop(driver);
+    assert_eq!(agentrt(&db, &["verify"]).code, 0);
+    for (table, key, edit) in [
+        ("model_calls", "id", "cost_micros = 0"),
+        ("tool_specs", "hash", "spec_json = '{}'"),
+    ] {
+        let copy = dir.path().join(format!("{table}.db"));
+        std::fs::copy(&db, &copy).expect("copy");
+        chmod(&copy, 0o600);
+        let conn = rusqlite::Connection::open(&copy).expect("sqlite");
+        let (row, written): (String, i64) = conn
+            .query_row(
+                &format!("SELECT {key}, written_seq FROM {table} ORDER BY rowid LIMIT 1"),
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("row");
+        drop(conn);
+        sql(
+            &copy,
+            &format!("UPDATE {table} SET {edit} WHERE {key} = '{row}'"),
+        );
+        let out = agentrt(&copy, &["verify"]);
+        assert_eq!(out.code, 1, "{out:?}");
+        assert!(
+            out.stdout.contains(&format!(
+                "broken at seq {written}: {table} row \"{row}\" was changed"
+            )),
+            "{}",
+            out.stdout
+        );
+    }
+}

@@ -95,6 +95,13 @@ struct Report<'a> {
     kept_head: Option<&'a KeptHeadCheck>,
     #[serde(skip_serializing_if = "Option::is_none")]
     signed_head: Option<SignedJson<'a>>,
+    /// Rows older than their table's place on the chain (only when some are).
+    #[serde(skip_serializing_if = "is_zero")]
+    unchained_rows: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 pub fn run(
@@ -160,6 +167,7 @@ fn write_json(
             requested,
             kept_head: check.filter(|_| given),
             signed_head: signed,
+            unchained_rows: report.unchained_rows,
         },
     )
 }
@@ -202,6 +210,15 @@ fn write_text(
         line(
             out,
             &format!("last checked: seq {} {}", report.to, sanitize(&report.hash)),
+        )?;
+    }
+    if report.unchained_rows > 0 {
+        line(
+            out,
+            &format!(
+                "not covered: {} model call or tool spec row(s) written before schema 2 chained them",
+                report.unchained_rows
+            ),
         )?;
     }
     if let (Some(kept), Some(check)) = (kept, &report.kept_head)
