@@ -1,0 +1,119 @@
+//! What a governed step costs in commits (each one fsync at the default
+//! durability): an allowed tool call exactly two, a decision that runs no
+//! tool exactly one. Counted through the store's public counter.
+
+mod common;
+
+use std::sync::Arc;
+
+use agentrt::*;
+use common::*;
+
+struct Fixture {
+    store: Store,
+    gate: Gate,
+    read: Arc<Counting>,
+}
+
+fn fixture() -> Fixture {
+    let store = Store::open(":memory:").unwrap();
+    let read = Arc::new(Counting::new("fs_read", SideEffect::ReadOnly));
+    let delete = Arc::new(Counting::new("fs_delete", SideEffect::Destructive));
+    let gate = Gate::new(config(
+        &store,
+        DefaultPolicy,
+        shared(vec![read.clone(), delete]),
+        &stepping_clock(),
+        &Recorder::default(),
+    ))
+    .unwrap();
+    Fixture { store, gate, read }
+}
+
+#[tokio::test]
+async fn an_allowed_tool_call_costs_exactly_two_commits() {
+    let f = fixture();
+    let mut session = f
+        .gate
+        .begin(Some("r"), "g", Limits::default())
+        .await
+        .unwrap();
+    assert_eq!(f.store.commits(), 1, "begin: the run and its first step");
+    for n in 0..3u64 {
+        session.step().await.unwrap().unwrap();
+        let before = f.store.commits();
+        let verdict = session
+            .propose(Decision::tool_call("fs_read", format!(r#"{{"n":{n}}}"#)))
+            .await
+            .unwrap();
+        assert_eq!(verdict.outcome, VerdictOutcome::Allowed);
+        assert_eq!(
+            f.store.commits(),
+            before,
+            "an allowed verdict writes nothing yet"
+        );
+        session.execute().await.unwrap();
+        assert_eq!(
+            f.store.commits(),
+            before + 2,
+            "the tool start, then its result with the next step"
+        );
+    }
+    assert_eq!(f.read.count(), 3);
+}
+
+#[tokio::test]
+async fn a_decision_that_runs_no_tool_costs_exactly_one_commit() {
+    let f = fixture();
+    let limits = Limits::default().max_consecutive_tool_failures(10);
+    let mut session = f.gate.begin(Some("r"), "g", limits).await.unwrap();
+    let decisions = [
+        // Invalid: an unknown tool.
+        Decision::tool_call("no_such_tool", "{}"),
+        // Invalid: arguments that are not an object.
+        Decision::tool_call("fs_read", "[1]"),
+        // Denied by the policy.
+        Decision::tool_call("fs_delete", "{}"),
+    ];
+    for decision in decisions {
+        session.step().await.unwrap().unwrap();
+        let before = f.store.commits();
+        let verdict = session.propose(decision).await.unwrap();
+        assert_eq!(verdict.outcome, VerdictOutcome::Denied, "{verdict:?}");
+        assert_eq!(f.store.commits(), before + 1);
+    }
+    // Completing ends the step and the run in one commit.
+    session.step().await.unwrap().unwrap();
+    let before = f.store.commits();
+    let verdict = session.propose(Decision::complete("1")).await.unwrap();
+    assert_eq!(verdict.outcome, VerdictOutcome::Ended);
+    assert_eq!(f.store.commits(), before + 1);
+    assert_eq!(f.read.count(), 0);
+}
+
+#[tokio::test]
+async fn a_driver_run_commits_one_plus_two_per_tool_call_plus_one() {
+    let store = Store::open(":memory:").unwrap();
+    let read = Arc::new(Counting::new("fs_read", SideEffect::ReadOnly));
+    let mut driver = Driver::new(
+        config(
+            &store,
+            DefaultPolicy,
+            shared(vec![read.clone()]),
+            &stepping_clock(),
+            &Recorder::default(),
+        ),
+        ScriptedAgent::new([
+            Decision::tool_call("fs_read", r#"{"a":1}"#),
+            Decision::tool_call("fs_read", r#"{"a":2}"#),
+            Decision::complete("1"),
+        ]),
+    )
+    .unwrap();
+    let run = driver
+        .start(Some("r"), "g", Limits::default())
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_eq!(store.commits(), 1 + 2 * 2 + 1);
+}
