@@ -12,6 +12,31 @@ use common::*;
 
 const TTL: Duration = Duration::from_millis(300);
 
+thread_local! {
+    /// The clock this test's leases are measured by. Each test runs on a
+    /// thread of its own (its body too, under `#[tokio::test]`), so each has
+    /// its own clock; a lease expires when the test moves it, not after a
+    /// wait a loaded machine could stretch.
+    static LEASES: ManualClock = ManualClock::new(Timestamp::now());
+}
+
+fn leases() -> ManualClock {
+    LEASES.with(ManualClock::clone)
+}
+
+/// Waits until `reached` holds (checked every few milliseconds); fails the
+/// test if it never does.
+async fn until(what: &str, reached: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !reached() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never reached: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
 /// A tool that counts calls; the first call hangs forever (the process
 /// "dies" while it runs), later calls return at once.
 fn hanging_once(name: &str, class: SideEffect, calls: Arc<AtomicUsize>) -> Arc<dyn Tool> {
@@ -37,11 +62,30 @@ fn gate_config(
         .with_ids(sequential_ids(ids))
         .with_observer(rec.clone())
         .with_lease_ttl(TTL)
+        .with_lease_clock(leases().clock())
         .with_lease_owner(owner)
 }
 
+/// A tool that tells when it was called, then does what `inner` does.
+struct Entered {
+    inner: Arc<dyn Tool>,
+    entered: Arc<AtomicUsize>,
+}
+
+impl Tool for Entered {
+    fn spec(&self) -> ToolSpec {
+        self.inner.spec()
+    }
+    fn call(&self, call: ToolCall) -> BoxFuture<'_, std::result::Result<ToolResult, ToolError>> {
+        let running = self.inner.call(call);
+        self.entered.fetch_add(1, Ordering::SeqCst);
+        running
+    }
+}
+
 /// Starts a run whose first decision is `first`, and "crashes" while it is
-/// in flight (the driver's future is dropped).
+/// in flight (the driver's task is dropped) once its tool, or its agent,
+/// is running.
 async fn crash_during(
     store: &Store,
     tools: Vec<Arc<dyn Tool>>,
@@ -49,18 +93,29 @@ async fn crash_during(
     hang_in_agent: bool,
 ) {
     let rec = Recorder::default();
+    let entered = Arc::new(AtomicUsize::new(0));
+    let tools = tools
+        .into_iter()
+        .map(|inner| {
+            Arc::new(Entered {
+                inner,
+                entered: entered.clone(),
+            }) as Arc<dyn Tool>
+        })
+        .collect();
     let config = gate_config(store, tools, &rec, "first", "a-");
-    struct Hang;
+    struct Hang(Arc<AtomicUsize>);
     impl Agent for Hang {
         fn decide<'a>(
             &'a mut self,
             _: &'a StepInput,
         ) -> BoxFuture<'a, std::result::Result<Decision, AgentError>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
             Box::pin(std::future::pending())
         }
     }
     let task = if hang_in_agent {
-        let mut driver = Driver::new(config, Hang).unwrap();
+        let mut driver = Driver::new(config, Hang(entered.clone())).unwrap();
         tokio::spawn(async move {
             driver
                 .start(Some("r"), "g", Limits::default())
@@ -76,13 +131,17 @@ async fn crash_during(
                 .map(|_| ())
         })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until("the tool or the agent runs", || {
+        entered.load(Ordering::SeqCst) > 0
+    })
+    .await;
     task.abort();
     let _ = task.await;
 }
 
+/// Moves this test's lease clock past every lease taken so far.
 async fn after_expiry() {
-    tokio::time::sleep(TTL + Duration::from_millis(150)).await;
+    leases().advance(TTL + Duration::from_millis(1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -189,7 +248,10 @@ async fn rejecting_an_interrupted_side_effect_ends_the_run_without_running_it() 
         .approve("r", &approval.id, &DecideOptions::default())
         .unwrap();
     let task = tokio::spawn(async move { d.resume("r").await.map(|_| ()) });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until("the approved call runs", || {
+        calls.load(Ordering::SeqCst) == 1
+    })
+    .await;
     task.abort();
     let _ = task.await;
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -231,7 +293,10 @@ async fn rejecting_an_interrupted_side_effect_ends_the_run_without_running_it() 
         .approve("r", &approval.id, &DecideOptions::default())
         .unwrap();
     let task = tokio::spawn(async move { d.resume("r").await.map(|_| ()) });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until("the approved call runs", || {
+        calls.load(Ordering::SeqCst) == 1
+    })
+    .await;
     task.abort();
     let _ = task.await;
     after_expiry().await;
@@ -361,11 +426,28 @@ async fn the_heartbeat_sustains_a_call_several_ttls_long_and_stops_with_the_sess
 
 async fn heartbeat_case(store: Store) {
     let rec = Recorder::default();
+    // A call that lasts two TTLs of the lease clock: the clock moves half a
+    // TTL at a time, and each time the heartbeat must renew the lease
+    // before it moves on. Without renewals the lease would lapse mid-call.
+    let watched = store.clone();
+    // Captured here: the tool runs on a worker thread.
+    let leases = leases();
     let slow: Arc<dyn Tool> = Arc::new(tool_fn(
         ToolSpec::new("slow", "", SideEffect::ReadOnly),
-        |_| async {
-            tokio::time::sleep(Duration::from_millis(1000)).await;
-            Ok(ToolResult::raw("1"))
+        move |_| {
+            let store = watched.clone();
+            let clock = leases.clone();
+            async move {
+                for _ in 0..4 {
+                    clock.advance(TTL / 2);
+                    let due = clock.peek().add(TTL / 2).to_string();
+                    until("the heartbeat renews the lease", || {
+                        store.lease("r").unwrap().1 > due
+                    })
+                    .await;
+                }
+                Ok(ToolResult::raw("1"))
+            }
         },
     ));
     let gate = Gate::new(gate_config(&store, vec![slow], &rec, "only", "a-")).unwrap();
@@ -380,8 +462,9 @@ async fn heartbeat_case(store: Store) {
             .outcome,
         VerdictOutcome::Allowed
     );
-    session.execute().await.unwrap();
-    // Still held after 1 s with a 300 ms TTL: the next decision is accepted.
+    let observed = session.execute().await.unwrap();
+    assert_eq!(observed.kind, ObservationKind::ToolResult, "{observed:?}");
+    // Still held after two TTLs: the next decision is accepted.
     session.step().await.unwrap().unwrap();
     assert_eq!(
         session
@@ -431,7 +514,10 @@ async fn a_lost_lease_stops_the_session_before_the_next_tool() {
             )
         })
         .unwrap();
-    tokio::time::sleep(TTL).await;
+    until("the heartbeat finds the lease lost", || {
+        !session.heartbeat_running()
+    })
+    .await;
     let err = session
         .propose(Decision::tool_call("t", "{}"))
         .await
@@ -667,7 +753,10 @@ async fn a_resume_that_died_after_marking_still_pauses_the_executing_step() {
         gate_config(&store, vec![tool.clone()], &rec, "second", "b-").with_reconcile(Never);
     let mut d = Driver::new(config, ScriptedAgent::new([])).unwrap();
     let task = tokio::spawn(async move { d.resume("r").await.map(|_| ()) });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until("the takeover marks the step", || {
+        store.list_steps("r").unwrap()[0].status == StepStatus::Interrupted
+    })
+    .await;
     task.abort();
     let _ = task.await;
     assert_eq!(

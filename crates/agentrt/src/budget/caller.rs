@@ -519,7 +519,7 @@ impl ModelCaller {
         };
         inner.attempts.fetch_add(1, Ordering::Relaxed);
         let sent = self.write_settling(held, held.call(), |tx| {
-            if !tx.insert_model_call(&record, &inner.gate.owner, &Timestamp::now())? {
+            if !tx.insert_model_call(&record, &inner.gate.owner, &inner.gate.lease_now())? {
                 return Ok(false);
             }
             let run = tx.run(&inner.run_id)?.ok_or_else(|| Error::NotFound {

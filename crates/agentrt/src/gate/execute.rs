@@ -68,7 +68,7 @@ impl Session {
                 step.spec_hash = allowed.spec_hash.clone();
                 step.policy_id = gate.policy_id.clone();
                 let r = gate.write(|tx| {
-                    let wall = Timestamp::now();
+                    let wall = gate.lease_now();
                     let guard = StepGuard {
                         statuses: &[StepStatus::Deciding],
                         run: Some((

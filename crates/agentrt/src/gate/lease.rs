@@ -9,11 +9,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::task::JoinHandle;
 
 use super::GateInner;
-use crate::clock::{Timestamp, lock};
+use crate::clock::{Clock, Timestamp, lock, system_clock};
 
 struct State {
     lost: AtomicBool,
+    /// Set when the session stops its heartbeat: a renewal already on its
+    /// way to the database then writes nothing.
+    stopped: AtomicBool,
     expires: Mutex<Timestamp>,
+    /// The clock the lease is measured by.
+    clock: Clock,
 }
 
 /// The heartbeat of one session's lease. Dropping it stops the heartbeat.
@@ -28,7 +33,9 @@ impl Lease {
         Lease {
             state: Arc::new(State {
                 lost: AtomicBool::new(false),
+                stopped: AtomicBool::new(true),
                 expires: Mutex::new(Timestamp::from_unix_nanos(0)),
+                clock: system_clock(),
             }),
             task: None,
         }
@@ -39,7 +46,9 @@ impl Lease {
     pub fn hold(gate: &Arc<GateInner>, run_id: &str) -> Lease {
         let state = Arc::new(State {
             lost: AtomicBool::new(false),
-            expires: Mutex::new(Timestamp::now().add(gate.lease_ttl)),
+            stopped: AtomicBool::new(false),
+            expires: Mutex::new(gate.lease_expiry()),
+            clock: Arc::clone(&gate.lease_clock),
         });
         let beat = Arc::clone(&state);
         let store = gate.store.clone();
@@ -50,14 +59,19 @@ impl Lease {
         let task = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(period).await;
-                let expires = Timestamp::now().add(ttl);
+                let expires = (beat.clock)().add(ttl);
                 let (store, run_id, owner) = (store.clone(), run_id.clone(), owner.clone());
+                let stopping = Arc::clone(&beat);
                 let renewal = tokio::task::spawn_blocking(move || {
-                    store.renew_lease(&run_id, &owner, expires)
+                    if stopping.stopped.load(Ordering::SeqCst) {
+                        return Ok(None);
+                    }
+                    store.renew_lease(&run_id, &owner, expires).map(Some)
                 });
                 match tokio::time::timeout(period, renewal).await {
-                    Ok(Ok(Ok(true))) => *lock(&beat.expires) = expires,
-                    Ok(Ok(Ok(false))) => {
+                    Ok(Ok(Ok(None))) => return,
+                    Ok(Ok(Ok(Some(true)))) => *lock(&beat.expires) = expires,
+                    Ok(Ok(Ok(Some(false)))) => {
                         beat.lost.store(true, Ordering::SeqCst);
                         return;
                     }
@@ -73,12 +87,12 @@ impl Lease {
         }
     }
 
-    /// Records a renewal written by the session itself.
-    pub fn renewed(&self, ttl: std::time::Duration) {
-        *lock(&self.state.expires) = Timestamp::now().add(ttl);
+    /// Records a renewal written by the session itself (to `expires`).
+    pub fn renewed(&self, expires: Timestamp) {
+        *lock(&self.state.expires) = expires;
     }
 
-    /// Held: not lost, and not past its last written expiry by the wall clock.
+    /// Held: not lost, and not past its last written expiry.
     pub fn ok(&self) -> bool {
         self.handle().ok()
     }
@@ -90,6 +104,7 @@ impl Lease {
 
     /// Stops the heartbeat.
     pub fn stop(&mut self) {
+        self.state.stopped.store(true, Ordering::SeqCst);
         if let Some(task) = self.task.take() {
             task.abort();
         }
@@ -112,14 +127,15 @@ impl Drop for Lease {
 pub(crate) struct LeaseHandle(Arc<State>);
 
 impl LeaseHandle {
-    /// Held: not lost, and not past its last written expiry by the wall clock.
+    /// Held: not lost, and not past its last written expiry by the lease
+    /// clock.
     pub fn ok(&self) -> bool {
-        !self.0.lost.load(Ordering::SeqCst) && Timestamp::now() < *lock(&self.0.expires)
+        !self.0.lost.load(Ordering::SeqCst) && (self.0.clock)() < *lock(&self.0.expires)
     }
 }
 
-/// A stored lease that someone holds now: an owner, and an expiry (stored
-/// text, which sorts as time) still ahead of the wall clock.
-pub(crate) fn held(owner: &str, expires_at: &str) -> bool {
-    !owner.is_empty() && expires_at > Timestamp::now().to_string().as_str()
+/// A stored lease that someone holds at `now`: an owner, and an expiry
+/// (stored text, which sorts as time) still ahead of it.
+pub(crate) fn held(owner: &str, expires_at: &str, now: Timestamp) -> bool {
+    !owner.is_empty() && expires_at > now.to_string().as_str()
 }

@@ -57,6 +57,11 @@ pub struct GateConfig {
     pub observer: Option<Arc<dyn Observer>>,
     /// The clock read once per recorded state change (default: system).
     pub clock: Clock,
+    /// The clock leases are measured by (default: the system's wall clock).
+    /// Leases are compared across processes, so every gate on a database
+    /// must use the same wall clock; tests inject a [`crate::ManualClock`]
+    /// to expire a lease without waiting for it.
+    pub lease_clock: Clock,
     /// The id source (default: random 128-bit hex).
     pub ids: IdSource,
     /// How long a lease lasts without renewal (default 30 s).
@@ -150,6 +155,7 @@ impl GateConfig {
             tools,
             observer: None,
             clock: system_clock(),
+            lease_clock: system_clock(),
             ids: random_ids(),
             lease_ttl: DEFAULT_LEASE_TTL,
             lease_owner: "agentrt".into(),
@@ -190,6 +196,20 @@ impl GateConfig {
         self
     }
 
+    /// Sets the clock leases are measured by (see [`GateConfig::lease_clock`]).
+    ///
+    /// ```
+    /// use agentrt::{DefaultPolicy, GateConfig, ManualClock, Store, Timestamp};
+    /// let leases = ManualClock::new(Timestamp::parse("2026-10-01T09:00:00Z").unwrap());
+    /// let config = GateConfig::new(Store::open(":memory:").unwrap(), DefaultPolicy, vec![])
+    ///     .with_lease_clock(leases.clock());
+    /// # let _ = config;
+    /// ```
+    pub fn with_lease_clock(mut self, clock: Clock) -> GateConfig {
+        self.lease_clock = clock;
+        self
+    }
+
     /// Sets the id source.
     pub fn with_ids(mut self, ids: IdSource) -> GateConfig {
         self.ids = ids;
@@ -216,6 +236,7 @@ pub(crate) struct GateInner {
     pub registry: Registry,
     pub observer: Option<Arc<dyn Observer>>,
     pub clock: Clock,
+    pub lease_clock: Clock,
     pub ids: IdSource,
     pub lease_ttl: Duration,
     pub owner: String,
@@ -234,9 +255,14 @@ impl GateInner {
         (self.ids)()
     }
 
-    /// A lease expiry from now by the wall clock.
+    /// Now by the lease clock (the wall clock unless a test set one).
+    pub fn lease_now(&self) -> Timestamp {
+        (self.lease_clock)()
+    }
+
+    /// A lease expiry from now by the lease clock.
     pub fn lease_expiry(&self) -> Timestamp {
-        Timestamp::now().add(self.lease_ttl)
+        self.lease_now().add(self.lease_ttl)
     }
 
     /// Runs one write group and hands its events to the observer after the
@@ -325,6 +351,7 @@ impl Gate {
                 registry,
                 observer: config.observer,
                 clock: config.clock,
+                lease_clock: config.lease_clock,
                 ids: config.ids,
                 lease_ttl: config.lease_ttl,
                 owner,

@@ -75,7 +75,7 @@ impl Session {
         let mut previous = None;
         if run.status == RunStatus::Running {
             let (owner, expires) = gate.store.lease(run_id)?;
-            if super::lease::held(&owner, &expires) && owner != gate.owner {
+            if super::lease::held(&owner, &expires, gate.lease_now()) && owner != gate.owner {
                 return Err(Error::RunLeased {
                     run: run_id.to_owned(),
                     owner,

@@ -311,7 +311,7 @@ impl Session {
             self.state = State::Over;
             self.lease.stop();
         } else {
-            self.lease.renewed(self.gate.lease_ttl);
+            self.lease.renewed(self.gate.lease_expiry());
         }
     }
 

@@ -346,7 +346,7 @@ impl Session {
         };
         if run.status == RunStatus::Running
             && let Ok((owner, expires_at)) = self.gate.store.lease(&run.id)
-            && super::lease::held(&owner, &expires_at)
+            && super::lease::held(&owner, &expires_at, self.gate.lease_now())
         {
             return Error::RunLeased {
                 run: run.id,

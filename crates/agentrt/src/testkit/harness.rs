@@ -1,7 +1,12 @@
 //! The crash-and-resume harness: runs a scenario, stops its loop at chosen
 //! crash points as a crash would, resumes it in a fresh instance after the
 //! lease expires, lets a scripted operator decide approvals, and checks the
-//! invariants that make a side effect never run twice by accident.
+//! invariants that make a side effect never run twice by accident, and
+//! that the audit chain verifies intact.
+//!
+//! Leases are measured by a clock of the harness's own: a crashed
+//! instance's lease expires when the harness moves that clock past it, not
+//! after a wait, so a loaded machine cannot change what a scenario does.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::agent::{Agent, StepInput};
-use crate::clock::{Clock, lock};
+use crate::clock::{Clock, ManualClock, Timestamp, lock};
 use crate::error::Error;
 use crate::gate::{CrashHook, CrashPoint, Gate, GateConfig, Session, VerdictOutcome};
 use crate::ids::IdSource;
@@ -77,7 +82,8 @@ pub struct Scenario {
     pub ids: Option<IdSource>,
     /// The database (default: a temporary file).
     pub db: Option<PathBuf>,
-    /// The lease time-to-live (default 1 s; a crash costs one TTL of waiting).
+    /// The lease time-to-live (default 1 s). The harness expires a crashed
+    /// instance's lease by moving its lease clock, without waiting.
     pub lease_ttl: Duration,
     /// Instances after which the harness gives up (default 20).
     pub max_instances: usize,
@@ -225,6 +231,8 @@ impl Agent for Recording {
 }
 
 struct Shared {
+    /// The clock every instance's leases are measured by.
+    leases: ManualClock,
     crashes: Arc<Mutex<Crashes>>,
     calls: Arc<Mutex<BTreeMap<String, usize>>>,
     inputs: Arc<Mutex<Vec<StepInput>>>,
@@ -277,6 +285,7 @@ fn config(
         .collect();
     let mut config = GateConfig::new(store, NoPolicy, tools)
         .with_lease_ttl(scenario.lease_ttl)
+        .with_lease_clock(shared.leases.clock())
         .with_lease_owner(format!("testkit-{instance}"))
         .with_crash_hook(hook);
     config.policy = Arc::clone(&scenario.policy);
@@ -356,6 +365,7 @@ pub async fn run(scenario: &Scenario, crashes: &[Crash]) -> Result<Report, Harne
         .unwrap_or_else(|| dir.join("testkit.db"));
     let run_id = format!("testkit-{}", crate::ids::random_id());
     let shared = Shared {
+        leases: ManualClock::new(Timestamp::now()),
         crashes: Arc::new(Mutex::new(Crashes {
             pending: crashes.to_vec(),
             ..Crashes::default()
@@ -371,26 +381,34 @@ pub async fn run(scenario: &Scenario, crashes: &[Crash]) -> Result<Report, Harne
         let store = Store::open(&db)?;
         let hook = crash_hook(Arc::clone(&shared.crashes), signal);
         let config = config(scenario, store.clone(), &shared, n, hook);
-        let task = tokio::spawn(instance(
+        let mut task = tokio::spawn(instance(
             scenario.clone(),
             config,
             run_id.clone(),
             first,
             Arc::clone(&shared.inputs),
         ));
-        let abort = task.abort_handle();
         // A finished instance drops the hook's sender: only a received
         // crash counts as one.
         let ended = tokio::select! {
             biased;
-            joined = task => Some(joined),
+            joined = &mut task => Some(joined),
             Some(_) = crashed.recv() => None,
+        };
+        // Past any lease an instance took: the next one may take over.
+        let expire = || {
+            shared
+                .leases
+                .advance(scenario.lease_ttl + Duration::from_millis(1))
         };
         match ended {
             None => {
-                abort.abort();
+                // The crashed instance is gone (its heartbeat stopped)
+                // before its lease is let expire.
+                task.abort();
+                let _ = task.await;
                 drop(store);
-                tokio::time::sleep(scenario.lease_ttl + Duration::from_millis(100)).await;
+                expire();
                 first = false;
                 resumes += 1;
             }
@@ -400,7 +418,7 @@ pub async fn run(scenario: &Scenario, crashes: &[Crash]) -> Result<Report, Harne
                 )]));
             }
             Some(Ok(Err(Error::RunLeased { .. }))) => {
-                tokio::time::sleep(scenario.lease_ttl).await;
+                expire();
                 first = false;
                 resumes += 1;
             }
@@ -452,6 +470,13 @@ pub async fn run(scenario: &Scenario, crashes: &[Crash]) -> Result<Report, Harne
     let mut problems = invariants(&report);
     if !owner.is_empty() {
         problems.push(format!("a lease is left on the run: {owner}"));
+    }
+    let chain = crate::verify::verify(&store, &crate::verify::VerifyOptions::default())?;
+    if let Some(broken) = &chain.broken {
+        problems.push(format!(
+            "the audit chain does not verify: broken at seq {}: {}",
+            broken.seq, broken.detail
+        ));
     }
     if scenario.recheck
         && let Err(e) = super::recheck::recheck_partial(&store, &run_id, &*scenario.policy)
