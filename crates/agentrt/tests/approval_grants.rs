@@ -191,6 +191,14 @@ async fn a_grant_superseded_after_attach_runs_nothing_and_the_refusal_is_on_reco
             .unwrap()
             .intact()
     );
+    // A re-check reads past the refusal (it is not a policy evaluation).
+    recheck::recheck(
+        &s.store,
+        "r",
+        &Opinion("second_opinion"),
+        &Default::default(),
+    )
+    .unwrap();
 
     // The latest approval, once approved, grants: the request runs once.
     Operator::new(s.store.clone())
