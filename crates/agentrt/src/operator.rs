@@ -330,7 +330,7 @@ fn reject_run(
         format!("approval rejected: {note}"),
     );
     let observation_json = serde_json::to_string(&observation).unwrap_or_default();
-    tx.update_step(
+    let failed = tx.update_step(
         &approval.step_id,
         &StepGuard {
             statuses: &[StepStatus::AwaitingApproval],
@@ -344,6 +344,15 @@ fn reject_run(
             ..StepChange::default()
         },
     )?;
+    if !failed {
+        // The approval's step no longer awaits it: record nothing (the
+        // transaction rolls back); `cancel` still ends the run.
+        return Err(Error::RunState {
+            run: run.id.clone(),
+            status: run.status,
+            detail: "the approval's step no longer awaits it; nothing was rejected".into(),
+        });
+    }
     let cancelled = tx.update_run(
         &run.id,
         &RunGuard {

@@ -849,3 +849,26 @@ async fn a_superseded_approval_is_refused_even_while_it_reads_pending() {
         ApprovalStatus::Approved
     );
 }
+
+#[tokio::test]
+async fn reject_refuses_an_approval_whose_step_no_longer_awaits_it_and_changes_nothing() {
+    // Another program sharing the file moved the step on (the runtime never
+    // leaves a pending approval on a step that does not await it).
+    let f = Fixture::on_disk();
+    let approval = f.paused().await;
+    f.raw()
+        .execute(
+            "UPDATE steps SET status = 'deciding' WHERE id = ?1",
+            [&approval.step_id],
+        )
+        .unwrap();
+    let before = rows(&f.store);
+    let err = f.reject(&approval.id).unwrap_err();
+    assert_run_state(
+        err,
+        RunStatus::WaitingForApproval,
+        "the approval's step no longer awaits it; nothing was rejected",
+    );
+    assert_eq!(rows(&f.store), before, "nothing changed");
+    assert!(f.heard.events().is_empty());
+}
