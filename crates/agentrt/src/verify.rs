@@ -17,7 +17,8 @@
 //! in the range walked (every row, when the whole log was walked): each
 //! must have been matched by the event that last wrote it. A row added by
 //! hand, or pointed at an event that does not list it, or written by an
-//! event that was cut from the end of the log, is named then.
+//! event that was cut from the end of the log (even when every event was),
+//! is named then.
 //!
 //! The walk stops at the first break. Memory stays flat: nothing is kept
 //! per event or per row but counts; long fields are read in chunks.
@@ -231,9 +232,11 @@ impl<'s, 'c> Walk<'s, 'c> {
         };
         if to >= from && head.is_some() {
             walk.walk(to)?;
-            if walk.broken.is_none() && walk.checked > 0 {
-                walk.account_for_rows(head_seq)?;
-            }
+        }
+        if walk.broken.is_none() {
+            // Even when no event was checked: a log whose every event was
+            // deleted leaves the rows they wrote to name the cut.
+            walk.account_for_rows(head_seq)?;
         }
         let (unchained_rows, recorded) = snap.unchained_rows()?;
         if walk.broken.is_none() && unchained_rows > recorded {
@@ -338,12 +341,12 @@ impl<'s, 'c> Walk<'s, 'c> {
         }
         let expected = self.hasher.finish().to_hex();
         if seq != self.next {
+            // Pages are read from `self.next` on in seq order, so a seq
+            // other than the next one is higher: the ones between are gone.
             let missing = if seq == self.next + 1 {
                 format!("seq {} is missing", self.next)
-            } else if seq > self.next {
-                format!("seqs {} to {} are missing", self.next, seq - 1)
             } else {
-                format!("seq {seq} comes out of order")
+                format!("seqs {} to {} are missing", self.next, seq - 1)
             };
             return Ok(self.fail(seq, expected.to_string(), quoted(event.hash), missing));
         }

@@ -429,6 +429,7 @@ fn altering_any_column_of_any_event_breaks_at_that_seq() {
         for column in EVENT_COLUMNS {
             let path = tampered(&db, "event", &alter_event(seq, column));
             let report = check_all(&path);
+            assert!(!report.intact(), "seq {seq} {column}: {report:?}");
             let broken = report
                 .broken
                 .unwrap_or_else(|| panic!("seq {seq} {column}: not caught"));
@@ -539,6 +540,7 @@ fn a_cut_tail_is_caught_by_its_rows_or_by_a_kept_head() {
         let sql = format!("DELETE FROM events WHERE seq > {}", head - cut);
         let path = tampered(&db, "cut", &sql);
         let report = check_all(&path);
+        assert!(!report.intact(), "{report:?}");
         let broken = report.broken.unwrap();
         assert_eq!(broken.seq, head - cut + 1, "{broken:?}");
         assert!(broken.detail.contains("cut from the end"), "{broken:?}");
@@ -551,6 +553,14 @@ fn a_cut_tail_is_caught_by_its_rows_or_by_a_kept_head() {
         );
         assert!(!with_head.kept_head.unwrap().reached);
     }
+
+    // Every event deleted: the rows they wrote name the cut.
+    let path = tampered(&db, "cut-all", "DELETE FROM events");
+    let report = check_all(&path);
+    assert_eq!(report.head, None);
+    let broken = report.broken.unwrap();
+    assert_eq!(broken.seq, 1, "{broken:?}");
+    assert!(broken.detail.contains("cut from the end"), "{broken:?}");
 
     // An earlier state of the same log: intact alone.
     let early_head = head_seq(&early);
@@ -565,6 +575,8 @@ fn a_cut_tail_is_caught_by_its_rows_or_by_a_kept_head() {
             ..VerifyOptions::default()
         },
     );
+    // The log itself has no break: the kept head is judged apart.
+    assert!(with_head.intact(), "{with_head:?}");
     let k = with_head.kept_head.unwrap();
     assert!(!k.reached && !k.matches, "{k:?}");
     // A kept head it does reach, with another link, does not match.
@@ -672,7 +684,8 @@ fn deleted_added_and_repointed_rows_are_named() {
     }
     assert_eq!(all.last(), Some(&written));
 
-    // Pointed at an event that does not list it.
+    // Pointed at an event that does not list it: one that lists nothing,
+    // or the last event (which lists other rows; not a cut tail).
     let unlisted: i64 = raw(&db)
         .query_row(
             "SELECT MAX(seq) FROM events WHERE rows_json = '' AND seq > ?1",
@@ -680,13 +693,16 @@ fn deleted_added_and_repointed_rows_are_named() {
             |r| r.get(0),
         )
         .unwrap();
-    let sql = format!(
-        "UPDATE approvals SET written_seq = {unlisted} WHERE id = {}",
-        sql_text(&id)
-    );
-    let broken = check_all(&tampered(&db, "repointed", &sql)).broken.unwrap();
-    assert_eq!(broken.seq, unlisted, "{broken:?}");
-    assert!(broken.detail.contains("does not list it"), "{broken:?}");
+    assert!(!listings(&db, "approvals", &id).contains(&head));
+    for seq in [unlisted, head] {
+        let sql = format!(
+            "UPDATE approvals SET written_seq = {seq} WHERE id = {}",
+            sql_text(&id)
+        );
+        let broken = check_all(&tampered(&db, "repointed", &sql)).broken.unwrap();
+        assert_eq!(broken.seq, seq, "{broken:?}");
+        assert!(broken.detail.contains("does not list it"), "{broken:?}");
+    }
 
     // A row no event wrote, added by hand.
     for (seq, want) in [(0, 0), (unlisted, unlisted), (head + 5, head + 1)] {
@@ -697,6 +713,200 @@ fn deleted_added_and_repointed_rows_are_named() {
         let broken = check_all(&tampered(&db, "added", &sql)).broken.unwrap();
         assert_eq!(broken.seq, want, "{broken:?}");
         assert!(broken.detail.contains("\"forged\""), "{broken:?}");
+    }
+
+    // Rows of two tables unaccounted for: the one that names the lower seq
+    // is the first break, whichever table it is in.
+    let sql = format!(
+        "UPDATE approvals SET written_seq = {unlisted} WHERE id = {};
+         INSERT INTO steps (id, written_seq, run_id, idx, status, started_at)
+         VALUES ('forged', 0, 'run0', 99, 'done', '2026-10-01T09:00:00.000000000Z')",
+        sql_text(&id)
+    );
+    let broken = check_all(&tampered(&db, "two-tables", &sql))
+        .broken
+        .unwrap();
+    assert_eq!(broken.seq, 0, "{broken:?}");
+    assert!(broken.detail.contains("\"forged\""), "{broken:?}");
+}
+
+#[test]
+fn deleting_two_events_in_a_row_names_both_missing_seqs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let head = head_seq(&db);
+    for seq in [1, head / 2, head - 2] {
+        let sql = format!("DELETE FROM events WHERE seq IN ({seq}, {})", seq + 1);
+        let report = check_all(&tampered(&db, "two-deleted", &sql));
+        let broken = report.broken.unwrap();
+        assert_eq!(broken.seq, seq + 2, "{broken:?}");
+        assert!(
+            broken
+                .detail
+                .contains(&format!("seqs {seq} to {} are missing", seq + 1)),
+            "{broken:?}"
+        );
+        assert_eq!(report.checked as i64, seq - 1);
+    }
+}
+
+/// A row pointed back at the event that wrote it first, with the content
+/// that event listed: that event matches, and the later event that wrote
+/// it again names the row as claiming an earlier writer.
+#[test]
+fn a_row_pointed_back_at_its_earlier_writer_is_named_at_the_later_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    // An approval is written when requested (pending) and when decided.
+    let (id, written): (String, i64) = raw(&db)
+        .query_row(
+            "SELECT id, written_seq FROM approvals WHERE status = 'approved' ORDER BY rowid LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let all = listings(&db, "approvals", &id);
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[1], written);
+    let requested = all[0];
+    let sql = format!(
+        "UPDATE approvals SET written_seq = {requested}, status = 'pending', decided_at = '',
+             decided_by = '', note = '' WHERE id = {}",
+        sql_text(&id)
+    );
+    let report = check_all(&tampered(&db, "pointed-back", &sql));
+    let broken = report.broken.unwrap();
+    assert_eq!(broken.seq, written, "{broken:?}");
+    assert!(
+        broken.detail.contains(&format!(
+            "approvals row {id:?} names seq {requested} as its last writer, but this later event wrote it"
+        )),
+        "{broken:?}"
+    );
+    assert_eq!(
+        report.checked as i64,
+        written - 1,
+        "the first writer matched"
+    );
+}
+
+/// A log of more than one page: walked whole, and a change on a later page
+/// is caught where it is.
+#[test]
+fn a_log_longer_than_a_page_is_walked_whole_and_checked_past_the_first_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let scripts: Vec<Vec<Act>> = fixed_scripts().into_iter().cycle().take(9).collect();
+    let db = build(dir.path(), &scripts);
+    let head = head_seq(&db);
+    let page = verify::PAGE_EVENTS as i64;
+    assert!(head > page + 2, "{head} events");
+    let report = check_all(&db);
+    assert!(report.intact(), "{report:?}");
+    assert_eq!((report.checked as i64, report.to), (head, head));
+    for seq in [page, page + 1, page + 2, head] {
+        let report = check_all(&tampered(
+            &db,
+            "late-page",
+            &alter_event(seq, "payload_json"),
+        ));
+        assert_eq!(report.broken.map(|b| b.seq), Some(seq));
+        assert_eq!(report.checked as i64, seq - 1);
+    }
+}
+
+/// A walk that checks no event names no last event: neither a range past
+/// the head nor a range whose first event is broken.
+#[test]
+fn a_walk_that_checks_nothing_names_no_last_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let head = head_seq(&db);
+    let store = Store::open_existing(&db, true).unwrap();
+    for (from, to) in [(head + 5, 0), (head + 5, head + 2), (head + 5, 3)] {
+        let r = verify::verify_events(&store, from, to).unwrap();
+        assert!(r.intact(), "{from}..{to}: {r:?}");
+        assert_eq!((r.checked, r.to, r.hash.as_str()), (0, 0, ""), "{r:?}");
+    }
+    drop(store);
+    let seq = head / 2;
+    let path = tampered(&db, "first-of-range", &alter_event(seq, "payload_json"));
+    let r = verify::verify_events(&Store::open_existing(&path, true).unwrap(), seq, 0).unwrap();
+    assert_eq!(r.broken.map(|b| b.seq), Some(seq));
+    assert_eq!((r.checked, r.to, r.hash.as_str()), (0, 0, ""));
+}
+
+/// A kept head is reached only by an unbroken walk: at or after the first
+/// break it is not, even with the link it was kept with.
+#[test]
+fn a_kept_head_at_or_after_the_first_break_is_not_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let head = head_seq(&db);
+    let store = Store::open_existing(&db, true).unwrap();
+    let kept = |seq: i64| ChainHead {
+        seq,
+        hash: verify::event_hash(&store, seq).unwrap().unwrap(),
+    };
+    let broken_at = head / 2;
+    let path = tampered(&db, "kept", &alter_event(broken_at, "payload_json"));
+    let with = |from: i64, head: ChainHead| {
+        check(
+            &path,
+            &VerifyOptions {
+                from,
+                kept_head: Some(head),
+                ..VerifyOptions::default()
+            },
+        )
+    };
+    for (from, seq) in [
+        (1, broken_at),
+        (1, broken_at + 3),
+        (1, head),
+        (broken_at, broken_at),
+        (broken_at, head),
+    ] {
+        let report = with(from, kept(seq));
+        assert_eq!(report.broken.map(|b| b.seq), Some(broken_at));
+        let k = report.kept_head.unwrap();
+        assert!(
+            !k.reached && !k.matches && k.found.is_none(),
+            "{from} {seq}: {k:?}"
+        );
+    }
+    let report = with(1, kept(broken_at - 1));
+    let k = report.kept_head.unwrap();
+    assert!(k.reached && k.matches, "{k:?}");
+}
+
+/// A range chains from the link stored before it: a kept head for that
+/// event anchors the range, and one with another link does not match.
+#[test]
+fn a_kept_head_just_before_a_range_anchors_the_link_it_chains_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let head = head_seq(&db);
+    let store = Store::open_existing(&db, true).unwrap();
+    let from = head / 2;
+    let stored = verify::event_hash(&store, from - 1).unwrap().unwrap();
+    for (hash, matches) in [(stored.clone(), true), ("0".repeat(64), false)] {
+        let report = verify::verify(
+            &store,
+            &VerifyOptions {
+                from,
+                kept_head: Some(ChainHead {
+                    seq: from - 1,
+                    hash,
+                }),
+                ..VerifyOptions::default()
+            },
+        )
+        .unwrap();
+        assert!(report.intact(), "{report:?}");
+        let k = report.kept_head.unwrap();
+        assert!(k.reached, "{k:?}");
+        assert_eq!(k.matches, matches, "{k:?}");
+        assert_eq!(k.found.as_deref(), Some(stored.as_str()));
     }
 }
 

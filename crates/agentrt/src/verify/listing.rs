@@ -132,7 +132,7 @@ impl ListingParser {
                 let rest = &bytes[i..];
                 let plain = rest
                     .iter()
-                    .position(|b| matches!(b, b'"' | b'\\' | b']' | b'[' | b'{'))
+                    .position(|b| matches!(b, b'"' | b'\\' | b']'))
                     .unwrap_or(rest.len());
                 if plain > 0 {
                     if self.entry.len() + plain > MAX_ENTRY {
@@ -209,10 +209,12 @@ impl ListingParser {
             }
             return;
         }
+        // Anything else outside the strings (a nested array or object,
+        // whitespace) is refused when the entry ends: it is then not
+        // three strings.
         match b {
             b'"' => self.in_string = true,
             b']' => self.end_entry(),
-            b'[' | b'{' => self.fail("a row listing entry is nested"),
             _ => {}
         }
     }
@@ -333,6 +335,22 @@ mod tests {
         }
         assert_eq!(parse_in(&[""]), Ok(vec![]));
         assert_eq!(parse_in(&["[]"]), Ok(vec![]));
+        // Ids are any text: a space is taken as it is, with or without
+        // escapes elsewhere.
+        assert_eq!(
+            parse_in(&[r#"[["runs","r 1","d1"]]"#]),
+            Ok(vec![e("runs", "r 1", "d1")])
+        );
+        // An escape is decoded wherever it is, whatever else the listing
+        // holds.
+        assert_eq!(
+            parse_in(&[r#"[["steps","t\u0041","d3"]]"#]),
+            Ok(vec![e("steps", "tA", "d3")])
+        );
+        assert_eq!(
+            parse_in(&[r#"[["steps","t\\","d3"]]"#]),
+            Ok(vec![e("steps", "t\\", "d3")])
+        );
     }
 
     #[test]
@@ -352,8 +370,64 @@ mod tests {
             r#"[["runs","a","d"]]]"#,
             "[[\"runs\",\"a\u{1}\",\"d\"]]",
             r#"[["runs","a","d"]["runs","b","d"]]"#,
+            // Whitespace between the strings of an entry.
+            r#"[["runs", "a","d"]]"#,
+            r#"[["runs","a" ,"d"]]"#,
+            // A quote that does not end its string where a comma follows.
+            r#"[["ru"n"s","a","d"]]"#,
+            r#"[["runs","a"b"c","d"]]"#,
+            r#"[["runs","a","d"e"f"]]"#,
+            // Quotes and brackets out of place.
+            r#"[["runs","a","d","]"#,
+            r#"[["a"]b"]c","]"#,
+            r#"[["a"]b"]c"]]"#,
+            // Strings of nothing but a control character.
+            "[[\"\u{1}\",\"\",\"\"]]",
         ] {
             assert!(parse_in(&[bad]).is_err(), "{bad}");
         }
+    }
+
+    /// The listing of one entry whose id is `len` bytes long.
+    fn one_entry(len: usize) -> String {
+        format!(r#"[["runs","{}","d"]]"#, "i".repeat(len))
+    }
+
+    #[test]
+    fn an_entry_of_one_mib_is_read_and_a_longer_one_is_refused() {
+        // The entry `["runs","…","d"]` is its id and this many bytes.
+        let frame = r#"["runs","","d"]"#.len();
+        let at_limit = one_entry(MAX_ENTRY - frame);
+        for piece in [4096, 65_536] {
+            let mut p = ListingParser::default();
+            for chunk in at_limit.as_bytes().chunks(piece) {
+                p.feed(chunk);
+            }
+            let entries = collect(&p).unwrap();
+            assert_eq!(entries.len(), 1);
+            assert_eq!(entries[0].1.len(), MAX_ENTRY - frame);
+
+            let mut p = ListingParser::default();
+            for chunk in one_entry(MAX_ENTRY - frame + 1).as_bytes().chunks(piece) {
+                p.feed(chunk);
+            }
+            let err = collect(&p).unwrap_err();
+            assert!(err.contains("over 1 MiB"), "{err}");
+        }
+    }
+
+    #[test]
+    fn an_entry_over_one_mib_is_refused_while_it_is_read() {
+        // A forged listing whose entry never ends: it is refused once it
+        // passes the limit, and what is kept of it stays within it.
+        let mut p = ListingParser::default();
+        p.feed(br#"[["runs",""#);
+        let piece = [b'i'; 65_536];
+        for _ in 0..(3 * MAX_ENTRY / piece.len()) {
+            p.feed(&piece);
+            assert!(p.entry.len() <= MAX_ENTRY, "{}", p.entry.len());
+        }
+        let err = p.finish().unwrap_err();
+        assert!(err.contains("over 1 MiB"), "{err}");
     }
 }

@@ -77,4 +77,18 @@ mod tests {
         }
         assert_eq!(seen.slots.len(), SLOTS, "it never grows");
     }
+
+    #[test]
+    fn remembers_most_of_many_recent_rows() {
+        // A quarter as many rows as slots: most have a slot of their own.
+        let mut seen = Seen::default();
+        let rows = SLOTS / 4;
+        for i in 0..rows {
+            seen.put(StateTable::Steps, &format!("s{i}"), i as i64);
+        }
+        let remembered = (0..rows)
+            .filter(|&i| seen.get(StateTable::Steps, &format!("s{i}")) == Some(i as i64))
+            .count();
+        assert!(remembered > rows / 2, "{remembered} of {rows}");
+    }
 }
