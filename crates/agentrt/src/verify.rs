@@ -445,7 +445,9 @@ impl<'s, 'c> Walk<'s, 'c> {
 
     /// After an unbroken walk: every state row whose `written_seq` lies in
     /// the range (every row, for a walk over the whole log) must have been
-    /// matched by the event that wrote it.
+    /// matched by the event that wrote it. The break names the unmatched
+    /// row with the lowest `written_seq`; on a tie, the one of the table
+    /// first in name order.
     fn account_for_rows(&mut self, head_seq: i64) -> Result<()> {
         let last = self.next - 1;
         let range = if self.from == 1 && last >= head_seq {

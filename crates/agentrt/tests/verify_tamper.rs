@@ -728,6 +728,19 @@ fn deleted_added_and_repointed_rows_are_named() {
         .unwrap();
     assert_eq!(broken.seq, 0, "{broken:?}");
     assert!(broken.detail.contains("\"forged\""), "{broken:?}");
+
+    // A tie (two tables' rows unaccounted for at the same seq): the table
+    // first in name order is named, so the same file always reads alike.
+    let sql =
+        "INSERT INTO tool_specs (hash, spec_json, written_seq) VALUES ('forged-spec', '{}', 0);
+         INSERT INTO steps (id, written_seq, run_id, idx, status, started_at)
+         VALUES ('forged-step', 0, 'run0', 99, 'done', '2026-10-01T09:00:00.000000000Z')";
+    let broken = check_all(&tampered(&db, "tie", sql)).broken.unwrap();
+    assert_eq!(broken.seq, 0, "{broken:?}");
+    assert!(
+        broken.detail.starts_with("steps row \"forged-step\""),
+        "{broken:?}"
+    );
 }
 
 #[test]
