@@ -329,3 +329,43 @@ async fn approving_a_pending_approval_that_a_newer_one_superseded_is_refused_as_
         .approve("r", "newer", &DecideOptions::default())
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_grant_whose_run_another_program_ended_runs_nothing_and_the_session_sees_the_end() {
+    let s = Shared::approved().await;
+    // Program A is allowed on the approved grant...
+    let (mut a, verdict) = s.gate(DefaultPolicy, "a-").attach("r").await.unwrap();
+    assert_eq!(verdict.outcome, VerdictOutcome::Allowed);
+    // ...then the run row is damaged, and program B, attaching, fails the
+    // run without rewriting its rows: the step still awaits, the grant is
+    // still its latest approval, approved.
+    rusqlite::Connection::open(&s.path)
+        .unwrap()
+        .execute(
+            "UPDATE runs SET limits_json = '{not json' WHERE id = 'r'",
+            [],
+        )
+        .unwrap();
+    let (_b, verdict) = s.gate(DefaultPolicy, "b-").attach("r").await.unwrap();
+    assert_eq!(verdict.outcome, VerdictOutcome::Ended);
+    assert_eq!(
+        s.store.list_steps("r").unwrap()[0].status,
+        StepStatus::AwaitingApproval
+    );
+    let events = s.store.list_events("r").unwrap().len();
+
+    let err = a.execute().await.unwrap_err();
+    assert!(err.is_run_state(), "{err:?}");
+    assert_eq!(s.push.count(), 0, "the tool never ran");
+    assert_eq!(s.store.list_events("r").unwrap().len(), events);
+    assert_eq!(
+        s.store.list_steps("r").unwrap()[0].status,
+        StepStatus::AwaitingApproval
+    );
+    // The session saw the run end and is over.
+    assert!(a.done());
+    assert_eq!(
+        (a.run().status, a.run().reason),
+        (RunStatus::Failed, Some(TerminalReason::InternalError))
+    );
+}

@@ -745,3 +745,78 @@ async fn active_time_excludes_the_approval_wait_and_elapsed_time_includes_it() {
         "the approved call ran; the limit stops the next step"
     );
 }
+
+#[tokio::test]
+async fn a_grant_lapses_at_execute_only_once_its_ttl_is_past() {
+    // The clock steps 1 s per reading: approved at A, attach reads A+1 s,
+    // the tool start at execute A+2 s.
+    for (ttl_ms, runs) in [(2000, true), (1999, false)] {
+        let f = Fixture::new(Store::open(":memory:").unwrap());
+        let (_, approval) = f
+            .paused(Limits::default().grant_ttl(Duration::from_millis(ttl_ms)))
+            .await;
+        let granted = f.approve(&approval.id).unwrap().decided_at.unwrap();
+        let gate = Gate::new(config(
+            &f.store,
+            DefaultPolicy,
+            shared(vec![f.push.clone()]),
+            &f.clock,
+            &f.rec,
+        ))
+        .unwrap();
+        let (mut session, verdict) = gate.attach("r").await.unwrap();
+        assert_eq!(verdict.outcome, VerdictOutcome::Allowed, "{ttl_ms}");
+        let executed = session.execute().await;
+        let started = f
+            .store
+            .list_events("r")
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.event_type == EventType::StepToolStarted)
+            .map(|e| e.at)
+            .collect::<Vec<_>>();
+        if runs {
+            // Exactly at its TTL the grant still stands.
+            executed.unwrap();
+            assert_eq!(
+                started,
+                [granted.add(Duration::from_millis(ttl_ms)).to_string()]
+            );
+            assert_eq!(f.push.count(), 1);
+        } else {
+            let err = executed.unwrap_err();
+            assert!(matches!(err, Error::ApprovalExpired { .. }), "{err:?}");
+            assert!(started.is_empty());
+            assert_eq!(f.push.count(), 0);
+            assert_eq!(
+                f.store.get_approval("r", &approval.id).unwrap().status,
+                ApprovalStatus::Expired
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_resumed_step_row_restarts_at_its_tool_start() {
+    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let (_, approval) = f.paused(Limits::default()).await;
+    let paused_start = f.store.list_steps("r").unwrap()[0].started_at;
+    f.approve(&approval.id).unwrap();
+    f.clock.advance(Duration::from_secs(3600));
+    let mut d = f.driver(DefaultPolicy, vec![Decision::complete("1")]);
+    d.resume("r").await.unwrap();
+    let tool_started = f
+        .store
+        .list_events("r")
+        .unwrap()
+        .into_iter()
+        .find(|e| e.event_type == EventType::StepToolStarted)
+        .unwrap();
+    let step = &f.store.list_steps("r").unwrap()[0];
+    assert_ne!(step.started_at, paused_start);
+    assert_eq!(
+        step.started_at.to_string(),
+        tool_started.at,
+        "the stored start is the resumed tool start, not the first decision's"
+    );
+}

@@ -462,7 +462,9 @@ async fn served_errors_are_charged_and_unusable_usage_is_charged_the_estimate() 
     assert_eq!(out.run.reason, Some(TerminalReason::ModelUnavailable));
 }
 
-#[tokio::test]
+// On the runtime's paused clock: waits take no time, and a wait that
+// should not happen shows as elapsed time, not as a hang.
+#[tokio::test(start_paused = true)]
 async fn retry_after_is_honoured_and_an_unfittable_wait_ends_without_sleeping() {
     let fake = Fake::new(vec![
         Act::Fail(ModelError::Transient {
@@ -471,7 +473,7 @@ async fn retry_after_is_honoured_and_an_unfittable_wait_ends_without_sleeping() 
         }),
         Act::Reply(Usage::default()),
     ]);
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let out = run_with(
         Store::open(":memory:").unwrap(),
         fake,
@@ -489,7 +491,7 @@ async fn retry_after_is_honoured_and_an_unfittable_wait_ends_without_sleeping() 
         message: "429".into(),
         retry_after: Some(Duration::from_secs(3600)),
     })]);
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let out = run_with(
         Store::open(":memory:").unwrap(),
         fake,
@@ -1214,4 +1216,616 @@ proptest! {
             spent_before = out.calls.iter().take(round.rows_parked.len()).map(|c| c.cost_micros).sum();
         }
     }
+}
+
+#[test]
+fn the_estimate_is_a_third_of_the_requests_json_bytes_plus_one_and_its_output_cap() {
+    let mut req = ModelRequest {
+        system: String::new(),
+        messages: vec![Message {
+            role: Role::User,
+            content: vec![ContentBlock::text("hi")],
+        }],
+        tools: vec![],
+        max_output_tokens: Some(64),
+    };
+    let json = serde_json::to_string(&req).unwrap();
+    assert_eq!(
+        json,
+        r#"{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_output_tokens":64}"#
+    );
+    assert_eq!(json.len(), 93);
+    assert_eq!(
+        ModelCaller::estimate(&req),
+        Usage {
+            input_tokens: 93 / 3 + 1,
+            output_tokens: 64,
+            cached_input_tokens: 0,
+        }
+    );
+    req.max_output_tokens = None;
+    assert_eq!(ModelCaller::estimate(&req).output_tokens, 0);
+}
+
+/// A model that keeps the output cap of every request it is sent.
+#[derive(Default)]
+struct Caps(Mutex<Vec<Option<u64>>>);
+
+impl Model for Caps {
+    fn name(&self) -> &str {
+        "fake"
+    }
+    fn generate<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        self.0.lock().unwrap().push(request.max_output_tokens);
+        Box::pin(async {
+            Ok(ModelResponse {
+                text: "ok".into(),
+                tool_uses: vec![],
+                stop_reason: Some(StopReason::EndTurn),
+                usage: Usage::default(),
+                raw: None,
+            })
+        })
+    }
+}
+
+/// An agent that sends one request per cap, then completes.
+struct Asks(Vec<Option<u64>>);
+
+impl Agent for Asks {
+    fn decide<'a>(
+        &'a mut self,
+        input: &'a StepInput,
+    ) -> BoxFuture<'a, std::result::Result<Decision, AgentError>> {
+        Box::pin(async move {
+            let model = input.model.clone().expect("a model is configured");
+            for cap in &self.0 {
+                model.generate(request(*cap)).await?;
+            }
+            Ok(Decision::complete("1"))
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_per_call_output_limit_clamps_and_fills_every_requests_cap() {
+    for (limits, sent) in [
+        (
+            Limits::default().max_output_tokens_per_call(50),
+            [Some(50), Some(10), Some(50)],
+        ),
+        (Limits::default(), [None, Some(10), Some(100)]),
+    ] {
+        let model = Arc::new(Caps::default());
+        let store = Store::open(":memory:").unwrap();
+        let config =
+            config_for_gate(&store, &stepping_clock()).with_model(config_for(model.clone()));
+        let mut d = Driver::new(config, Asks(vec![None, Some(10), Some(100)])).unwrap();
+        let run = d.start(Some("r"), "g", limits).await.unwrap();
+        assert_eq!(run.status, RunStatus::Completed);
+        assert_eq!(*model.0.lock().unwrap(), sent);
+    }
+}
+
+#[tokio::test]
+async fn under_a_limit_a_reply_counting_past_its_projection_on_either_side_is_unusable() {
+    let estimate = ModelCaller::estimate(&request(Some(10)));
+    let over_output = Usage {
+        input_tokens: estimate.input_tokens,
+        output_tokens: 11,
+        cached_input_tokens: 0,
+    };
+    let over_input = Usage {
+        input_tokens: estimate.input_tokens + 1,
+        output_tokens: 10,
+        cached_input_tokens: 0,
+    };
+    for usage in [over_output, over_input] {
+        let fake = Fake::new(vec![Act::Reply(usage)]);
+        let out = run_with(
+            Store::open(":memory:").unwrap(),
+            fake,
+            Limits::default().max_total_tokens(1_000_000),
+            caller(1, Some(10)),
+        )
+        .await;
+        assert_eq!(out.calls.len(), 1, "{usage:?}");
+        assert_eq!(out.calls[0].status, CallStatus::Error, "{usage:?}");
+        assert_eq!(
+            out.calls[0].usage, estimate,
+            "{usage:?}: charged the projection"
+        );
+        assert_eq!(out.run.reason, Some(TerminalReason::ModelUnavailable));
+    }
+    // Exactly the projection is a plausible count.
+    let fake = Fake::new(vec![Act::Reply(estimate)]);
+    let out = run_with(
+        Store::open(":memory:").unwrap(),
+        fake,
+        Limits::default().max_total_tokens(1_000_000),
+        caller(1, Some(10)),
+    )
+    .await;
+    assert_eq!(out.run.status, RunStatus::Completed);
+    assert_eq!(
+        (out.calls[0].status, out.calls[0].usage),
+        (CallStatus::Ok, estimate)
+    );
+}
+
+/// An agent that keeps what its step's model handle says of itself.
+#[derive(Default)]
+struct Describes(Arc<Mutex<Vec<(String, String)>>>);
+
+impl Agent for Describes {
+    fn decide<'a>(
+        &'a mut self,
+        input: &'a StepInput,
+    ) -> BoxFuture<'a, std::result::Result<Decision, AgentError>> {
+        let model = input.model.clone().expect("a model is configured");
+        self.0
+            .lock()
+            .unwrap()
+            .push((model.model_name().to_owned(), format!("{model:?}")));
+        Box::pin(async { Ok(Decision::complete("1")) })
+    }
+}
+
+#[tokio::test]
+async fn the_model_handle_and_its_config_name_the_model_run_and_step_they_stand_for() {
+    let config = config_for(Fake::new(vec![]));
+    assert_eq!(
+        format!("{config:?}"),
+        "ModelConfig { model: \"fake\", call_timeout: 200ms, max_retries: 2 }"
+    );
+    let store = Store::open(":memory:").unwrap();
+    let agent = Describes::default();
+    let seen = agent.0.clone();
+    let mut d = Driver::new(
+        config_for_gate(&store, &stepping_clock()).with_model(config),
+        agent,
+    )
+    .unwrap();
+    d.start(Some("r"), "g", Limits::default()).await.unwrap();
+    let step = store.list_steps("r").unwrap().remove(0);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(
+            "fake".to_owned(),
+            format!(
+                "ModelCaller {{ run: \"r\", step: \"{}\", model: \"fake\" }}",
+                step.id
+            )
+        )]
+    );
+}
+
+/// A model that plays a list of acts and keeps when (by the runtime's
+/// clock, paused in these tests) each call came.
+struct Timed {
+    acts: Mutex<VecDeque<Act>>,
+    at: Mutex<Vec<tokio::time::Instant>>,
+}
+
+impl Timed {
+    fn new(acts: Vec<Act>) -> Arc<Timed> {
+        Arc::new(Timed {
+            acts: Mutex::new(acts.into()),
+            at: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// When each call came, from `start`.
+    fn offsets(&self, start: tokio::time::Instant) -> Vec<Duration> {
+        self.at.lock().unwrap().iter().map(|t| *t - start).collect()
+    }
+}
+
+impl Model for Timed {
+    fn name(&self) -> &str {
+        "fake"
+    }
+    fn generate<'a>(
+        &'a self,
+        _: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        self.at.lock().unwrap().push(tokio::time::Instant::now());
+        let act = self
+            .acts
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(Act::Reply(Usage::default()));
+        Box::pin(async move {
+            match act {
+                Act::Reply(usage) => Ok(ModelResponse {
+                    text: "ok".into(),
+                    tool_uses: vec![],
+                    stop_reason: Some(StopReason::EndTurn),
+                    usage,
+                    raw: None,
+                }),
+                Act::Fail(e) => Err(e),
+                Act::Hang => std::future::pending().await,
+            }
+        })
+    }
+}
+
+fn transient_after(retry_after: Option<Duration>) -> Act {
+    Act::Fail(ModelError::Transient {
+        message: "429".into(),
+        retry_after,
+    })
+}
+
+/// Runs one step that makes one model call through `config`, on the
+/// runtime's paused clock; returns the run and when each call came.
+async fn timed_run(model: Arc<Timed>, config: ModelConfig, limits: Limits) -> (Run, Vec<Duration>) {
+    let store = Store::open(":memory:").unwrap();
+    let gate = config_for_gate(&store, &stepping_clock()).with_model(config);
+    let mut d = Driver::new(gate, caller(1, Some(10))).unwrap();
+    let start = tokio::time::Instant::now();
+    let run = d.start(Some("r"), "g", limits).await.unwrap();
+    (run, model.offsets(start))
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_back_off_doubling_from_the_first_wait() {
+    let model = Timed::new(vec![
+        transient_after(None),
+        transient_after(None),
+        transient_after(None),
+    ]);
+    let mut config = ModelConfig::new(model.clone(), PriceTable::new().with("fake", price()));
+    config.max_retries = 3;
+    config.backoff = Duration::from_secs(1);
+    let (run, at) = timed_run(model, config, Limits::default()).await;
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_eq!(
+        at,
+        [0, 1, 3, 7].map(Duration::from_secs),
+        "waits of 1 s, 2 s, 4 s"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_up_to_the_maximum_is_waited_and_one_past_it_ends_the_calls() {
+    let most = Duration::from_secs(2);
+    for (retry_after, waited) in [(most, true), (most + Duration::from_millis(1), false)] {
+        let model = Timed::new(vec![transient_after(Some(retry_after))]);
+        let mut config = ModelConfig::new(model.clone(), PriceTable::new().with("fake", price()));
+        config.backoff = Duration::from_millis(1);
+        config.max_retry_after = most;
+        let (run, at) = timed_run(model, config, Limits::default()).await;
+        if waited {
+            assert_eq!(run.status, RunStatus::Completed);
+            assert_eq!(at, [Duration::ZERO, most]);
+        } else {
+            assert_eq!(run.reason, Some(TerminalReason::ModelUnavailable));
+            assert!(
+                run.reason_detail.contains("beyond the 2 s allowed"),
+                "{run:?}"
+            );
+            assert_eq!(at, [Duration::ZERO], "no second call, no wait");
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_that_would_pass_the_elapsed_or_active_time_limit_ends_the_calls_unslept() {
+    let minute = Duration::from_secs(60);
+    // The Now clock steps 1 s per reading: a few seconds have elapsed when
+    // the first attempt fails; no step has ended, so no active time is
+    // counted yet.
+    for (limits, retry_after, fits, limit) in [
+        (
+            Limits::default().max_elapsed_time(minute),
+            Duration::from_secs(59),
+            false,
+            "elapsed-time",
+        ),
+        (
+            Limits::default().max_elapsed_time(minute),
+            Duration::from_secs(10),
+            true,
+            "elapsed-time",
+        ),
+        (
+            Limits::default().max_active_time(minute),
+            minute,
+            false,
+            "active-time",
+        ),
+        (
+            Limits::default().max_active_time(minute),
+            Duration::from_secs(59),
+            true,
+            "active-time",
+        ),
+    ] {
+        let model = Timed::new(vec![transient_after(Some(retry_after))]);
+        let mut config = ModelConfig::new(model.clone(), PriceTable::new().with("fake", price()));
+        config.backoff = Duration::from_millis(1);
+        let (run, at) = timed_run(model, config, limits).await;
+        if fits {
+            assert_eq!(run.status, RunStatus::Completed, "{limit} {retry_after:?}");
+            assert_eq!(at, [Duration::ZERO, retry_after]);
+        } else {
+            assert_eq!(run.reason, Some(TerminalReason::ModelUnavailable));
+            assert!(
+                run.reason_detail
+                    .contains(&format!("would pass the run's {limit} limit")),
+                "{run:?}"
+            );
+            assert_eq!(at, [Duration::ZERO], "{limit}: no wait, no second call");
+        }
+    }
+}
+
+#[tokio::test]
+async fn exhaustion_names_the_last_failure_recorded_in_the_step() {
+    let fake = Fake::new(
+        ["first", "second", "third"]
+            .map(|m| {
+                Act::Fail(ModelError::Transient {
+                    message: m.into(),
+                    retry_after: None,
+                })
+            })
+            .to_vec(),
+    );
+    let out = run_with(
+        Store::open(":memory:").unwrap(),
+        fake,
+        Limits::default(),
+        caller(1, Some(10)),
+    )
+    .await;
+    assert_eq!(out.run.reason, Some(TerminalReason::ModelUnavailable));
+    assert_eq!(
+        out.run.reason_detail,
+        "model unavailable: model unavailable after 3 attempt(s): transient: third"
+    );
+}
+
+/// Two calls of one step: every attempt of `a` fails, its last one only
+/// once `b` was dispatched meanwhile; `b` succeeds.
+#[derive(Default)]
+struct Overlap {
+    a_attempts: AtomicUsize,
+    a_last_in_flight: Notify,
+    b_dispatched: Notify,
+}
+
+impl Model for Overlap {
+    fn name(&self) -> &str {
+        "fake"
+    }
+    fn generate<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(async move {
+            if request.system == "b" {
+                self.b_dispatched.notify_one();
+                return Ok(ModelResponse {
+                    text: "ok".into(),
+                    tool_uses: vec![],
+                    stop_reason: Some(StopReason::EndTurn),
+                    usage: Usage::default(),
+                    raw: None,
+                });
+            }
+            let n = self.a_attempts.fetch_add(1, Ordering::SeqCst) + 1;
+            if n == 3 {
+                self.a_last_in_flight.notify_one();
+                within_a_minute(self.b_dispatched.notified(), "b is dispatched").await;
+            }
+            Err(ModelError::Transient {
+                message: format!("a{n}"),
+                retry_after: None,
+            })
+        })
+    }
+}
+
+/// Sends `a`, and `b` while `a`'s last attempt is in flight; keeps what
+/// `a` ended with.
+struct Overlapping {
+    model: Arc<Overlap>,
+    a_ended: Arc<Mutex<Option<String>>>,
+}
+
+impl Agent for Overlapping {
+    fn decide<'a>(
+        &'a mut self,
+        input: &'a StepInput,
+    ) -> BoxFuture<'a, std::result::Result<Decision, AgentError>> {
+        Box::pin(async move {
+            let caller = input.model.clone().expect("a model is configured");
+            let a = caller.generate(tagged("a".into(), 10));
+            let b = async {
+                within_a_minute(
+                    self.model.a_last_in_flight.notified(),
+                    "a's last attempt is in flight",
+                )
+                .await;
+                caller.generate(tagged("b".into(), 10)).await
+            };
+            let (a, b) = tokio::join!(a, b);
+            b.unwrap();
+            *self.a_ended.lock().unwrap() = a.err().map(|e| e.to_string());
+            Ok(Decision::complete("1"))
+        })
+    }
+}
+
+/// Awaits `f`; fails the test if it has not happened within a minute of
+/// the runtime's clock (paused in the tests using it: a wait that cannot
+/// end fails at once instead of hanging).
+async fn within_a_minute<F: std::future::Future>(f: F, what: &str) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(60), f)
+        .await
+        .unwrap_or_else(|_| panic!("never happened: {what}"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn exhaustion_reads_past_a_success_recorded_meanwhile_in_the_step() {
+    let model = Arc::new(Overlap::default());
+    let a_ended = Arc::new(Mutex::new(None));
+    let store = Store::open(":memory:").unwrap();
+    let mut d = Driver::new(
+        config_for_gate(&store, &stepping_clock()).with_model(config_for(model.clone())),
+        Overlapping {
+            model,
+            a_ended: a_ended.clone(),
+        },
+    )
+    .unwrap();
+    d.start(Some("r"), "g", Limits::default()).await.unwrap();
+    // b's row came after a's last attempt's row.
+    let rows: Vec<_> = store
+        .list_model_calls("r")
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.status, c.error))
+        .collect();
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[3], (CallStatus::Ok, String::new()));
+    assert_eq!(
+        a_ended.lock().unwrap().as_deref(),
+        Some("model unavailable after 3 attempt(s): transient: a3")
+    );
+}
+
+#[tokio::test]
+async fn a_call_projected_to_reach_a_limit_exactly_is_sent_and_one_past_it_is_not() {
+    let estimate = ModelCaller::estimate(&request(Some(10)));
+    let cost = price().cost(&estimate);
+    let tokens = estimate.input_tokens + estimate.output_tokens;
+    for (limits, sent) in [
+        (Limits::default().max_estimated_cost_micros(cost), true),
+        (Limits::default().max_estimated_cost_micros(cost - 1), false),
+        (Limits::default().max_total_tokens(tokens), true),
+        (Limits::default().max_total_tokens(tokens - 1), false),
+    ] {
+        let fake = Fake::new(vec![]);
+        let out = run_with(
+            Store::open(":memory:").unwrap(),
+            fake.clone(),
+            limits,
+            caller(1, Some(10)),
+        )
+        .await;
+        assert_eq!(
+            fake.calls.load(Ordering::SeqCst),
+            usize::from(sent),
+            "{limits:?}"
+        );
+        assert_eq!(out.run.status == RunStatus::Completed, sent, "{limits:?}");
+    }
+}
+
+/// Makes one call while the stored lease has lapsed (refused), then, the
+/// lease renewed, another; keeps both answers.
+struct AcrossALapse {
+    store: Store,
+    answers: Arc<Mutex<Vec<std::result::Result<(), String>>>>,
+}
+
+impl AcrossALapse {
+    fn lease_until(&self, expires_at: Timestamp) {
+        let (owner, _) = self.store.lease("r").unwrap();
+        self.store
+            .write(|tx| {
+                tx.update_run(
+                    "r",
+                    &agentrt::store::RunGuard::default(),
+                    &agentrt::store::RunChange {
+                        lease: agentrt::store::LeaseChange::Set {
+                            owner: &owner,
+                            expires_at,
+                        },
+                        ..Default::default()
+                    },
+                )
+            })
+            .unwrap();
+    }
+}
+
+impl Agent for AcrossALapse {
+    fn decide<'a>(
+        &'a mut self,
+        input: &'a StepInput,
+    ) -> BoxFuture<'a, std::result::Result<Decision, AgentError>> {
+        Box::pin(async move {
+            let model = input.model.clone().expect("a model is configured");
+            self.lease_until(Timestamp::parse("2000-01-01T00:00:00Z").unwrap());
+            let lapsed = model.generate(request(Some(10))).await;
+            self.lease_until(Timestamp::now().add(Duration::from_secs(3600)));
+            let renewed = model.generate(request(Some(10))).await;
+            let mut answers = self.answers.lock().unwrap();
+            for answer in [lapsed, renewed] {
+                answers.push(answer.map(|_| ()).map_err(|e| e.to_string()));
+            }
+            Ok(Decision::complete("1"))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_call_refused_for_a_lapsed_lease_gives_back_what_it_reserved() {
+    let store = Store::open(":memory:").unwrap();
+    let fake = Fake::new(vec![]);
+    let answers = Arc::new(Mutex::new(Vec::new()));
+    let mut d = Driver::new(
+        config_for_gate(&store, &stepping_clock()).with_model(config_for(fake.clone())),
+        AcrossALapse {
+            store: store.clone(),
+            answers: answers.clone(),
+        },
+    )
+    .unwrap();
+    // Room for exactly one call: the refused one must not keep it.
+    let run = d
+        .start(Some("r"), "g", Limits::default().max_model_calls(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        *answers.lock().unwrap(),
+        [
+            Err("lost the lease on the run; nothing was sent".to_owned()),
+            Ok(())
+        ]
+    );
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(store.list_model_calls("r").unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn without_a_token_or_cost_limit_a_reply_past_its_projection_is_charged_as_reported() {
+    let estimate = ModelCaller::estimate(&request(Some(10)));
+    let reported = Usage {
+        input_tokens: estimate.input_tokens + 1,
+        output_tokens: 11,
+        cached_input_tokens: 0,
+    };
+    let out = run_with(
+        Store::open(":memory:").unwrap(),
+        Fake::new(vec![Act::Reply(reported)]),
+        Limits::default(),
+        caller(1, Some(10)),
+    )
+    .await;
+    assert_eq!(out.run.status, RunStatus::Completed);
+    assert_eq!(
+        (out.calls[0].status, out.calls[0].usage),
+        (CallStatus::Ok, reported)
+    );
 }

@@ -359,3 +359,80 @@ async fn bad_input_is_a_typed_error_with_nothing_written() {
         "only the cancel wrote (run.finished)"
     );
 }
+
+/// Answers by the tool's name: `rm` denied, `push` paused, `broken` an error.
+struct Judge;
+
+impl Policy for Judge {
+    fn evaluate(
+        &self,
+        req: &ToolRequest,
+        view: &RunView,
+    ) -> std::result::Result<PolicyDecision, PolicyError> {
+        match req.spec.name.as_str() {
+            "broken" => Err(PolicyError::new("broken")),
+            _ => DefaultPolicy.evaluate(req, view),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_decision_proposed_after_an_operator_cancel_writes_nothing_and_reports_the_cancelled_run()
+{
+    let store = Store::open(":memory:").unwrap();
+    let clock = stepping_clock();
+    let push = Arc::new(Counting::new("push", SideEffect::RemoteMutation));
+    let rm = Arc::new(Counting::new("rm", SideEffect::Destructive));
+    let broken = Arc::new(Counting::new("broken", SideEffect::ReadOnly));
+    // A lease of an hour: no heartbeat notices the cancel during the test.
+    let gate = Gate::new(
+        config(
+            &store,
+            Judge,
+            shared(vec![push.clone(), rm.clone(), broken.clone()]),
+            &clock,
+            &Recorder::default(),
+        )
+        .with_lease_ttl(Duration::from_secs(3600)),
+    )
+    .unwrap();
+    let cases = [
+        ("complete", Decision::complete("1")),
+        ("fail", Decision::fail("gave up")),
+        ("invalid", Decision::tool_call("nope", "{}")),
+        ("denied", Decision::tool_call("rm", "{}")),
+        ("policy-error", Decision::tool_call("broken", "{}")),
+        ("paused", Decision::tool_call("push", "{}")),
+    ];
+    for (run, decision) in cases {
+        let mut session = gate.begin(Some(run), "g", Limits::default()).await.unwrap();
+        session.step().await.unwrap().unwrap();
+        // The operator cancels while the agent decides.
+        Operator::new(store.clone())
+            .cancel(run, "ops", "stop")
+            .unwrap();
+        let events = store.list_events(run).unwrap().len();
+        let verdict = session.propose(decision).await.unwrap();
+        assert_eq!(verdict.outcome, VerdictOutcome::Ended, "{run}");
+        assert_eq!(
+            (verdict.run.status, verdict.run.reason),
+            (
+                RunStatus::Cancelled,
+                Some(TerminalReason::OperatorCancelled)
+            ),
+            "{run}"
+        );
+        assert_eq!(session.run().status, RunStatus::Cancelled, "{run}");
+        assert!(session.done(), "{run}");
+        assert_eq!(store.list_events(run).unwrap().len(), events, "{run}");
+        let step = store.list_steps(run).unwrap().remove(0);
+        assert_eq!(step.status, StepStatus::Failed, "{run}");
+        assert!(
+            step.decision.is_none(),
+            "{run}: the decision is not recorded"
+        );
+        assert!(store.list_approvals(run).unwrap().is_empty(), "{run}");
+        session.close().await.unwrap();
+    }
+    assert_eq!(push.count() + rm.count() + broken.count(), 0);
+}

@@ -816,3 +816,456 @@ async fn owners_are_distinct_and_an_own_expired_lease_is_taken_over_on_record() 
     assert_eq!(payload["owner"], a.owner());
     again.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_never_starts_once_the_stored_lease_has_lapsed() {
+    // A lease of an hour: no heartbeat renews it during the test.
+    let store = Store::open(":memory:").unwrap();
+    let rec = Recorder::default();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let t: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("t", "", SideEffect::ReadOnly),
+        move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { Ok(ToolResult::raw("1")) }
+        },
+    ));
+    let gate = Gate::new(
+        gate_config(&store, vec![t], &rec, "one", "a-").with_lease_ttl(Duration::from_secs(3600)),
+    )
+    .unwrap();
+    let mut session = gate.begin(Some("r"), "g", Limits::default()).await.unwrap();
+    session.step().await.unwrap().unwrap();
+    assert_eq!(
+        session
+            .propose(Decision::tool_call("t", "{}"))
+            .await
+            .unwrap()
+            .outcome,
+        VerdictOutcome::Allowed
+    );
+    // The stored lease, the one every other process judges by, lapses
+    // (still naming this owner) while the session still counts on its own.
+    store
+        .write(|tx| {
+            tx.update_run(
+                "r",
+                &agentrt::store::RunGuard::default(),
+                &agentrt::store::RunChange {
+                    lease: agentrt::store::LeaseChange::Set {
+                        owner: gate.owner(),
+                        expires_at: leases().peek(),
+                    },
+                    ..Default::default()
+                },
+            )
+        })
+        .unwrap();
+    let events = store.list_events("r").unwrap().len();
+    let err = session.execute().await.unwrap_err();
+    assert!(err.is_run_state(), "{err:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "the tool never ran");
+    assert_eq!(
+        store.list_events("r").unwrap().len(),
+        events,
+        "nothing written"
+    );
+    assert_eq!(
+        store.list_steps("r").unwrap()[0].status,
+        StepStatus::Deciding
+    );
+    session.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_caller_cancelled_is_left_to_the_agent_not_paused_on_the_next_resume() {
+    let store = Store::open(":memory:").unwrap();
+    let rec = Recorder::default();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (handle, signal) = cancel_pair();
+    let counter = calls.clone();
+    // A side effect whose caller gives up while it runs.
+    let tool: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("w", "", SideEffect::LocalMutation),
+        move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            handle.cancel();
+            std::future::pending()
+        },
+    ));
+    let mut first = Driver::new(
+        gate_config(&store, vec![tool.clone()], &rec, "first", "a-"),
+        ScriptedAgent::new([Decision::tool_call("w", "{}")]),
+    )
+    .unwrap()
+    .with_cancel(signal);
+    let err = first
+        .start(Some("r"), "g", Limits::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Cancelled), "{err:?}");
+    let step = store.list_steps("r").unwrap().remove(0);
+    assert_eq!(step.status, StepStatus::Interrupted);
+    assert_eq!(
+        step.observation.unwrap().content.unwrap().to_value()["failure"],
+        "cancelled"
+    );
+
+    // The next resume hands the interrupted call to the agent, as any
+    // outcome: no operator is asked, nothing runs again.
+    let resumed = Recorder::default();
+    let mut second = Driver::new(
+        gate_config(&store, vec![tool], &resumed, "second", "b-"),
+        ScriptedAgent::new([Decision::complete("1")]),
+    )
+    .unwrap();
+    let run = second.resume("r").await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+    assert!(store.list_approvals("r").unwrap().is_empty());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        resumed.types(),
+        ["step.started", "step.decided", "run.finished"]
+    );
+    assert_eq!(
+        store.list_steps("r").unwrap()[0].status,
+        StepStatus::Interrupted
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_ends_in_flight_steps_at_its_time_and_the_agent_sees_them_as_stored() {
+    let store = Store::open(":memory:").unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tool = hanging_once("read", SideEffect::ReadOnly, calls.clone());
+    crash_during(
+        &store,
+        vec![tool.clone()],
+        Decision::tool_call("read", "{}"),
+        false,
+    )
+    .await;
+    after_expiry().await;
+    let rec = Recorder::default();
+    let mut d = Driver::new(
+        gate_config(&store, vec![tool], &rec, "second", "b-"),
+        ScriptedAgent::new([Decision::complete("1")]).recording_inputs(),
+    )
+    .unwrap();
+    assert_eq!(d.resume("r").await.unwrap().status, RunStatus::Completed);
+    let marked = rec
+        .events()
+        .into_iter()
+        .find(|e| e.event_type == EventType::StepInterrupted)
+        .unwrap();
+    let stored = store.list_steps("r").unwrap().remove(0);
+    assert_eq!(stored.status, StepStatus::Interrupted);
+    assert_eq!(
+        stored.finished_at.map(|t| t.to_string()),
+        Some(marked.at),
+        "the interrupted step ended when the takeover marked it"
+    );
+    let seen = &d.agent().inputs()[0].steps;
+    assert_eq!(seen.len(), 1);
+    assert_eq!(*seen[0], stored, "the agent sees the step as stored");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reconcile_hook_is_asked_exactly_when_a_step_was_in_flight() {
+    // What the hook was handed, call by call.
+    type Asked = Arc<std::sync::Mutex<Vec<Vec<Step>>>>;
+    let hook = |asked: &Asked| {
+        let asked = asked.clone();
+        Answer(move |input: &ReconcileInput| {
+            asked.lock().unwrap().push(input.interrupted.clone());
+            Ok(Reconciled::Continue)
+        })
+    };
+
+    // A step left deciding after a finished one (no call was executing):
+    // the hook is asked, about that step alone.
+    let store = Store::open(":memory:").unwrap();
+    let tool = hanging_once("w", SideEffect::LocalMutation, Arc::default());
+    crashed_after_a_read(&store, tool.clone(), None).await;
+    after_expiry().await;
+    let asked = Asked::default();
+    let rec = Recorder::default();
+    let mut d = Driver::new(
+        gate_config(&store, vec![tool], &rec, "second", "b-").with_reconcile(hook(&asked)),
+        ScriptedAgent::new([Decision::complete("1")]),
+    )
+    .unwrap();
+    assert_eq!(d.resume("r").await.unwrap().status, RunStatus::Completed);
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].len(), 1);
+    assert_eq!(asked[0][0].index, 1);
+    assert_eq!(
+        asked[0][0].observation.as_ref().unwrap().summary,
+        "step interrupted while deciding"
+    );
+    assert!(rec.types().contains(&"run.resumed".to_owned()));
+
+    // Nothing in flight (the caller cancelled the call; the lease was
+    // released): the hook is not asked, the run just goes on.
+    let store = Store::open(":memory:").unwrap();
+    let (handle, signal) = cancel_pair();
+    let tool: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("w", "", SideEffect::LocalMutation),
+        move |_| {
+            handle.cancel();
+            std::future::pending()
+        },
+    ));
+    let mut first = Driver::new(
+        gate_config(&store, vec![tool.clone()], &rec, "first", "a-"),
+        ScriptedAgent::new([Decision::tool_call("w", "{}")]),
+    )
+    .unwrap()
+    .with_cancel(signal);
+    first
+        .start(Some("r"), "g", Limits::default())
+        .await
+        .unwrap_err();
+    let asked = Asked::default();
+    let rec = Recorder::default();
+    let mut d = Driver::new(
+        gate_config(&store, vec![tool], &rec, "second", "b-").with_reconcile(hook(&asked)),
+        ScriptedAgent::new([Decision::complete("1")]),
+    )
+    .unwrap();
+    assert_eq!(d.resume("r").await.unwrap().status, RunStatus::Completed);
+    assert!(asked.lock().unwrap().is_empty(), "the hook was not asked");
+    assert_eq!(
+        rec.types(),
+        ["step.started", "step.decided", "run.finished"]
+    );
+}
+
+/// Allows every request, under a stated id.
+struct AllowAll;
+
+impl Policy for AllowAll {
+    fn evaluate(
+        &self,
+        _: &ToolRequest,
+        _: &RunView,
+    ) -> std::result::Result<PolicyDecision, PolicyError> {
+        Ok(PolicyDecision::allow())
+    }
+    fn policy_id(&self) -> Option<String> {
+        Some("allow-all/1".into())
+    }
+}
+
+/// A run whose step 0 read (done) and whose step 1 a crash cut short:
+/// left deciding (`calls` none), or executing `w` (hanging on its first
+/// call, counted in `calls`) under a policy with an id.
+async fn crashed_after_a_read(store: &Store, w: Arc<dyn Tool>, calls: Option<&AtomicUsize>) {
+    let read: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("read", "", SideEffect::ReadOnly),
+        |_| async { Ok(ToolResult::raw("1")) },
+    ));
+    let mut config = gate_config(store, vec![read, w], &Recorder::default(), "first", "a-");
+    config.policy = Arc::new(AllowAll);
+    let gate = Gate::new(config).unwrap();
+    let mut session = gate.begin(Some("r"), "g", Limits::default()).await.unwrap();
+    session.step().await.unwrap().unwrap();
+    session
+        .propose(Decision::tool_call("read", "{}"))
+        .await
+        .unwrap();
+    session.execute().await.unwrap();
+    session.step().await.unwrap().unwrap();
+    let Some(calls) = calls else {
+        drop(session);
+        return;
+    };
+    let verdict = session
+        .propose(Decision::tool_call("w", r#"{"n":1}"#))
+        .await
+        .unwrap();
+    assert_eq!(verdict.outcome, VerdictOutcome::Allowed);
+    let task = tokio::spawn(async move { session.execute().await.map(|_| ()) });
+    until("w runs", || calls.load(Ordering::SeqCst) > 0).await;
+    task.abort();
+    let _ = task.await;
+}
+
+/// Every step the session holds (its input), as rows.
+fn held_steps(session: &Session) -> Vec<Step> {
+    session
+        .input()
+        .steps
+        .iter()
+        .map(|s| (**s).clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_pause_leaves_the_step_awaiting_its_new_approval_and_the_lease_cleared() {
+    let ask = PolicyDecision::need_approval("check_remote", "did it land?", None, None);
+    for hook in [None, Some(ask)] {
+        let store = Store::open(":memory:").unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let w = hanging_once("w", SideEffect::LocalMutation, calls.clone());
+        crashed_after_a_read(&store, w.clone(), Some(&calls)).await;
+        after_expiry().await;
+        let mut config = gate_config(&store, vec![w], &Recorder::default(), "second", "b-");
+        if let Some(decision) = hook.clone() {
+            config = config.with_reconcile(Answer(move |_: &ReconcileInput| {
+                Ok(Reconciled::Waiting {
+                    decision: decision.clone(),
+                })
+            }));
+        }
+        let gate = Gate::new(config).unwrap();
+        let (session, verdict) = gate.attach("r").await.unwrap();
+        let case = if hook.is_some() {
+            "reconciled"
+        } else {
+            "plain"
+        };
+        assert_eq!(verdict.outcome, VerdictOutcome::Pending, "{case}");
+        let approval = verdict.approval.unwrap();
+        assert_eq!(
+            store.list_approvals("r").unwrap(),
+            std::slice::from_ref(&approval)
+        );
+        let kind = if hook.is_some() {
+            "check_remote"
+        } else {
+            INTERRUPTED_SIDE_EFFECT
+        };
+        assert_eq!(approval.kind, kind);
+        let stored = store.list_steps("r").unwrap();
+        assert_eq!(stored.len(), 2);
+        let paused = &stored[1];
+        assert_eq!(paused.status, StepStatus::AwaitingApproval, "{case}");
+        let policy = paused.policy.as_ref().unwrap();
+        assert_eq!(
+            (policy.outcome, policy.kind.as_str()),
+            (Outcome::RequireApproval, kind),
+            "{case}: the row holds the pause's decision, not the first verdict"
+        );
+        assert_eq!(paused.policy_id, "", "{case}: a non-policy pause");
+        assert!(paused.observation.is_none(), "{case}");
+        assert!(paused.finished_at.is_none(), "{case}");
+        assert_eq!(
+            store.lease("r").unwrap(),
+            (String::new(), String::new()),
+            "{case}: a paused run holds no lease"
+        );
+        assert_eq!(held_steps(&session), stored, "{case}");
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "{case}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_can_no_longer_wait_is_failed_in_the_store_and_in_the_session() {
+    let store = Store::open(":memory:").unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let w = hanging_once("w", SideEffect::LocalMutation, calls.clone());
+    crashed_after_a_read(&store, w, Some(&calls)).await;
+    after_expiry().await;
+    // The tool now wants arguments the interrupted call lacks.
+    let strict: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("w", "", SideEffect::LocalMutation)
+            .with_schema_str(r#"{"type":"object","required":["m"]}"#)
+            .unwrap(),
+        |_| async { Ok(ToolResult::raw("1")) },
+    ));
+    let ask = PolicyDecision::need_approval("check_remote", "did it land?", None, None);
+    let config = gate_config(&store, vec![strict], &Recorder::default(), "second", "b-")
+        .with_reconcile(Answer(move |_: &ReconcileInput| {
+            Ok(Reconciled::Waiting {
+                decision: ask.clone(),
+            })
+        }));
+    let gate = Gate::new(config).unwrap();
+    let (session, verdict) = gate.attach("r").await.unwrap();
+    assert_eq!(verdict.outcome, VerdictOutcome::Ended);
+    assert_eq!(verdict.run.reason, Some(TerminalReason::ReconcileConflict));
+    let stored = store.list_steps("r").unwrap();
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[0].status, StepStatus::Done);
+    assert_eq!(stored[1].status, StepStatus::Failed);
+    assert_eq!(
+        stored[1].observation.as_ref().unwrap().kind,
+        ObservationKind::InvalidDecision
+    );
+    assert_eq!(held_steps(&session), stored);
+    assert!(store.list_approvals("r").unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_that_loses_the_race_is_told_who_holds_the_lease() {
+    let store = Store::open(":memory:").unwrap();
+    let first = Gate::new(gate_config(
+        &store,
+        vec![],
+        &Recorder::default(),
+        "first",
+        "a-",
+    ))
+    .unwrap();
+    drop(
+        first
+            .begin(Some("r"), "g", Limits::default())
+            .await
+            .unwrap(),
+    );
+    after_expiry().await;
+    // Right after this gate judged the expired lease, and before it writes,
+    // another program takes the run over: its lease clock lets it in then.
+    let winner = "winner/000000000000";
+    let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (other, once, leases_now) = (store.clone(), fired.clone(), leases());
+    let clock: Clock = Arc::new(move || {
+        let now = leases_now.peek();
+        if !once.swap(true, Ordering::SeqCst) {
+            other
+                .write(|tx| {
+                    tx.update_run(
+                        "r",
+                        &agentrt::store::RunGuard::default(),
+                        &agentrt::store::RunChange {
+                            lease: agentrt::store::LeaseChange::Set {
+                                owner: winner,
+                                expires_at: now.add(TTL),
+                            },
+                            ..Default::default()
+                        },
+                    )
+                })
+                .unwrap();
+        }
+        now
+    });
+    let late = Gate::new(
+        gate_config(&store, vec![], &Recorder::default(), "late", "b-").with_lease_clock(clock),
+    )
+    .unwrap();
+    let events = store.list_events("r").unwrap().len();
+    match late.attach("r").await.unwrap_err() {
+        Error::RunLeased {
+            owner, expires_at, ..
+        } => {
+            assert_eq!(owner, winner);
+            assert_eq!(expires_at, leases().peek().add(TTL).to_string());
+        }
+        other => panic!("expected RunLeased, got {other:?}"),
+    }
+    assert!(fired.load(Ordering::SeqCst));
+    assert_eq!(
+        store.list_events("r").unwrap().len(),
+        events,
+        "nothing written"
+    );
+    assert_eq!(store.lease("r").unwrap().0, winner);
+    assert_eq!(
+        store.list_steps("r").unwrap()[0].status,
+        StepStatus::Deciding
+    );
+}

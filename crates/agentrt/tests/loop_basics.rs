@@ -590,3 +590,220 @@ async fn a_tools_duration_is_measured_from_the_tools_start_not_the_steps() {
     );
     assert_eq!(run.active_ms, 4_038 + 3_788);
 }
+
+/// Allows every request, under a stated id.
+struct AllowAll;
+
+impl Policy for AllowAll {
+    fn evaluate(&self, _: &ToolRequest, _: &RunView) -> Result<PolicyDecision, PolicyError> {
+        Ok(PolicyDecision::allow())
+    }
+    fn policy_id(&self) -> Option<String> {
+        Some("allow-all/1".into())
+    }
+}
+
+#[tokio::test]
+async fn the_tool_start_makes_the_decision_and_the_verdict_durable_before_the_tool_runs() {
+    let store = Store::open(":memory:").unwrap();
+    let clock = stepping_clock();
+    let rec = Recorder::default();
+    // The tool reads its own step row while it runs: what a crash now
+    // would leave behind.
+    let during: Arc<std::sync::Mutex<Vec<Step>>> = Arc::default();
+    let (watched, seen) = (store.clone(), during.clone());
+    let tool: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("push", "", SideEffect::RemoteMutation),
+        move |call| {
+            let step = watched
+                .list_steps(&call.run_id)
+                .unwrap()
+                .into_iter()
+                .find(|s| s.id == call.step_id)
+                .unwrap();
+            seen.lock().unwrap().push(step);
+            async { Ok(ToolResult::raw("1")) }
+        },
+    ));
+    let mut driver = Driver::new(
+        config(&store, AllowAll, vec![tool], &clock, &rec),
+        ScriptedAgent::new([
+            Decision::tool_call("push", r#"{"ref":"main"}"#),
+            Decision::complete("1"),
+        ]),
+    )
+    .unwrap();
+    let run = driver
+        .start(Some("r"), "g", Limits::default())
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+    let policy_event = store
+        .list_events("r")
+        .unwrap()
+        .into_iter()
+        .find(|e| e.event_type == EventType::StepPolicy)
+        .unwrap();
+    let spec_hash =
+        serde_json::from_str::<serde_json::Value>(&policy_event.payload).unwrap()["spec_hash"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    assert!(!spec_hash.is_empty());
+    let during = during.lock().unwrap().clone();
+    assert_eq!(during.len(), 1);
+    let after = store.list_steps("r").unwrap().remove(0);
+    for (when, step) in [("while the tool runs", &during[0]), ("after", &after)] {
+        let decision = step.decision.as_ref().expect(when);
+        assert_eq!(
+            (
+                decision.tool.as_str(),
+                decision.args.as_ref().unwrap().as_str()
+            ),
+            ("push", r#"{"ref":"main"}"#),
+            "{when}"
+        );
+        assert_eq!(step.policy, Some(PolicyDecision::allow()), "{when}");
+        assert_eq!(step.spec_hash, spec_hash, "{when}");
+        assert_eq!(step.policy_id, "allow-all/1", "{when}");
+    }
+    assert_eq!(during[0].status, StepStatus::Executing);
+    assert_eq!(after.status, StepStatus::Done);
+}
+
+/// Answers by the tool's name, under a stated id.
+struct ByName;
+
+impl Policy for ByName {
+    fn evaluate(&self, req: &ToolRequest, _: &RunView) -> Result<PolicyDecision, PolicyError> {
+        match req.spec.name.as_str() {
+            "denied" => Ok(PolicyDecision::deny("not this")),
+            "aborted" => Ok(PolicyDecision::abort("stop")),
+            "asked" => Ok(PolicyDecision::need_approval(
+                "ask",
+                "check first",
+                None,
+                None,
+            )),
+            "broken" => Err(PolicyError::new("broken")),
+            _ => Ok(PolicyDecision::allow()),
+        }
+    }
+    fn policy_id(&self) -> Option<String> {
+        Some("by-name/1".into())
+    }
+}
+
+#[tokio::test]
+async fn every_verdict_leaves_the_decision_spec_hash_and_policy_on_the_step_row() {
+    let strict = ToolSpec::new("strict", "", SideEffect::ReadOnly)
+        .with_schema_str(r#"{"type":"object","required":["m"]}"#)
+        .unwrap();
+    let named = |name: &str| ToolSpec::new(name, "", SideEffect::LocalMutation);
+    let specs = [
+        strict,
+        named("denied"),
+        named("aborted"),
+        named("asked"),
+        named("broken"),
+    ];
+    let hash = |name: &str| specs.iter().find(|s| s.name == name).unwrap().hash();
+    let tools: Vec<Arc<dyn Tool>> = specs
+        .iter()
+        .map(|spec| {
+            Arc::new(tool_fn(spec.clone(), |_| async {
+                Ok(ToolResult::raw("1"))
+            })) as Arc<dyn Tool>
+        })
+        .collect();
+    let store = Store::open(":memory:").unwrap();
+    let clock = stepping_clock();
+    let gate = Gate::new(config(&store, ByName, tools, &clock, &Recorder::default())).unwrap();
+    let by_name = Some("by-name/1");
+    // run, decision, step status, verdict, policy id, spec hash.
+    let cases = [
+        (
+            "invalid",
+            Decision::tool_call("strict", r#"{"n":1}"#),
+            StepStatus::Failed,
+            None,
+            None,
+            hash("strict"),
+        ),
+        (
+            "complete",
+            Decision::complete("1"),
+            StepStatus::Done,
+            None,
+            None,
+            String::new(),
+        ),
+        (
+            "fail",
+            Decision::fail("gave up"),
+            StepStatus::Done,
+            None,
+            None,
+            String::new(),
+        ),
+        (
+            "error",
+            Decision::tool_call("broken", "{}"),
+            StepStatus::Failed,
+            None,
+            None,
+            hash("broken"),
+        ),
+        (
+            "deny",
+            Decision::tool_call("denied", "{}"),
+            StepStatus::Failed,
+            Some(PolicyDecision::deny("not this")),
+            by_name,
+            hash("denied"),
+        ),
+        (
+            "abort",
+            Decision::tool_call("aborted", "{}"),
+            StepStatus::Failed,
+            Some(PolicyDecision::abort("stop")),
+            by_name,
+            hash("aborted"),
+        ),
+        (
+            "pause",
+            Decision::tool_call("asked", "{}"),
+            StepStatus::AwaitingApproval,
+            Some(PolicyDecision::need_approval(
+                "ask",
+                "check first",
+                None,
+                None,
+            )),
+            by_name,
+            hash("asked"),
+        ),
+    ];
+    for (run, decision, status, policy, policy_id, spec_hash) in cases {
+        let mut session = gate.begin(Some(run), "g", Limits::default()).await.unwrap();
+        session.step().await.unwrap().unwrap();
+        session.propose(decision).await.unwrap();
+        session.close().await.unwrap();
+        let decided = store
+            .list_events(run)
+            .unwrap()
+            .into_iter()
+            .find(|e| e.event_type == EventType::StepDecided)
+            .unwrap();
+        let step = store.list_steps(run).unwrap().remove(0);
+        assert_eq!(step.status, status, "{run}");
+        assert_eq!(
+            serde_json::to_string(step.decision.as_ref().unwrap()).unwrap(),
+            decided.payload,
+            "{run}: the row holds the recorded decision"
+        );
+        assert_eq!(step.spec_hash, spec_hash, "{run}");
+        assert_eq!(step.policy, policy, "{run}");
+        assert_eq!(step.policy_id, policy_id.unwrap_or_default(), "{run}");
+    }
+}

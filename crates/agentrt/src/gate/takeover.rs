@@ -664,3 +664,64 @@ impl Session {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::model::Limits;
+    use crate::store::{NewRun, Store};
+    use crate::{DefaultPolicy, Gate, GateConfig};
+
+    #[test]
+    fn the_lease_is_taken_only_from_the_owner_read_and_only_from_a_running_run() {
+        let store = Store::open(":memory:").unwrap();
+        let gate = Gate::new(GateConfig::new(store.clone(), DefaultPolicy, vec![])).unwrap();
+        let at = Timestamp::parse("2026-10-01T09:00:00Z").unwrap();
+        store
+            .write(|tx| {
+                tx.insert_run(&NewRun {
+                    id: "r",
+                    goal: "g",
+                    limits_json: &to_json(&Limits::default()),
+                    created_at: at,
+                    lease_owner: "old",
+                    lease_expires_at: at,
+                })?;
+                tx.append_event("r", "", &at, EventType::RunCreated, "{}")
+            })
+            .unwrap();
+        let take = |from: &str| {
+            store
+                .write(|tx| take_lease(tx, &gate.inner, "r", from))
+                .unwrap()
+                .0
+        };
+        // Another owner than the one read: someone took it meanwhile.
+        assert!(!take("someone"));
+        assert_eq!(store.lease("r").unwrap().0, "old");
+        assert!(take("old"));
+        assert_eq!(store.lease("r").unwrap().0, gate.owner());
+
+        // A run that stopped running is not taken, even from its owner.
+        store
+            .write(|tx| {
+                tx.update_run(
+                    "r",
+                    &RunGuard::default(),
+                    &RunChange {
+                        status: Some(RunStatus::Cancelled),
+                        lease: LeaseChange::Set {
+                            owner: "ended",
+                            expires_at: at,
+                        },
+                        ..RunChange::default()
+                    },
+                )?;
+                tx.append_event("r", "", &at, EventType::RunFinished, "{}")
+            })
+            .unwrap();
+        assert!(!take("ended"));
+        assert_eq!(store.lease("r").unwrap().0, "ended");
+    }
+}
