@@ -707,3 +707,35 @@ fn classify(answer: Result<ModelResponse, ModelError>, estimate: &Usage, bounded
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call's reservation is released in two parts: the call when its
+    /// dispatch row is written, its tokens and cost when its outcome is.
+    /// Releasing the call twice would free another call's reservation.
+    #[test]
+    fn a_settled_call_releases_its_own_parts_and_never_another_calls() {
+        let one = Reserved {
+            calls: 1,
+            tokens: 10,
+            cost: 100,
+        };
+        let mut in_flight = Reserved::default();
+        for _ in 0..2 {
+            in_flight.calls += one.calls;
+            in_flight.tokens += one.tokens;
+            in_flight.cost += one.cost;
+        }
+        in_flight.remove(one.call());
+        in_flight.remove(one.spend());
+        assert_eq!(
+            (in_flight.calls, in_flight.tokens, in_flight.cost),
+            (1, 10, 100),
+            "the second call's reservation is intact"
+        );
+        assert_eq!(one.spend().calls, 0);
+        assert_eq!((one.call().tokens, one.call().cost), (0, 0));
+    }
+}
