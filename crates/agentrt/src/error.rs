@@ -10,9 +10,14 @@ use crate::model::{ApprovalStatus, LimitsError, RunStatus};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// SQLite failed.
-    #[error("database: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    /// The database failed (a constraint, a full disk, a corrupt file…).
+    #[error("database: {message}")]
+    Database {
+        /// What kind of failure, for callers that act on it.
+        kind: DatabaseErrorKind,
+        /// What the database said.
+        message: String,
+    },
 
     /// A file operation failed.
     #[error("{path}: {source}", path = path.display())]
@@ -275,6 +280,14 @@ pub enum Error {
         /// The error that closed it, if any.
         cause: Option<String>,
     },
+
+    /// The runtime could not do its own part: the store's writer thread
+    /// stopped (the process is shutting down) or could not start.
+    #[error("internal: {detail}")]
+    Internal {
+        /// What failed.
+        detail: String,
+    },
 }
 
 impl Error {
@@ -311,8 +324,59 @@ impl Error {
         {
             return Error::DatabaseLocked;
         }
-        Error::Sqlite(e)
+        let kind = match &e {
+            rusqlite::Error::SqliteFailure(f, _) => match f.code {
+                rusqlite::ErrorCode::ConstraintViolation => DatabaseErrorKind::Constraint,
+                rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase => {
+                    DatabaseErrorKind::Corrupt
+                }
+                rusqlite::ErrorCode::DiskFull => DatabaseErrorKind::Full,
+                rusqlite::ErrorCode::ReadOnly => DatabaseErrorKind::ReadOnly,
+                rusqlite::ErrorCode::SystemIoFailure => DatabaseErrorKind::Io,
+                _ => DatabaseErrorKind::Other,
+            },
+            _ => DatabaseErrorKind::Other,
+        };
+        Error::Database {
+            kind,
+            message: e.to_string(),
+        }
     }
+
+    /// The same failure again, for every write group of a batch whose
+    /// commit failed (errors are not `Clone`: an I/O source is not).
+    pub(crate) fn for_each_group(&self) -> Error {
+        match self {
+            Error::DatabaseLocked => Error::DatabaseLocked,
+            Error::Database { kind, message } => Error::Database {
+                kind: *kind,
+                message: message.clone(),
+            },
+            other => Error::Database {
+                kind: DatabaseErrorKind::Other,
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// What kind of database failure an [`Error::Database`] is, in terms any
+/// backend can report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DatabaseErrorKind {
+    /// A uniqueness or reference constraint refused a row.
+    Constraint,
+    /// The file is damaged.
+    Corrupt,
+    /// The disk or the database is full.
+    Full,
+    /// The database or its directory cannot be written.
+    ReadOnly,
+    /// The operating system failed an I/O operation.
+    Io,
+    /// Anything else.
+    Other,
 }
 
 /// The runtime's result type.

@@ -40,7 +40,7 @@ pub use agent::{Agent, AgentError, Observer, ScriptedAgent, StepInput};
 pub use cancel::{Cancel, CancelHandle, cancel_pair};
 pub use clock::{Clock, ManualClock, Timestamp, system_clock};
 pub use driver::Driver;
-pub use error::{Error, Result};
+pub use error::{DatabaseErrorKind, Error, Result};
 pub use gate::{
     CrashHook, CrashPoint, Gate, GateConfig, Session, StepInfo, Verdict, VerdictOutcome,
 };

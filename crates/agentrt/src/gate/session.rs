@@ -145,7 +145,13 @@ pub(crate) fn misuse(run: &Run, detail: &str) -> Error {
 }
 
 fn is_constraint(e: &Error) -> bool {
-    matches!(e, Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::ConstraintViolation)
+    matches!(
+        e,
+        Error::Database {
+            kind: crate::error::DatabaseErrorKind::Constraint,
+            ..
+        }
+    )
 }
 
 /// Asks the gate's policy, turning a panic into a policy error.

@@ -11,14 +11,16 @@ mod lease;
 mod open;
 mod page;
 mod read;
+mod readers;
 mod recheck_read;
 pub mod schema;
 mod tx;
 pub(crate) mod verify_read;
+mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rusqlite::Connection;
 
@@ -54,24 +56,35 @@ pub struct StoreOptions {
     pub durability: Durability,
 }
 
-/// An open agentrt database. Cheap to clone; clones share one connection.
+/// An open agentrt database. Cheap to clone; clones share one write
+/// connection, its writer thread and a pool of read connections.
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<StoreInner>,
 }
 
+/// Fields drop in order: the writer thread ends and the read connections
+/// close before the write connection, whose close (the last one) folds the
+/// write-ahead log back and removes the sidecar files.
 struct StoreInner {
-    conn: Mutex<Connection>,
+    /// The thread that runs async write groups, started on first use
+    /// (`None` if it could not start).
+    writer: OnceLock<Option<writer::Writer>>,
+    /// Read connections of a writable file store.
+    readers: Option<readers::Readers>,
     /// A second connection for lease heartbeats (file stores), opened on
     /// first use, so a long transaction on `conn` cannot starve them.
     heartbeat: Mutex<Option<Connection>>,
+    /// The write connection (and, in memory, the only one).
+    conn: Arc<Mutex<Connection>>,
     /// The file as resolved when it was opened (absolute, links followed):
     /// the heartbeat opens this file even if the working directory changes.
     file: Option<PathBuf>,
     path: Option<PathBuf>,
     read_only: bool,
-    /// Write groups committed through this handle and its clones.
-    commits: AtomicU64,
+    /// Transactions and write groups committed through this handle and
+    /// its clones.
+    counters: Arc<writer::Counters>,
 }
 
 impl std::fmt::Debug for Store {
@@ -112,14 +125,21 @@ impl Store {
     }
 
     fn wrap(conn: Connection, path: Option<PathBuf>, read_only: bool) -> Store {
+        let file = path.as_ref().and_then(|p| std::fs::canonicalize(p).ok());
+        let readers = match (&file, read_only) {
+            (Some(file), false) => Some(readers::Readers::new(file.clone())),
+            _ => None,
+        };
         Store {
             inner: Arc::new(StoreInner {
-                conn: Mutex::new(conn),
+                conn: Arc::new(Mutex::new(conn)),
+                writer: OnceLock::new(),
+                readers,
                 heartbeat: Mutex::new(None),
-                file: path.as_ref().and_then(|p| std::fs::canonicalize(p).ok()),
+                file,
                 path,
                 read_only,
-                commits: AtomicU64::new(0),
+                counters: Arc::default(),
             }),
         }
     }
@@ -141,29 +161,151 @@ impl Store {
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(Error::from_sqlite)?;
-        let mut wtx = WriteTx::new(tx);
-        let value = f(&mut wtx)?;
-        let events = wtx.commit()?;
-        self.inner.commits.fetch_add(1, Ordering::Relaxed);
+        let (value, events) = {
+            let mut wtx = WriteTx::new(&tx);
+            let value = f(&mut wtx)?;
+            (value, wtx.finish()?)
+        };
+        tx.commit().map_err(Error::from_sqlite)?;
+        let counters = &self.inner.counters;
+        counters.transactions.fetch_add(1, Ordering::Relaxed);
+        counters.groups.fetch_add(1, Ordering::Relaxed);
         Ok((value, events))
     }
 
-    /// How many write groups this store (and its clones) has committed
-    /// since it was opened: each is one transaction, one fsync at
-    /// [`Durability::Full`]. Lease renewals by the heartbeat are not write
-    /// groups and are not counted.
+    /// [`Store::write`] for async code: the group runs on the store's
+    /// writer thread, never on the caller's executor, and is committed
+    /// together with the groups submitted while the previous commit was in
+    /// progress (one transaction, one fsync, each group in a savepoint of
+    /// its own: a group that fails rolls back alone).
+    ///
+    /// The group stands even if the returned future is dropped before it
+    /// completes. A panic in `f` rolls the group back and resumes in the
+    /// caller.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use agentrt::store::NewRun;
+    /// use agentrt::{EventType, Store, Timestamp};
+    /// let store = Store::open(":memory:").unwrap();
+    /// let at = Timestamp::parse("2026-10-01T09:00:00Z").unwrap();
+    /// let (id, events) = store
+    ///     .write_async(move |tx| {
+    ///         tx.insert_run(&NewRun {
+    ///             id: "r1",
+    ///             goal: "g",
+    ///             limits_json: "{}",
+    ///             created_at: at,
+    ///             lease_owner: "me",
+    ///             lease_expires_at: at,
+    ///         })?;
+    ///         tx.append_event("r1", "", &at, EventType::RunCreated, "{}")?;
+    ///         Ok("r1")
+    ///     })
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!((id, events.len(), events[0].seq), ("r1", 1, 1));
+    /// assert_eq!(store.commits(), 1);
+    /// # });
+    /// ```
+    pub async fn write_async<T, F>(&self, f: F) -> Result<(T, Vec<Event>)>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteTx<'_>) -> Result<T> + Send + 'static,
+    {
+        self.writer()?.write(f, None).await
+    }
+
+    /// [`Store::write_async`], then `after` with the group's value on the
+    /// writer thread as soon as the batch committed: nothing written after
+    /// the commit can be seen before `after` has run by work that runs
+    /// between batches ([`Store::between_batches`]).
+    pub(crate) async fn write_then<T, F>(
+        &self,
+        f: F,
+        after: impl FnOnce(&T) + Send + 'static,
+    ) -> Result<(T, Vec<Event>)>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteTx<'_>) -> Result<T> + Send + 'static,
+    {
+        self.writer()?.write(f, Some(Box::new(after))).await
+    }
+
+    /// Runs `f` on the writer thread between two batches, on the write
+    /// connection: it sees every group committed before it, and no group
+    /// commits while it runs.
+    pub(crate) async fn between_batches<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        self.writer()?.between(f).await
+    }
+
+    fn writer(&self) -> Result<&writer::Writer> {
+        let inner = &self.inner;
+        inner
+            .writer
+            .get_or_init(|| {
+                writer::Writer::start(Arc::clone(&inner.conn), Arc::clone(&inner.counters)).ok()
+            })
+            .as_ref()
+            .ok_or_else(|| Error::Internal {
+                detail: "the store's writer thread could not start".into(),
+            })
+    }
+
+    /// How many transactions this store (and its clones) has committed
+    /// since it was opened: each is one fsync at [`Durability::Full`]. A
+    /// transaction commits one write group, or several under group commit
+    /// (see [`Store::write_groups`]). Lease renewals by the heartbeat are
+    /// not counted.
     ///
     /// ```
     /// let store = agentrt::Store::open(":memory:").unwrap();
     /// assert_eq!(store.commits(), 0);
     /// ```
     pub fn commits(&self) -> u64 {
-        self.inner.commits.load(Ordering::Relaxed)
+        self.inner.counters.transactions.load(Ordering::Relaxed)
     }
 
-    /// Runs `f` on the connection for reads.
+    /// How many write groups this store (and its clones) has committed
+    /// since it was opened; never fewer than [`Store::commits`].
+    ///
+    /// ```
+    /// let store = agentrt::Store::open(":memory:").unwrap();
+    /// assert_eq!(store.write_groups(), 0);
+    /// ```
+    pub fn write_groups(&self) -> u64 {
+        self.inner.counters.groups.load(Ordering::Relaxed)
+    }
+
+    /// Runs `f` for reads: on a pooled read connection of a writable file
+    /// store (it does not wait for the writer), else on the connection.
     pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let conn = lock(&self.inner.conn);
-        f(&conn)
+        match &self.inner.readers {
+            Some(readers) => readers.with(f),
+            None => f(&lock(&self.inner.conn)),
+        }
+    }
+
+    /// [`Store::read`] for async code: on a blocking thread, never on the
+    /// caller's executor.
+    pub(crate) async fn read_async<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let store = self.clone();
+        match tokio::task::spawn_blocking(move || store.read(f)).await {
+            Ok(r) => r,
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(_) => Err(Error::Internal {
+                    detail: "the runtime shut down during a read".into(),
+                }),
+            },
+        }
     }
 }

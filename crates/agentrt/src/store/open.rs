@@ -107,15 +107,19 @@ pub(super) fn open_existing(
 /// `-wal` the open is refused rather than showing an older state.
 fn open_read_only(path: &Path) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let first =
-        Connection::open_with_flags(sqlite_path(path), flags).map_err(|e| open_error(path, e));
-    let attempt = first.and_then(|conn| {
-        configure(&conn)?;
-        refuse_unsafe_schema(&conn, path)?;
+    // The first statement that touches the file tells whether it needs
+    // the immutable fallback.
+    let first = Connection::open_with_flags(sqlite_path(path), flags).and_then(|conn| {
+        configure_connection(&conn)?;
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
         Ok(conn)
     });
-    match attempt {
-        Err(Error::Sqlite(e)) if needs_immutable(&e) => {
+    match first {
+        Ok(conn) => {
+            refuse_unsafe_schema(&conn, path)?;
+            Ok(conn)
+        }
+        Err(e) if needs_immutable(&e) => {
             refuse_unread_wal(path, &e)?;
             let uri = immutable_uri(path);
             let conn = Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
@@ -124,7 +128,7 @@ fn open_read_only(path: &Path) -> Result<Connection> {
             refuse_unsafe_schema(&conn, path)?;
             Ok(conn)
         }
-        other => other,
+        Err(e) => Err(open_error(path, e)),
     }
 }
 
@@ -198,14 +202,14 @@ fn open_error(path: &Path, e: rusqlite::Error) -> Error {
 }
 
 fn configure(conn: &Connection) -> Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(Error::from_sqlite)?;
-    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
-        .map_err(Error::from_sqlite)?;
-    conn.pragma_update(None, "trusted_schema", false)
-        .map_err(Error::from_sqlite)?;
-    conn.pragma_update(None, "foreign_keys", true)
-        .map_err(Error::from_sqlite)?;
+    configure_connection(conn).map_err(Error::from_sqlite)
+}
+
+fn configure_connection(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    conn.pragma_update(None, "trusted_schema", false)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())
 }
@@ -395,6 +399,18 @@ pub(super) fn heartbeat_connection(path: &Path) -> Result<Connection> {
     let conn = Connection::open_with_flags(
         sqlite_path(path),
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| open_error(path, e))?;
+    configure(&conn)?;
+    Ok(conn)
+}
+
+/// A read-only connection to an existing, migrated file for the read
+/// pool: no file checks or migrations (the main connection did them).
+pub(super) fn reader_connection(path: &Path) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        sqlite_path(path),
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| open_error(path, e))?;
     configure(&conn)?;

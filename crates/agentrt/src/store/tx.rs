@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use rusqlite::types::{Value, ValueRef};
-use rusqlite::{OptionalExtension, ToSql, Transaction, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, ToSql, params_from_iter};
 
 use crate::chain::{self, FieldHasher};
 use crate::clock::Timestamp;
@@ -151,7 +151,9 @@ pub struct ApprovalChange<'a> {
     pub note: Option<&'a str>,
 }
 
-/// One open write transaction. Dropping it without commit rolls back.
+/// One write group, inside an open transaction (its own, or a savepoint of
+/// a batch that group commit shares among several groups). The store
+/// commits or rolls back around it; the group never commits itself.
 ///
 /// Events are buffered and chained at commit: the state rows the
 /// transaction inserted or updated are read back, digested into its last
@@ -162,7 +164,7 @@ pub struct ApprovalChange<'a> {
 /// only lease columns, which row digests leave out. Any other change of a
 /// state row needs an event to explain it, or `verify` reports the row.
 pub struct WriteTx<'c> {
-    tx: Transaction<'c>,
+    tx: &'c Connection,
     /// Appended events, without seq until commit.
     events: Vec<Event>,
     /// The state rows written, in write order (duplicates allowed).
@@ -278,7 +280,7 @@ fn push_run_guard(sql: &mut String, params: &mut Vec<Value>, prefix: &str, g: &R
 }
 
 impl<'c> WriteTx<'c> {
-    pub(super) fn new(tx: Transaction<'c>) -> WriteTx<'c> {
+    pub(super) fn new(tx: &'c Connection) -> WriteTx<'c> {
         WriteTx {
             tx,
             events: Vec::new(),
@@ -286,7 +288,9 @@ impl<'c> WriteTx<'c> {
         }
     }
 
-    pub(super) fn commit(mut self) -> Result<Vec<Event>> {
+    /// Seals the group (see [`WriteTx`]) and returns its events, ready for
+    /// the enclosing transaction to commit.
+    pub(super) fn finish(mut self) -> Result<Vec<Event>> {
         if self.events.is_empty() {
             // A state change with no event to explain it would stay out of
             // the chain: refuse it (dropping the transaction rolls back).
@@ -300,7 +304,6 @@ impl<'c> WriteTx<'c> {
         } else {
             self.seal()?;
         }
-        self.tx.commit().map_err(Error::from_sqlite)?;
         Ok(self.events)
     }
 

@@ -1,0 +1,320 @@
+//! The writer thread: write groups submitted from async code are run off
+//! the executor, on one thread that owns the write connection, and the
+//! groups that arrive while a commit is in progress are committed together
+//! in the next transaction (group commit: one fsync for many groups).
+//!
+//! Each group runs in a savepoint of the batch's transaction, so it stays
+//! atomic on its own: a group that fails or panics rolls back alone and the
+//! others commit. Groups run in arrival order, each sealing its events onto
+//! the chain as the previous one left it, so the log keeps one total order.
+//! A group's caller hears of it (and hands its events to observers) only
+//! after the batch committed.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{JoinHandle, ThreadId};
+
+use rusqlite::{Connection, TransactionBehavior};
+use tokio::sync::{mpsc, oneshot};
+
+use super::WriteTx;
+use crate::clock::lock;
+use crate::error::{Error, Result};
+use crate::model::Event;
+
+/// Jobs waiting for the writer. A full queue makes submitters wait (async),
+/// never grow memory without bound.
+const QUEUE_CAPACITY: usize = 1024;
+
+/// The most groups one transaction commits: a bound on how long one
+/// transaction holds the write lock.
+const MAX_BATCH: usize = 256;
+
+/// The counters a store reports: transactions committed (fsyncs at full
+/// durability) and write groups committed.
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    pub transactions: AtomicU64,
+    pub groups: AtomicU64,
+}
+
+/// One write group handed to the writer.
+trait Group: Send {
+    /// Runs the group's writes, inside its savepoint.
+    fn run(&mut self, tx: &mut WriteTx<'_>) -> Result<()>;
+    /// Reports the outcome once the batch committed (or failed).
+    fn settle(self: Box<Self>, outcome: Result<Vec<Event>>);
+}
+
+enum Job {
+    Group(Box<dyn Group>),
+    /// Work on the write connection between batches: it sees every group
+    /// committed before it and none after.
+    Between(Box<dyn FnOnce(&Connection) + Send>),
+}
+
+/// What the submitter gets back.
+enum Reply<T> {
+    Done(Result<(T, Vec<Event>)>),
+    Panicked(Box<dyn Any + Send>),
+}
+
+/// Runs after the commit, on the writer thread, before the reply is sent.
+type AfterCommit<T> = Box<dyn FnOnce(&T) + Send>;
+
+struct TypedGroup<T, F> {
+    f: Option<F>,
+    value: Option<T>,
+    panic: Option<Box<dyn Any + Send>>,
+    after: Option<AfterCommit<T>>,
+    reply: oneshot::Sender<Reply<T>>,
+}
+
+impl<T, F> Group for TypedGroup<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut WriteTx<'_>) -> Result<T> + Send + 'static,
+{
+    fn run(&mut self, tx: &mut WriteTx<'_>) -> Result<()> {
+        let Some(f) = self.f.take() else {
+            return Err(Error::Internal {
+                detail: "a write group ran twice".into(),
+            });
+        };
+        match catch_unwind(AssertUnwindSafe(|| f(tx))) {
+            Ok(Ok(value)) => {
+                self.value = Some(value);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e),
+            Err(panic) => {
+                self.panic = Some(panic);
+                Err(Error::Internal {
+                    detail: "a write group panicked".into(),
+                })
+            }
+        }
+    }
+
+    fn settle(self: Box<Self>, outcome: Result<Vec<Event>>) {
+        let this = *self;
+        let reply = match (this.panic, outcome, this.value) {
+            (Some(panic), _, _) => Reply::Panicked(panic),
+            (None, Ok(events), Some(value)) => {
+                if let Some(after) = this.after {
+                    after(&value);
+                }
+                Reply::Done(Ok((value, events)))
+            }
+            (None, Ok(_), None) => Reply::Done(Err(Error::Internal {
+                detail: "a write group committed without its value".into(),
+            })),
+            (None, Err(e), _) => Reply::Done(Err(e)),
+        };
+        // The submitter may have stopped waiting: the group stands anyway.
+        let _ = this.reply.send(reply);
+    }
+}
+
+/// The handle on the writer thread; dropping it lets the thread finish the
+/// queue and end.
+pub(super) struct Writer {
+    queue: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+    thread_id: Option<ThreadId>,
+}
+
+impl Writer {
+    pub fn start(conn: Arc<Mutex<Connection>>, counters: Arc<Counters>) -> Result<Writer> {
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let thread = std::thread::Builder::new()
+            .name("agentrt-writer".into())
+            .spawn(move || serve(&conn, rx, &counters))
+            .map_err(|e| Error::Internal {
+                detail: format!("cannot start the writer thread: {e}"),
+            })?;
+        Ok(Writer {
+            queue: Some(tx),
+            thread_id: Some(thread.thread().id()),
+            thread: Some(thread),
+        })
+    }
+
+    /// Runs `f` as one write group of the next batch; `after` runs on the
+    /// writer thread once it committed, before the caller hears of it.
+    pub async fn write<T, F>(&self, f: F, after: Option<AfterCommit<T>>) -> Result<(T, Vec<Event>)>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteTx<'_>) -> Result<T> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let group = TypedGroup {
+            f: Some(f),
+            value: None,
+            panic: None,
+            after,
+            reply,
+        };
+        self.submit(Job::Group(Box::new(group))).await?;
+        match answer.await {
+            Ok(Reply::Done(r)) => r,
+            Ok(Reply::Panicked(panic)) => resume_unwind(panic),
+            Err(_) => Err(stopped()),
+        }
+    }
+
+    /// Runs `f` on the write connection between batches.
+    pub async fn between<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = move |conn: &Connection| {
+            let r = catch_unwind(AssertUnwindSafe(|| f(conn)));
+            let _ = reply.send(r);
+        };
+        self.submit(Job::Between(Box::new(job))).await?;
+        match answer.await {
+            Ok(Ok(r)) => r,
+            Ok(Err(panic)) => resume_unwind(panic),
+            Err(_) => Err(stopped()),
+        }
+    }
+
+    async fn submit(&self, job: Job) -> Result<()> {
+        let Some(queue) = &self.queue else {
+            return Err(stopped());
+        };
+        queue.send(job).await.map_err(|_| stopped())
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread once it has drained it. A job
+        // holding the last handle on the store drops it on the writer
+        // thread itself, which must not wait for itself.
+        self.queue = None;
+        if let Some(thread) = self.thread.take()
+            && Some(std::thread::current().id()) != self.thread_id
+        {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn stopped() -> Error {
+    Error::Internal {
+        detail: "the store's writer thread has stopped".into(),
+    }
+}
+
+/// The writer thread: take what is queued, commit it as one batch, repeat.
+fn serve(conn: &Mutex<Connection>, mut queue: mpsc::Receiver<Job>, counters: &Counters) {
+    while let Some(first) = queue.blocking_recv() {
+        let mut groups: Vec<Box<dyn Group>> = Vec::new();
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            match job {
+                Job::Group(g) => groups.push(g),
+                Job::Between(f) => {
+                    // Everything queued before it commits first.
+                    commit_batch(conn, std::mem::take(&mut groups), counters);
+                    f(&lock(conn));
+                }
+            }
+            if groups.len() < MAX_BATCH {
+                next = queue.try_recv().ok();
+            }
+        }
+        commit_batch(conn, groups, counters);
+    }
+}
+
+/// Commits `groups` in one IMMEDIATE transaction, each in its savepoint,
+/// then settles each with its events or its own error.
+fn commit_batch(conn: &Mutex<Connection>, groups: Vec<Box<dyn Group>>, counters: &Counters) {
+    if groups.is_empty() {
+        return;
+    }
+    let mut guard = lock(conn);
+    let (outcomes, committed) = {
+        let mut tx = match guard.transaction_with_behavior(TransactionBehavior::Immediate) {
+            Ok(tx) => tx,
+            Err(e) => {
+                let e = Error::from_sqlite(e);
+                for g in groups {
+                    g.settle(Err(e.for_each_group()));
+                }
+                return;
+            }
+        };
+        let mut outcomes = Vec::with_capacity(groups.len());
+        let mut broken: Option<Error> = None;
+        for mut g in groups {
+            let outcome = match &broken {
+                Some(e) => Err(e.for_each_group()),
+                None => match run_group(&mut tx, g.as_mut()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        // The savepoint could not be released or rolled back:
+                        // the transaction's state is unknown, so nothing in it
+                        // commits.
+                        let r = Err(e.for_each_group());
+                        broken = Some(e);
+                        r
+                    }
+                },
+            };
+            outcomes.push((g, outcome));
+        }
+        let committed = match broken {
+            Some(e) => Err(e),
+            None => tx.commit().map_err(Error::from_sqlite),
+        };
+        (outcomes, committed)
+    };
+    drop(guard);
+    match committed {
+        Ok(()) => {
+            let done = outcomes.iter().filter(|(_, r)| r.is_ok()).count() as u64;
+            counters.transactions.fetch_add(1, Ordering::Relaxed);
+            counters.groups.fetch_add(done, Ordering::Relaxed);
+            for (g, r) in outcomes {
+                g.settle(r);
+            }
+        }
+        Err(e) => {
+            for (g, r) in outcomes {
+                g.settle(r.and_then(|_| Err(e.for_each_group())));
+            }
+        }
+    }
+}
+
+/// Runs one group in a savepoint. The outer error means the savepoint
+/// itself failed; the inner result is the group's own.
+fn run_group(
+    tx: &mut rusqlite::Transaction<'_>,
+    group: &mut dyn Group,
+) -> Result<Result<Vec<Event>>> {
+    let savepoint = tx.savepoint().map_err(Error::from_sqlite)?;
+    let outcome = {
+        let mut wtx = WriteTx::new(&savepoint);
+        group.run(&mut wtx).and_then(|()| wtx.finish())
+    };
+    match outcome {
+        Ok(events) => {
+            savepoint.commit().map_err(Error::from_sqlite)?;
+            Ok(Ok(events))
+        }
+        Err(e) => {
+            // Dropping behaviour is rollback: ROLLBACK TO, then RELEASE.
+            savepoint.finish().map_err(Error::from_sqlite)?;
+            Ok(Err(e))
+        }
+    }
+}
