@@ -178,6 +178,86 @@ struct Inner {
     attempts: AtomicU32,
 }
 
+impl Inner {
+    /// Under the step's lock: the run's totals as committed, plus what
+    /// this step has in flight, checked against every limit with this
+    /// call's projection; the projection is reserved if it fits.
+    fn check_and_reserve(
+        &self,
+        run: &crate::model::Run,
+        uncapped: bool,
+        estimate: &Usage,
+    ) -> Result<Reserved, CallError> {
+        let mut reserved = lock(&self.reserved);
+        let limits = &self.limits;
+        let priced = !self.price.is_free();
+        let projection = estimate.input_tokens.saturating_add(estimate.output_tokens);
+        let projected_cost = most_cost(&self.price, estimate);
+        let refuse = |reason, detail: String| Err(CallError::Limit { reason, detail });
+        let calls = run.model_calls.saturating_add(reserved.calls);
+        if limits.max_model_calls > 0 && calls >= limits.max_model_calls {
+            return refuse(
+                TerminalReason::LimitModelCalls,
+                format!(
+                    "{calls} model call(s) made or in flight; the limit is {}",
+                    limits.max_model_calls
+                ),
+            );
+        }
+        if uncapped {
+            if limits.max_total_tokens > 0 {
+                return refuse(
+                    TerminalReason::LimitTokens,
+                    "a request without an output cap cannot be sent under a token limit; set max_output_tokens".into(),
+                );
+            }
+            if limits.max_estimated_cost_micros > 0 && priced {
+                return refuse(
+                    TerminalReason::LimitCost,
+                    "a request without an output cap cannot be sent to a priced model under a cost limit; set max_output_tokens"
+                        .into(),
+                );
+            }
+        }
+        let used = run
+            .usage
+            .input_tokens
+            .saturating_add(run.usage.output_tokens)
+            .saturating_add(reserved.tokens);
+        if limits.max_total_tokens > 0 && used.saturating_add(projection) > limits.max_total_tokens
+        {
+            return refuse(
+                TerminalReason::LimitTokens,
+                format!(
+                    "{used} tokens used or in flight plus up to {projection} for this call would pass the limit of {}",
+                    limits.max_total_tokens
+                ),
+            );
+        }
+        let spent = run.estimated_cost_micros.saturating_add(reserved.cost);
+        if limits.max_estimated_cost_micros > 0
+            && spent.saturating_add(projected_cost) > limits.max_estimated_cost_micros
+        {
+            return refuse(
+                TerminalReason::LimitCost,
+                format!(
+                    "{spent} µ$ spent or in flight plus up to {projected_cost} µ$ for this call would pass the limit of {} µ$",
+                    limits.max_estimated_cost_micros
+                ),
+            );
+        }
+        let this = Reserved {
+            calls: 1,
+            tokens: projection,
+            cost: projected_cost,
+        };
+        reserved.calls = reserved.calls.saturating_add(this.calls);
+        reserved.tokens = reserved.tokens.saturating_add(this.tokens);
+        reserved.cost = reserved.cost.saturating_add(this.cost);
+        Ok(this)
+    }
+}
+
 /// The only model handle an agent receives: one per step. Cheap to clone;
 /// clones share the step's reservations.
 #[derive(Clone)]
@@ -303,11 +383,11 @@ impl ModelCaller {
         let attempts = 1 + self.inner.config.max_retries;
         let mut last = String::new();
         for attempt in 1..=attempts {
-            let mut reservation = self.reserve(&request, &estimate)?;
+            let reservation = Arc::new(Mutex::new(self.reserve(&request, &estimate).await?));
             let result = self
-                .attempt(&request, &estimate, attempt, &mut reservation)
+                .attempt(&request, &estimate, attempt, &reservation)
                 .await;
-            self.release(reservation);
+            self.release(&reservation);
             match result? {
                 Next::Done(response) => return Ok(response),
                 Next::Stop(e) => return Err(e),
@@ -322,7 +402,7 @@ impl ModelCaller {
                         .backoff
                         .saturating_mul(1 << (attempt - 1).min(20));
                     let wait = backoff.max(retry_after.unwrap_or_default());
-                    if let Some(why) = self.wait_unfit(wait, retry_after) {
+                    if let Some(why) = self.wait_unfit(wait, retry_after).await {
                         return Err(CallError::ModelUnavailable {
                             attempts: attempt,
                             last: why,
@@ -336,7 +416,7 @@ impl ModelCaller {
                 }
             }
         }
-        let recorded = self.last_error().unwrap_or(last);
+        let recorded = self.last_error().await.unwrap_or(last);
         Err(CallError::ModelUnavailable {
             attempts,
             last: recorded,
@@ -345,7 +425,7 @@ impl ModelCaller {
 
     /// Why a wait cannot fit: a `Retry-After` beyond the maximum, or past
     /// the run's elapsed or active time limit.
-    fn wait_unfit(&self, wait: Duration, retry_after: Option<Duration>) -> Option<String> {
+    async fn wait_unfit(&self, wait: Duration, retry_after: Option<Duration>) -> Option<String> {
         if retry_after.is_some_and(|r| r > self.inner.config.max_retry_after) {
             return Some(format!(
                 "the provider asked to wait {} s, beyond the {} s allowed",
@@ -362,7 +442,7 @@ impl ModelCaller {
             }
         }
         if limits.max_active_time_ms > 0
-            && let Ok(run) = self.inner.gate.store.get_run(&self.inner.run_id)
+            && let Ok(run) = self.read_run().await
             && run.active_ms.saturating_add(wait_ms) >= limits.max_active_time_ms
         {
             return Some("waiting to retry would pass the run's active-time limit".into());
@@ -370,12 +450,24 @@ impl ModelCaller {
         None
     }
 
-    fn last_error(&self) -> Option<String> {
+    /// The run as stored now, read off the executor.
+    async fn read_run(&self) -> Result<crate::model::Run, Error> {
+        let id = self.inner.run_id.clone();
+        self.inner
+            .gate
+            .store
+            .off_executor(move |store| store.get_run(&id))
+            .await
+    }
+
+    async fn last_error(&self) -> Option<String> {
+        let id = self.inner.run_id.clone();
         let calls = self
             .inner
             .gate
             .store
-            .list_model_calls(&self.inner.run_id)
+            .off_executor(move |store| store.list_model_calls(&id))
+            .await
             .ok()?;
         calls
             .into_iter()
@@ -384,105 +476,63 @@ impl ModelCaller {
             .map(|c| c.error)
     }
 
-    /// Under the step's lock: reload the run's totals, add what this step
-    /// has in flight, check every limit against them plus this call's
-    /// projection, and reserve the projection.
-    fn reserve(&self, request: &ModelRequest, estimate: &Usage) -> Result<Reserved, CallError> {
-        let mut reserved = lock(&self.inner.reserved);
-        let run = self.inner.gate.store.get_run(&self.inner.run_id)?;
-        let limits = &self.inner.limits;
-        let priced = !self.inner.price.is_free();
-        let projection = estimate.input_tokens.saturating_add(estimate.output_tokens);
-        let projected_cost = most_cost(&self.inner.price, estimate);
-        let refuse = |reason, detail: String| Err(CallError::Limit { reason, detail });
-        let calls = run.model_calls.saturating_add(reserved.calls);
-        if limits.max_model_calls > 0 && calls >= limits.max_model_calls {
-            return refuse(
-                TerminalReason::LimitModelCalls,
-                format!(
-                    "{calls} model call(s) made or in flight; the limit is {}",
-                    limits.max_model_calls
-                ),
-            );
-        }
-        if request.max_output_tokens.is_none() {
-            if limits.max_total_tokens > 0 {
-                return refuse(
-                    TerminalReason::LimitTokens,
-                    "a request without an output cap cannot be sent under a token limit; set max_output_tokens".into(),
-                );
-            }
-            if limits.max_estimated_cost_micros > 0 && priced {
-                return refuse(
-                    TerminalReason::LimitCost,
-                    "a request without an output cap cannot be sent to a priced model under a cost limit; set max_output_tokens"
-                        .into(),
-                );
-            }
-        }
-        let used = run
-            .usage
-            .input_tokens
-            .saturating_add(run.usage.output_tokens)
-            .saturating_add(reserved.tokens);
-        if limits.max_total_tokens > 0 && used.saturating_add(projection) > limits.max_total_tokens
-        {
-            return refuse(
-                TerminalReason::LimitTokens,
-                format!(
-                    "{used} tokens used or in flight plus up to {projection} for this call would pass the limit of {}",
-                    limits.max_total_tokens
-                ),
-            );
-        }
-        let spent = run.estimated_cost_micros.saturating_add(reserved.cost);
-        if limits.max_estimated_cost_micros > 0
-            && spent.saturating_add(projected_cost) > limits.max_estimated_cost_micros
-        {
-            return refuse(
-                TerminalReason::LimitCost,
-                format!(
-                    "{spent} µ$ spent or in flight plus up to {projected_cost} µ$ for this call would pass the limit of {} µ$",
-                    limits.max_estimated_cost_micros
-                ),
-            );
-        }
-        let this = Reserved {
-            calls: 1,
-            tokens: projection,
-            cost: projected_cost,
-        };
-        reserved.calls = reserved.calls.saturating_add(this.calls);
-        reserved.tokens = reserved.tokens.saturating_add(this.tokens);
-        reserved.cost = reserved.cost.saturating_add(this.cost);
-        Ok(this)
+    /// Reserves this call's projection against the run's limits: on the
+    /// store's writer thread between two batches, so the run's totals read
+    /// and the step's reservations are one consistent picture (a settled
+    /// call leaves the reservations in the same moment its commit becomes
+    /// visible there).
+    async fn reserve(
+        &self,
+        request: &ModelRequest,
+        estimate: &Usage,
+    ) -> Result<Reserved, CallError> {
+        let inner = Arc::clone(&self.inner);
+        let uncapped = request.max_output_tokens.is_none();
+        let estimate = *estimate;
+        let run_id = inner.run_id.clone();
+        self.inner
+            .gate
+            .store
+            .with_run_between_batches(run_id, move |run| {
+                Ok(inner.check_and_reserve(run, uncapped, &estimate))
+            })
+            .await?
     }
 
     /// Releases what is left of a reservation (all of it when the attempt
     /// stopped before its dispatch row was written).
-    fn release(&self, this: Reserved) {
-        lock(&self.inner.reserved).remove(this);
+    fn release(&self, held: &Mutex<Reserved>) {
+        let mut reserved = lock(&self.inner.reserved);
+        reserved.remove(std::mem::take(&mut *lock(held)));
     }
 
-    /// Runs one write group under the step's lock and, if it recorded what
-    /// `part` of this call's reservation stood for, drops that part at once:
-    /// a concurrent check sees it reserved or recorded, never both, never
-    /// neither. The observer hears the events after the lock is let go.
-    fn write_settling(
+    /// Runs one write group and, if it recorded what `part` of this call's
+    /// reservation stood for, drops that part on the writer thread right
+    /// after the commit, before any check between batches can look: a
+    /// check sees it reserved or recorded, never both, never neither. The
+    /// observer hears the events afterwards.
+    async fn write_settling<F>(
         &self,
-        held: &mut Reserved,
+        held: &Arc<Mutex<Reserved>>,
         part: Reserved,
-        f: impl FnOnce(&mut WriteTx<'_>) -> Result<bool, Error>,
-    ) -> Result<bool, Error> {
-        let (recorded, events) = {
-            let mut reserved = lock(&self.inner.reserved);
-            let (recorded, events) = self.inner.gate.store.write(f)?;
-            if recorded {
-                reserved.remove(part);
-                held.remove(part);
-            }
-            (recorded, events)
-        };
+        f: F,
+    ) -> Result<bool, Error>
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<bool, Error> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        let held = Arc::clone(held);
+        let (recorded, events) = self
+            .inner
+            .gate
+            .store
+            .write_then(f, move |recorded: &bool| {
+                if *recorded {
+                    lock(&inner.reserved).remove(part);
+                    lock(&held).remove(part);
+                }
+            })
+            .await?;
         self.inner.gate.deliver(&events);
         Ok(recorded)
     }
@@ -494,7 +544,7 @@ impl ModelCaller {
         request: &ModelRequest,
         estimate: &Usage,
         attempt: u32,
-        held: &mut Reserved,
+        held: &Arc<Mutex<Reserved>>,
     ) -> Result<Next, CallError> {
         let inner = &self.inner;
         if !inner.lease.ok() {
@@ -518,7 +568,10 @@ impl ModelCaller {
             completed_at: None,
         };
         inner.attempts.fetch_add(1, Ordering::Relaxed);
-        let sent = self.write_settling(held, held.call(), |tx| {
+        let part = lock(held).call();
+        let (inner_w, written, name) = (Arc::clone(inner), record.clone(), model_name.clone());
+        let sent = self.write_settling(held, part, move |tx| {
+            let (inner, record, model_name) = (inner_w, written, name);
             if !tx.insert_model_call(&record, &inner.gate.owner, &inner.gate.lease_now())? {
                 return Ok(false);
             }
@@ -550,7 +603,8 @@ impl ModelCaller {
                 &payload.to_string(),
             )?;
             Ok(true)
-        })?;
+        })
+        .await?;
         if !sent {
             return Err(CallError::LeaseLost);
         }
@@ -580,7 +634,10 @@ impl ModelCaller {
         record.latency_ms = completed.millis_since(&dispatched_at);
         record.completed_at = Some(completed);
         let completed_at = record.completed_at.unwrap_or(dispatched_at);
-        self.write_settling(held, held.spend(), |tx| {
+        let part = lock(held).spend();
+        let inner_w = Arc::clone(inner);
+        self.write_settling(held, part, move |tx| {
+            let inner = inner_w;
             tx.complete_model_call(&record)?;
             let run = tx.run(&inner.run_id)?.ok_or_else(|| Error::NotFound {
                 what: "run",
@@ -623,7 +680,8 @@ impl ModelCaller {
                 &payload.to_string(),
             )?;
             Ok(true)
-        })?;
+        })
+        .await?;
         Ok(outcome.next)
     }
 }

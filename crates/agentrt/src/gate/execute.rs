@@ -67,53 +67,60 @@ impl Session {
                 step.policy = Some(allowed.policy.clone());
                 step.spec_hash = allowed.spec_hash.clone();
                 step.policy_id = gate.policy_id.clone();
-                let r = gate.write(|tx| {
-                    let wall = gate.lease_now();
-                    let guard = StepGuard {
-                        statuses: &[StepStatus::Deciding],
-                        run: Some((
+                let g = Arc::clone(&gate);
+                let (run_id, step_id, decided_at) = (run_id.clone(), step_id.clone(), *decided_at);
+                let (spec_hash, policy_at) = (allowed.spec_hash.clone(), allowed.policy_at);
+                let policy_payload = policy_payload.clone();
+                let r = gate
+                    .write(move |tx| {
+                        let gate = g;
+                        let wall = gate.lease_now();
+                        let guard = StepGuard {
+                            statuses: &[StepStatus::Deciding],
+                            run: Some((
+                                &run_id,
+                                RunGuard {
+                                    lease_live_at: Some(wall),
+                                    ..running(&gate)
+                                },
+                            )),
+                            granted_by: None,
+                        };
+                        let change = StepChange {
+                            status: Some(StepStatus::Executing),
+                            decision_json: Some(&decision_json),
+                            policy_json: Some(&policy_json),
+                            spec_hash: Some(&spec_hash),
+                            policy_id: Some(&gate.policy_id),
+                            ..StepChange::default()
+                        };
+                        if !tx.update_step(&step_id, &guard, &change)? {
+                            return Ok(false);
+                        }
+                        tx.append_event(
                             &run_id,
-                            RunGuard {
-                                lease_live_at: Some(wall),
-                                ..running(&gate)
-                            },
-                        )),
-                        granted_by: None,
-                    };
-                    let change = StepChange {
-                        status: Some(StepStatus::Executing),
-                        decision_json: Some(&decision_json),
-                        policy_json: Some(&policy_json),
-                        spec_hash: Some(&allowed.spec_hash),
-                        policy_id: Some(&gate.policy_id),
-                        ..StepChange::default()
-                    };
-                    if !tx.update_step(&step_id, &guard, &change)? {
-                        return Ok(false);
-                    }
-                    tx.append_event(
-                        &run_id,
-                        &step_id,
-                        decided_at,
-                        EventType::StepDecided,
-                        &decision_json,
-                    )?;
-                    tx.append_event(
-                        &run_id,
-                        &step_id,
-                        &allowed.policy_at,
-                        EventType::StepPolicy,
-                        &policy_payload,
-                    )?;
-                    tx.append_event(
-                        &run_id,
-                        &step_id,
-                        &allowed.policy_at,
-                        EventType::StepToolStarted,
-                        &tool_started,
-                    )?;
-                    Ok(true)
-                });
+                            &step_id,
+                            &decided_at,
+                            EventType::StepDecided,
+                            &decision_json,
+                        )?;
+                        tx.append_event(
+                            &run_id,
+                            &step_id,
+                            &policy_at,
+                            EventType::StepPolicy,
+                            &policy_payload,
+                        )?;
+                        tx.append_event(
+                            &run_id,
+                            &step_id,
+                            &policy_at,
+                            EventType::StepToolStarted,
+                            &tool_started,
+                        )?;
+                        Ok(true)
+                    })
+                    .await;
                 (self.closing(r)?, allowed.policy_at)
             }
             Grant::Resumed {
@@ -127,7 +134,9 @@ impl Session {
                     && grant_ttl > 0
                     && start_at > granted.add(std::time::Duration::from_millis(grant_ttl))
                 {
-                    return self.expire_grant_at_execute(approval_id.clone(), start_at);
+                    return self
+                        .expire_grant_at_execute(approval_id.clone(), start_at)
+                        .await;
                 }
                 let tool_started = payload::tool_started(
                     &allowed.request.spec.name,
@@ -136,78 +145,88 @@ impl Session {
                 );
                 let resumed = payload::run_resumed_approval(approval_id);
                 step.started_at = start_at;
-                let r = gate.write(|tx| {
-                    // The step moves only while the run still waits and the
-                    // grant is still the step's latest approval, approved:
-                    // another session may have paused the step again since
-                    // this one read it.
-                    let moved = tx.update_step(
-                        &step_id,
-                        &StepGuard {
-                            statuses: &[StepStatus::AwaitingApproval],
-                            run: Some((
+                let g = Arc::clone(&gate);
+                let (run_id, step_id, resumed_at) = (run_id.clone(), step_id.clone(), *resumed_at);
+                let approval = approval_id.clone();
+                let (spec_hash, spec_json) = (allowed.spec_hash.clone(), allowed.spec_json.clone());
+                let policy_payload = policy_payload.clone();
+                let run_copy = draft.run.clone();
+                let r = gate
+                    .write(move |tx| {
+                        let gate = g;
+                        let approval_id = &approval;
+                        // The step moves only while the run still waits and the
+                        // grant is still the step's latest approval, approved:
+                        // another session may have paused the step again since
+                        // this one read it.
+                        let moved = tx.update_step(
+                            &step_id,
+                            &StepGuard {
+                                statuses: &[StepStatus::AwaitingApproval],
+                                run: Some((
+                                    &run_id,
+                                    RunGuard {
+                                        statuses: &[RunStatus::WaitingForApproval],
+                                        ..RunGuard::default()
+                                    },
+                                )),
+                                granted_by: Some(approval_id),
+                            },
+                            &StepChange {
+                                status: Some(StepStatus::Executing),
+                                started_at: Some(start_at),
+                                ..StepChange::default()
+                            },
+                        )?;
+                        if !moved {
+                            return writes::refuse_stale_grant(
+                                tx,
+                                &gate,
                                 &run_id,
-                                RunGuard {
-                                    statuses: &[RunStatus::WaitingForApproval],
-                                    ..RunGuard::default()
-                                },
-                            )),
-                            granted_by: Some(approval_id),
-                        },
-                        &StepChange {
-                            status: Some(StepStatus::Executing),
-                            started_at: Some(start_at),
-                            ..StepChange::default()
-                        },
-                    )?;
-                    if !moved {
-                        return writes::refuse_stale_grant(
-                            tx,
-                            &gate,
+                                &step_id,
+                                approval_id,
+                                &start_at,
+                            );
+                        }
+                        let change = RunChange {
+                            status: Some(RunStatus::Running),
+                            lease: LeaseChange::Set {
+                                owner: &gate.owner,
+                                expires_at: gate.lease_expiry(),
+                            },
+                            ..RunChange::default()
+                        };
+                        let guard = RunGuard {
+                            statuses: &[RunStatus::WaitingForApproval],
+                            ..RunGuard::default()
+                        };
+                        if !tx.update_run(&run_id, &guard, &change)? {
+                            return Err(misuse(&run_copy, "the run changed under this session"));
+                        }
+                        tx.insert_spec(&spec_hash, spec_json.as_str())?;
+                        tx.append_event(&run_id, "", &resumed_at, EventType::RunResumed, &resumed)?;
+                        tx.append_event(
                             &run_id,
                             &step_id,
-                            approval_id,
+                            &resumed_at,
+                            EventType::StepPolicy,
+                            &policy_payload,
+                        )?;
+                        tx.append_event(
+                            &run_id,
+                            &step_id,
                             &start_at,
-                        );
-                    }
-                    let change = RunChange {
-                        status: Some(RunStatus::Running),
-                        lease: LeaseChange::Set {
-                            owner: &gate.owner,
-                            expires_at: gate.lease_expiry(),
-                        },
-                        ..RunChange::default()
-                    };
-                    let guard = RunGuard {
-                        statuses: &[RunStatus::WaitingForApproval],
-                        ..RunGuard::default()
-                    };
-                    if !tx.update_run(&run_id, &guard, &change)? {
-                        return Err(misuse(&draft.run, "the run changed under this session"));
-                    }
-                    tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
-                    tx.append_event(&run_id, "", resumed_at, EventType::RunResumed, &resumed)?;
-                    tx.append_event(
-                        &run_id,
-                        &step_id,
-                        resumed_at,
-                        EventType::StepPolicy,
-                        &policy_payload,
-                    )?;
-                    tx.append_event(
-                        &run_id,
-                        &step_id,
-                        &start_at,
-                        EventType::StepToolStarted,
-                        &tool_started,
-                    )?;
-                    Ok(ResumedStart::Started)
-                });
+                            EventType::StepToolStarted,
+                            &tool_started,
+                        )?;
+                        Ok(ResumedStart::Started)
+                    })
+                    .await;
                 let ok = match self.closing(r)? {
                     ResumedStart::Started => true,
                     ResumedStart::Taken => false,
                     ResumedStart::Superseded { latest } => {
-                        self.run = self.gate.store.get_run(&self.run.id)?;
+                        self.run = self.reread_run().await?;
                         self.state = State::Over;
                         return Err(Error::GrantSuperseded {
                             approval: approval_id.clone(),
@@ -227,14 +246,14 @@ impl Session {
         if !started {
             if matches!(allowed.grant, Grant::Resumed { .. }) {
                 // Another resumer took the run first: it runs the grant.
-                self.run = self.gate.store.get_run(&self.run.id)?;
+                self.run = self.reread_run().await?;
                 self.state = State::Over;
                 return Err(misuse(
                     &self.run,
                     "another session resumed this run first; nothing ran here",
                 ));
             }
-            self.changed_under_us()?;
+            self.changed_under_us().await?;
             return Err(misuse(
                 &self.run,
                 "the run changed before the tool started; nothing ran",
@@ -267,92 +286,103 @@ impl Session {
             _ => StepStatus::Failed,
         };
         let terminal = allowed.request.spec.terminal && status == StepStatus::Done;
-        let history = &*self.history;
+        let history = Arc::clone(&self.history);
 
         // Write group 2: the outcome, with the next step or the run's end.
-        let mut end_at_seen = None;
-        let r = gate.write(|tx| {
-            let end_at = gate.now();
-            end_at_seen = Some(end_at);
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step.clone(),
-                end_at,
-                StepEnd {
-                    status,
-                    observation: Some(observation.clone()),
-                    from: &[StepStatus::Executing],
-                    run_guard: running(&gate),
-                    extra: StepChange::default(),
-                    count_active: true,
-                    granted_by: None,
-                },
-            )?;
-            if ended.is_none() {
-                return Ok(false);
-            }
-            let duration = end_at.millis_since(&tool_started_at);
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &end_at,
-                EventType::StepToolFinished,
-                &payload::tool_finished(&tool_name, duration, &observation, false),
-            )?;
-            if status == StepStatus::Failed {
+        let g = Arc::clone(&gate);
+        let (ended_step, observed, name) = (step.clone(), observation.clone(), tool_name.clone());
+        let r = gate
+            .write(move |tx| {
+                let (gate, step, observation, tool_name) = (g, ended_step, observed, name);
+                let end_at = gate.now();
+                let ended = writes::end_step(
+                    tx,
+                    &mut draft,
+                    step.clone(),
+                    end_at,
+                    StepEnd {
+                        status,
+                        observation: Some(observation.clone()),
+                        from: &[StepStatus::Executing],
+                        run_guard: running(&gate),
+                        extra: StepChange::default(),
+                        count_active: true,
+                        granted_by: None,
+                    },
+                )?;
+                if ended.is_none() {
+                    return Ok((None, end_at));
+                }
+                let duration = end_at.millis_since(&tool_started_at);
                 tx.append_event(
                     &run_id,
                     &step_id,
                     &end_at,
-                    EventType::StepFailed,
-                    &payload::step_failed(&observation.summary, Some(&observation)),
+                    EventType::StepToolFinished,
+                    &payload::tool_finished(&tool_name, duration, &observation, false),
                 )?;
-            }
-            if let Some(detail) = &outcome.abort {
-                writes::settle(
-                    &gate,
-                    tx,
-                    &mut draft,
-                    Settle {
-                        status: RunStatus::Failed,
-                        reason: TerminalReason::ToolAbort,
-                        detail: detail.clone(),
-                        result: None,
-                        from: RunStatus::Running,
-                    },
-                )?;
-            } else if terminal {
-                writes::settle(
-                    &gate,
-                    tx,
-                    &mut draft,
-                    Settle {
-                        status: RunStatus::Completed,
-                        reason: TerminalReason::GoalCompleted,
-                        detail: format!("terminal tool {tool_name}"),
-                        result: observation.content.as_ref(),
-                        from: RunStatus::Running,
-                    },
-                )?;
-            } else if cancelled {
-                tx.update_run(
-                    &run_id,
-                    &running(&gate),
-                    &RunChange {
-                        lease: LeaseChange::Clear,
-                        ..RunChange::default()
-                    },
-                )?;
-            } else {
-                writes::open_next_or_settle(&gate, tx, &mut draft, history)?;
-            }
-            Ok(true)
-        });
-        let recorded = self.closing(r)?;
-        if !recorded {
-            return self.record_late(&tool_name, &step, tool_started_at, end_at_seen, observation);
-        }
+                if status == StepStatus::Failed {
+                    tx.append_event(
+                        &run_id,
+                        &step_id,
+                        &end_at,
+                        EventType::StepFailed,
+                        &payload::step_failed(&observation.summary, Some(&observation)),
+                    )?;
+                }
+                if let Some(detail) = &outcome.abort {
+                    writes::settle(
+                        &gate,
+                        tx,
+                        &mut draft,
+                        Settle {
+                            status: RunStatus::Failed,
+                            reason: TerminalReason::ToolAbort,
+                            detail: detail.clone(),
+                            result: None,
+                            from: RunStatus::Running,
+                        },
+                    )?;
+                } else if terminal {
+                    writes::settle(
+                        &gate,
+                        tx,
+                        &mut draft,
+                        Settle {
+                            status: RunStatus::Completed,
+                            reason: TerminalReason::GoalCompleted,
+                            detail: format!("terminal tool {tool_name}"),
+                            result: observation.content.clone(),
+                            from: RunStatus::Running,
+                        },
+                    )?;
+                } else if cancelled {
+                    tx.update_run(
+                        &run_id,
+                        &running(&gate),
+                        &RunChange {
+                            lease: LeaseChange::Clear,
+                            ..RunChange::default()
+                        },
+                    )?;
+                } else {
+                    writes::open_next_or_settle(&gate, tx, &mut draft, &history)?;
+                }
+                Ok((Some(draft), end_at))
+            })
+            .await;
+        let (recorded, end_at) = self.closing(r)?;
+        let Some(draft) = recorded else {
+            return self
+                .record_late(
+                    &tool_name,
+                    &step,
+                    tool_started_at,
+                    Some(end_at),
+                    observation,
+                )
+                .await;
+        };
         self.apply(draft);
         self.gate.crash_point(CrashPoint::ToolFinished).await;
         if cancelled || self.cancel.is_cancelled() {
@@ -365,7 +395,7 @@ impl Session {
     /// The tool finished after an operator ended the run: the outcome goes
     /// into a late `step.tool_finished` after `run.finished`; the step row
     /// and the run stay as the operator left them.
-    pub(super) fn record_late(
+    pub(super) async fn record_late(
         &mut self,
         tool: &str,
         step: &Step,
@@ -373,18 +403,21 @@ impl Session {
         end_at: Option<Timestamp>,
         observation: Observation,
     ) -> Result<Observation> {
-        let run = self.gate.store.get_run(&self.run.id)?;
+        let run = self.reread_run().await?;
         if !run.status.is_terminal() {
-            self.changed_under_us()?;
+            self.changed_under_us().await?;
             return Err(misuse(&self.run, "the step changed while its tool ran"));
         }
         let gate = Arc::clone(&self.gate);
         let at = end_at.unwrap_or_else(|| gate.now());
         let duration = at.millis_since(&tool_started_at);
         let late = payload::tool_finished(tool, duration, &observation, true);
-        let r = gate.write(|tx| {
-            tx.append_event(&run.id, &step.id, &at, EventType::StepToolFinished, &late)
-        });
+        let (run_id, step_id) = (run.id.clone(), step.id.clone());
+        let r = gate
+            .write(move |tx| {
+                tx.append_event(&run_id, &step_id, &at, EventType::StepToolFinished, &late)
+            })
+            .await;
         self.closing(r)?;
         self.run = run;
         self.state = State::Over;
@@ -393,12 +426,12 @@ impl Session {
     }
 
     /// A grant that lapsed between attach and execute (grant TTL).
-    pub(super) fn expire_grant_at_execute(
+    pub(super) async fn expire_grant_at_execute(
         &mut self,
         approval_id: String,
         at: Timestamp,
     ) -> Result<Observation> {
-        let r = super::resume::expire(self, &approval_id, at, true);
+        let r = super::resume::expire(self, &approval_id, at, true).await;
         self.closing(r)?;
         Err(Error::ApprovalExpired {
             approval: approval_id,

@@ -265,10 +265,15 @@ impl GateInner {
         self.lease_now().add(self.lease_ttl)
     }
 
-    /// Runs one write group and hands its events to the observer after the
-    /// commit.
-    pub fn write<T>(&self, f: impl FnOnce(&mut WriteTx<'_>) -> Result<T>) -> Result<T> {
-        let (value, events) = self.store.write(f)?;
+    /// Runs one write group on the store's writer thread (never on the
+    /// executor; committed with the groups of other runs that arrive
+    /// meanwhile) and hands its events to the observer after the commit.
+    pub async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteTx<'_>) -> Result<T> + Send + 'static,
+    {
+        let (value, events) = self.store.write_async(f).await?;
         self.deliver(&events);
         Ok(value)
     }
@@ -375,7 +380,7 @@ impl Gate {
 
     /// Starts a run (with `run_id`, or a random id) and opens its first step.
     pub async fn begin(&self, run_id: Option<&str>, goal: &str, limits: Limits) -> Result<Session> {
-        Session::begin(Arc::clone(&self.inner), run_id, goal, limits)
+        Session::begin(Arc::clone(&self.inner), run_id, goal, limits).await
     }
 
     /// Attaches to an existing run: a run waiting for approval is resumed

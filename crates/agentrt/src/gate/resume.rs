@@ -22,7 +22,7 @@ use crate::model::{
 use crate::store::{LeaseChange, RunChange, RunGuard, StepChange};
 
 /// Expires an approval or grant of the session's run and ends the session.
-pub(crate) fn expire(
+pub(crate) async fn expire(
     session: &mut Session,
     approval_id: &str,
     at: Timestamp,
@@ -38,8 +38,9 @@ pub(crate) fn expire(
             id: approval_id.to_owned(),
         })?;
     let gate = Arc::clone(&session.gate);
-    gate.write(|tx| write_expiry(tx, &approval, at))?;
-    session.run = gate.store.get_run(&session.run.id)?;
+    gate.write(move |tx| write_expiry(tx, &approval, at))
+        .await?;
+    session.run = session.reread_run().await?;
     session.state = State::Over;
     session.allowed = None;
     Ok(())
@@ -67,14 +68,18 @@ fn wake<'a>(gate: &'a GateInner) -> (RunGuard<'a>, RunChange<'a>) {
 impl Session {
     pub(crate) async fn attach(gate: Arc<GateInner>, run_id: &str) -> Result<(Session, Verdict)> {
         let claim = Claim::take(&gate, run_id)?;
-        let run = gate.store.get_run(run_id)?;
+        let id = run_id.to_owned();
+        let (run, lease) = gate
+            .store
+            .off_executor(move |store| Ok((store.get_run(&id)?, store.lease(&id)?)))
+            .await?;
         if run.status.is_terminal() {
             return Err(misuse(&run, "the run is finished; nothing to resume"));
         }
         // A live lease of another owner: refuse before reading anything else.
         let mut previous = None;
         if run.status == RunStatus::Running {
-            let (owner, expires) = gate.store.lease(run_id)?;
+            let (owner, expires) = lease;
             if super::lease::held(&owner, &expires, gate.lease_now()) && owner != gate.owner {
                 return Err(Error::RunLeased {
                     run: run_id.to_owned(),
@@ -84,8 +89,11 @@ impl Session {
             }
             previous = Some((owner, expires));
         }
-        let steps = gate.store.list_steps(run_id)?;
-        let approvals = gate.store.list_approvals(run_id)?;
+        let id = run_id.to_owned();
+        let (steps, approvals) = gate
+            .store
+            .off_executor(move |store| Ok((store.list_steps(&id)?, store.list_approvals(&id)?)))
+            .await?;
         let mut session = Session::new(Arc::clone(&gate), run, claim);
         session.approvals = Arc::new(approvals);
         let damaged = session
@@ -102,17 +110,17 @@ impl Session {
             });
         if let Some(problem) = damaged {
             let owner = previous.map(|(owner, _)| owner);
-            return session.fail_damaged(problem, owner);
+            return session.fail_damaged(problem, owner).await;
         }
         match previous {
-            None => session.resume_waiting(steps),
+            None => session.resume_waiting(steps).await,
             Some((owner, expires)) => session.take_over(steps, owner, expires).await,
         }
     }
 
     /// A stored row of the run cannot be read: fail the run without
     /// rewriting the damaged rows.
-    fn fail_damaged(
+    async fn fail_damaged(
         mut self,
         problem: String,
         lease_owner: Option<String>,
@@ -121,25 +129,30 @@ impl Session {
         let mut draft = Draft::new(&self.run, None);
         let from = self.run.status;
         let run_id = self.run.id.clone();
-        gate.write(|tx| {
-            if let Some(owner) = &lease_owner
-                && !super::takeover::take_lease(tx, &gate, &run_id, owner)?
-            {
-                return Err(writes::state_error(&gate, tx, &run_id, "take over the run"));
-            }
-            writes::settle(
-                &gate,
-                tx,
-                &mut draft,
-                Settle {
-                    status: RunStatus::Failed,
-                    reason: TerminalReason::InternalError,
-                    detail: format!("stored data cannot be read: {problem}"),
-                    result: None,
-                    from,
-                },
-            )
-        })?;
+        let g = Arc::clone(&gate);
+        let draft = gate
+            .write(move |tx| {
+                let gate = g;
+                if let Some(owner) = &lease_owner
+                    && !super::takeover::take_lease(tx, &gate, &run_id, owner)?
+                {
+                    return Err(writes::state_error(&gate, tx, &run_id, "take over the run"));
+                }
+                writes::settle(
+                    &gate,
+                    tx,
+                    &mut draft,
+                    Settle {
+                        status: RunStatus::Failed,
+                        reason: TerminalReason::InternalError,
+                        detail: format!("stored data cannot be read: {problem}"),
+                        result: None,
+                        from,
+                    },
+                )?;
+                Ok(draft)
+            })
+            .await?;
         self.apply(draft);
         let verdict = Verdict {
             outcome: VerdictOutcome::Ended,
@@ -161,7 +174,7 @@ impl Session {
         }
     }
 
-    fn resume_waiting(mut self, mut steps: Vec<Step>) -> Result<(Session, Verdict)> {
+    async fn resume_waiting(mut self, mut steps: Vec<Step>) -> Result<(Session, Verdict)> {
         let gate = Arc::clone(&self.gate);
         let Some(position) = steps
             .iter()
@@ -169,7 +182,7 @@ impl Session {
         else {
             // Read the run again: another session may have resumed it
             // between our two reads.
-            let now = gate.store.get_run(&self.run.id)?;
+            let now = self.reread_run().await?;
             return Err(misuse(
                 &now,
                 "no step awaits an approval; another session may have resumed the run",
@@ -192,7 +205,7 @@ impl Session {
 
         let now = gate.now();
         if grant.status == ApprovalStatus::Pending && grant.expires_at.is_some_and(|e| now >= e) {
-            expire(&mut self, &grant.id, now, false)?;
+            expire(&mut self, &grant.id, now, false).await?;
             let verdict = self.verdict(VerdictOutcome::Ended);
             return Ok((self, verdict));
         }
@@ -213,29 +226,31 @@ impl Session {
             });
         };
         let Some(registered) = gate.registry.get(&decision.tool) else {
-            return self.end_on_resume(
-                &grant.id,
-                step,
-                None,
-                TerminalReason::ReconcileConflict,
-                format!(
-                    "tool {:?} is no longer registered; the approved call cannot run",
-                    decision.tool
-                ),
-            );
+            return self
+                .end_on_resume(
+                    &grant.id,
+                    step,
+                    None,
+                    TerminalReason::ReconcileConflict,
+                    format!(
+                        "tool {:?} is no longer registered; the approved call cannot run",
+                        decision.tool
+                    ),
+                )
+                .await;
         };
         let grant_ttl = self.run.limits.grant_ttl_ms;
         if let Some(granted) = grant.decided_at
             && grant_ttl > 0
             && now > granted.add(std::time::Duration::from_millis(grant_ttl))
         {
-            expire(&mut self, &grant.id, now, true)?;
+            expire(&mut self, &grant.id, now, true).await?;
             let verdict = self.verdict(VerdictOutcome::Ended);
             return Ok((self, verdict));
         }
         let args = decision.args_or_empty();
         if let Err(problem) = registered.schema.check(&args) {
-            return self.invalid_on_resume(step, &grant, now, problem);
+            return self.invalid_on_resume(step, &grant, now, problem).await;
         }
         let request = ToolRequest {
             run_id: self.run.id.clone(),
@@ -266,13 +281,15 @@ impl Session {
         };
         let policy = match answer {
             Err(e) => {
-                return self.end_on_resume(
-                    &grant.id,
-                    step,
-                    None,
-                    TerminalReason::InternalError,
-                    format!("policy: {e}"),
-                );
+                return self
+                    .end_on_resume(
+                        &grant.id,
+                        step,
+                        None,
+                        TerminalReason::InternalError,
+                        format!("policy: {e}"),
+                    )
+                    .await;
             }
             Ok(p) => p,
         };
@@ -293,10 +310,10 @@ impl Session {
                 if same {
                     Ok(self.grant(candidate))
                 } else {
-                    self.repause(step, candidate)
+                    self.repause(step, candidate).await
                 }
             }
-            Outcome::Deny => self.denied_on_resume(step, &grant, candidate),
+            Outcome::Deny => self.denied_on_resume(step, &grant, candidate).await,
             Outcome::Abort => {
                 let reason = candidate.policy.reason.clone();
                 self.end_on_resume(
@@ -306,6 +323,7 @@ impl Session {
                     TerminalReason::PolicyAbort,
                     reason,
                 )
+                .await
             }
         }
     }
@@ -320,7 +338,7 @@ impl Session {
 
     /// The policy now asks for a different approval: pause again on the
     /// same step.
-    fn repause(mut self, mut step: Step, allowed: Allowed) -> Result<(Session, Verdict)> {
+    async fn repause(mut self, mut step: Step, allowed: Allowed) -> Result<(Session, Verdict)> {
         let gate = Arc::clone(&self.gate);
         let created_at = gate.now();
         let approval = self.new_approval(&step.id, &allowed, created_at)?;
@@ -335,10 +353,18 @@ impl Session {
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
         let granted_by = match &allowed.grant {
-            Grant::Resumed { approval_id, .. } => Some(approval_id.as_str()),
+            Grant::Resumed { approval_id, .. } => Some(approval_id.clone()),
             Grant::Fresh { .. } => None,
         };
-        gate.write(|tx| {
+        let g = Arc::clone(&gate);
+        let inserted = approval.clone();
+        let (spec_hash, spec_json, policy_at) = (
+            allowed.spec_hash.clone(),
+            allowed.spec_json.clone(),
+            allowed.policy_at,
+        );
+        gate.write(move |tx| {
+            let (gate, approval) = (g, inserted);
             let moved = tx.update_step(
                 &step_id,
                 &crate::store::StepGuard {
@@ -350,7 +376,7 @@ impl Session {
                             ..RunGuard::default()
                         },
                     )),
-                    granted_by,
+                    granted_by: granted_by.as_deref(),
                 },
                 &StepChange {
                     policy_json: Some(&policy_json),
@@ -366,12 +392,12 @@ impl Session {
                     "pause the run again",
                 ));
             }
-            tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
+            tx.insert_spec(&spec_hash, spec_json.as_str())?;
             tx.insert_approval(&approval)?;
             tx.append_event(
                 &run_id,
                 &step_id,
-                &allowed.policy_at,
+                &policy_at,
                 EventType::StepPolicy,
                 &policy_payload,
             )?;
@@ -383,7 +409,8 @@ impl Session {
                 &requested,
             )?;
             Ok(())
-        })?;
+        })
+        .await?;
         step.policy = Some(allowed.policy.clone());
         step.policy_id = gate.policy_id.clone();
         self.current = Some(step);
@@ -397,7 +424,7 @@ impl Session {
 
     /// The approved arguments no longer pass the tool's schema: the run
     /// resumes and the step fails as an invalid decision.
-    fn invalid_on_resume(
+    async fn invalid_on_resume(
         self,
         step: Step,
         grant: &Approval,
@@ -410,9 +437,10 @@ impl Session {
             format!("invalid decision on resume: {problem}"),
         );
         self.fail_step_on_resume(step, grant, now, None, observation)
+            .await
     }
 
-    fn denied_on_resume(
+    async fn denied_on_resume(
         self,
         step: Step,
         grant: &Approval,
@@ -426,11 +454,12 @@ impl Session {
         );
         let now = allowed.policy_at;
         self.fail_step_on_resume(step, grant, now, Some(allowed), observation)
+            .await
     }
 
     /// WAITING → RUNNING, `run.resumed`, (`step.policy`), the step failed,
     /// and the next step opened.
-    fn fail_step_on_resume(
+    async fn fail_step_on_resume(
         mut self,
         step: Step,
         grant: &Approval,
@@ -439,57 +468,67 @@ impl Session {
         observation: Observation,
     ) -> Result<(Session, Verdict)> {
         let gate = Arc::clone(&self.gate);
-        let history = &*self.history;
+        let history = Arc::clone(&self.history);
         let mut draft = Draft::new(&self.run, None);
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
         let resumed = payload::run_resumed_approval(&grant.id);
-        gate.write(|tx| {
-            let (guard, change) = wake(&gate);
-            if !tx.update_run(&run_id, &guard, &change)? {
-                return Err(writes::state_error(&gate, tx, &run_id, "resume the run"));
-            }
-            draft.run.status = RunStatus::Running;
-            tx.append_event(&run_id, "", &resumed_at, EventType::RunResumed, &resumed)?;
-            if let Some(a) = &allowed {
-                tx.insert_spec(&a.spec_hash, a.spec_json.as_str())?;
-                let p =
-                    payload::step_policy(&a.policy, &gate.policy_id, &a.spec_hash, Some(a.view));
-                tx.append_event(&run_id, &step_id, &a.policy_at, EventType::StepPolicy, &p)?;
-            }
-            let end_at = gate.now();
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step,
-                end_at,
-                StepEnd {
-                    status: StepStatus::Failed,
-                    observation: Some(observation.clone()),
-                    from: &[StepStatus::AwaitingApproval],
-                    run_guard: writes::running(&gate),
-                    extra: StepChange::default(),
-                    count_active: false,
-                    granted_by: Some(&grant.id),
-                },
-            )?;
-            if ended.is_none() {
-                return Err(writes::state_error(
-                    &gate,
+        let g = Arc::clone(&gate);
+        let (grant_id, observed) = (grant.id.clone(), observation.clone());
+        let draft = gate
+            .write(move |tx| {
+                let (gate, observation) = (g, observed);
+                let (guard, change) = wake(&gate);
+                if !tx.update_run(&run_id, &guard, &change)? {
+                    return Err(writes::state_error(&gate, tx, &run_id, "resume the run"));
+                }
+                draft.run.status = RunStatus::Running;
+                tx.append_event(&run_id, "", &resumed_at, EventType::RunResumed, &resumed)?;
+                if let Some(a) = &allowed {
+                    tx.insert_spec(&a.spec_hash, a.spec_json.as_str())?;
+                    let p = payload::step_policy(
+                        &a.policy,
+                        &gate.policy_id,
+                        &a.spec_hash,
+                        Some(a.view),
+                    );
+                    tx.append_event(&run_id, &step_id, &a.policy_at, EventType::StepPolicy, &p)?;
+                }
+                let end_at = gate.now();
+                let ended = writes::end_step(
                     tx,
+                    &mut draft,
+                    step,
+                    end_at,
+                    StepEnd {
+                        status: StepStatus::Failed,
+                        observation: Some(observation.clone()),
+                        from: &[StepStatus::AwaitingApproval],
+                        run_guard: writes::running(&gate),
+                        extra: StepChange::default(),
+                        count_active: false,
+                        granted_by: Some(&grant_id),
+                    },
+                )?;
+                if ended.is_none() {
+                    return Err(writes::state_error(
+                        &gate,
+                        tx,
+                        &run_id,
+                        "fail the awaiting step",
+                    ));
+                }
+                tx.append_event(
                     &run_id,
-                    "fail the awaiting step",
-                ));
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &end_at,
-                EventType::StepFailed,
-                &payload::step_failed(&observation.summary, Some(&observation)),
-            )?;
-            writes::open_next_or_settle(&gate, tx, &mut draft, history)
-        })?;
+                    &step_id,
+                    &end_at,
+                    EventType::StepFailed,
+                    &payload::step_failed(&observation.summary, Some(&observation)),
+                )?;
+                writes::open_next_or_settle(&gate, tx, &mut draft, &history)?;
+                Ok(draft)
+            })
+            .await?;
         self.state = State::Active;
         self.apply(draft);
         self.hold_lease();
@@ -505,7 +544,7 @@ impl Session {
 
     /// The run ends from WAITING: the awaiting step fails and the run is
     /// FAILED with `reason`.
-    fn end_on_resume(
+    async fn end_on_resume(
         mut self,
         grant: &str,
         step: Step,
@@ -551,55 +590,65 @@ impl Session {
             }
             _ => observation.summary.clone(),
         };
-        gate.write(|tx| {
-            if let Some(a) = &allowed {
-                tx.insert_spec(&a.spec_hash, a.spec_json.as_str())?;
-                let p =
-                    payload::step_policy(&a.policy, &gate.policy_id, &a.spec_hash, Some(a.view));
-                tx.append_event(&run_id, &step_id, &a.policy_at, EventType::StepPolicy, &p)?;
-            }
-            let end_at = gate.now();
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step,
-                end_at,
-                StepEnd {
-                    status: StepStatus::Failed,
-                    observation: Some(observation.clone()),
-                    from: &[StepStatus::AwaitingApproval],
-                    run_guard: RunGuard {
-                        statuses: &[RunStatus::WaitingForApproval],
-                        ..RunGuard::default()
+        let g = Arc::clone(&gate);
+        let (grant, observed) = (grant.to_owned(), observation.clone());
+        let draft = gate
+            .write(move |tx| {
+                let (gate, observation) = (g, observed);
+                if let Some(a) = &allowed {
+                    tx.insert_spec(&a.spec_hash, a.spec_json.as_str())?;
+                    let p = payload::step_policy(
+                        &a.policy,
+                        &gate.policy_id,
+                        &a.spec_hash,
+                        Some(a.view),
+                    );
+                    tx.append_event(&run_id, &step_id, &a.policy_at, EventType::StepPolicy, &p)?;
+                }
+                let end_at = gate.now();
+                let ended = writes::end_step(
+                    tx,
+                    &mut draft,
+                    step,
+                    end_at,
+                    StepEnd {
+                        status: StepStatus::Failed,
+                        observation: Some(observation.clone()),
+                        from: &[StepStatus::AwaitingApproval],
+                        run_guard: RunGuard {
+                            statuses: &[RunStatus::WaitingForApproval],
+                            ..RunGuard::default()
+                        },
+                        extra: StepChange::default(),
+                        count_active: false,
+                        granted_by: Some(&grant),
                     },
-                    extra: StepChange::default(),
-                    count_active: false,
-                    granted_by: Some(grant),
-                },
-            )?;
-            if ended.is_none() {
-                return Err(writes::state_error(&gate, tx, &run_id, "end the run"));
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &end_at,
-                EventType::StepFailed,
-                &payload::step_failed(&failed_detail, Some(&observation)),
-            )?;
-            writes::settle(
-                &gate,
-                tx,
-                &mut draft,
-                Settle {
-                    status: RunStatus::Failed,
-                    reason,
-                    detail: detail.clone(),
-                    result: None,
-                    from: RunStatus::WaitingForApproval,
-                },
-            )
-        })?;
+                )?;
+                if ended.is_none() {
+                    return Err(writes::state_error(&gate, tx, &run_id, "end the run"));
+                }
+                tx.append_event(
+                    &run_id,
+                    &step_id,
+                    &end_at,
+                    EventType::StepFailed,
+                    &payload::step_failed(&failed_detail, Some(&observation)),
+                )?;
+                writes::settle(
+                    &gate,
+                    tx,
+                    &mut draft,
+                    Settle {
+                        status: RunStatus::Failed,
+                        reason,
+                        detail: detail.clone(),
+                        result: None,
+                        from: RunStatus::WaitingForApproval,
+                    },
+                )?;
+                Ok(draft)
+            })
+            .await?;
         self.apply(draft);
         let mut verdict = self.verdict(VerdictOutcome::Ended);
         verdict.observation = Some(observation);

@@ -225,7 +225,7 @@ impl Session {
         }
     }
 
-    pub(crate) fn begin(
+    pub(crate) async fn begin(
         gate: Arc<GateInner>,
         run_id: Option<&str>,
         goal: &str,
@@ -256,33 +256,41 @@ impl Session {
         let specs: Vec<&str> = gate.registry.iter().map(|r| r.spec_hash.as_str()).collect();
         let created = payload::run_created(goal, &limits, specs);
         let g = Arc::clone(&gate);
-        let written = gate.write(|tx| {
-            tx.insert_run(&NewRun {
-                id: &run_id,
-                goal,
-                limits_json: &limits_json,
-                created_at: at,
-                lease_owner: &g.owner,
-                lease_expires_at: g.lease_expiry(),
-            })?;
-            for r in g.registry.iter() {
-                tx.insert_spec(&r.spec_hash, r.spec_json.as_str())?;
+        let (id, goal) = (run_id.clone(), goal.to_owned());
+        let written = gate
+            .write(move |tx| {
+                let run_id = id;
+                tx.insert_run(&NewRun {
+                    id: &run_id,
+                    goal: &goal,
+                    limits_json: &limits_json,
+                    created_at: at,
+                    lease_owner: &g.owner,
+                    lease_expires_at: g.lease_expiry(),
+                })?;
+                for r in g.registry.iter() {
+                    tx.insert_spec(&r.spec_hash, r.spec_json.as_str())?;
+                }
+                tx.append_event(&run_id, "", &at, EventType::RunCreated, &created)?;
+                tx.append_event(&run_id, "", &at, EventType::RunStarted, &payload::empty())?;
+                writes::open_next_or_settle(&g, tx, &mut draft, &[])?;
+                Ok(draft)
+            })
+            .await;
+        let draft = match written {
+            Ok(draft) => draft,
+            Err(e) => {
+                if is_constraint(&e) {
+                    return Err(Error::InvalidInput {
+                        what: "run id",
+                        detail: format!(
+                            "a run with id {run_id:?} already exists; choose another id, or resume it"
+                        ),
+                    });
+                }
+                return Err(e);
             }
-            tx.append_event(&run_id, "", &at, EventType::RunCreated, &created)?;
-            tx.append_event(&run_id, "", &at, EventType::RunStarted, &payload::empty())?;
-            writes::open_next_or_settle(&g, tx, &mut draft, &[])
-        });
-        if let Err(e) = written {
-            if is_constraint(&e) {
-                return Err(Error::InvalidInput {
-                    what: "run id",
-                    detail: format!(
-                        "a run with id {run_id:?} already exists; choose another id, or resume it"
-                    ),
-                });
-            }
-            return Err(e);
-        }
+        };
         let mut session = Session::new(gate, run, claim);
         session.apply(draft);
         session.hold_lease();
@@ -403,6 +411,15 @@ impl Session {
     }
 
     /// A failed write closes the session (the cause is kept).
+    /// The run as stored now, read off the executor.
+    pub(super) async fn reread_run(&self) -> Result<Run> {
+        let id = self.run.id.clone();
+        self.gate
+            .store
+            .off_executor(move |store| store.get_run(&id))
+            .await
+    }
+
     pub(super) fn closing<T>(&mut self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r
             && !matches!(e, Error::RunState { .. })
@@ -469,10 +486,16 @@ impl Session {
         }
         if self.current.is_none() {
             let gate = Arc::clone(&self.gate);
-            let history = &*self.history;
+            let history = Arc::clone(&self.history);
             let mut draft = self.draft();
-            let r = gate.write(|tx| writes::open_next_or_settle(&gate, tx, &mut draft, history));
-            self.closing(r)?;
+            let g = Arc::clone(&gate);
+            let r = gate
+                .write(move |tx| {
+                    writes::open_next_or_settle(&g, tx, &mut draft, &history)?;
+                    Ok(draft)
+                })
+                .await;
+            let draft = self.closing(r)?;
             self.apply(draft);
             if self.state != State::Active {
                 return Ok(None);
@@ -500,7 +523,7 @@ impl Session {
     /// completion or failure ends the run, an approval pauses it, an
     /// allowed request waits for [`Session::execute`].
     pub async fn propose(&mut self, decision: crate::model::Decision) -> Result<Verdict> {
-        let verdict = self.propose_inner(decision)?;
+        let verdict = self.propose_inner(decision).await?;
         let point = match verdict.outcome {
             VerdictOutcome::Allowed => CrashPoint::PolicyAllowed,
             _ => CrashPoint::StepDecided,
@@ -509,7 +532,10 @@ impl Session {
         Ok(verdict)
     }
 
-    pub(super) fn propose_inner(&mut self, decision: crate::model::Decision) -> Result<Verdict> {
+    pub(super) async fn propose_inner(
+        &mut self,
+        decision: crate::model::Decision,
+    ) -> Result<Verdict> {
         self.active()?;
         self.sync_totals();
         self.check_lease()?;
@@ -538,7 +564,9 @@ impl Session {
         };
         let spec_hash = registered.map(|r| r.spec_hash.clone()).unwrap_or_default();
         if let Some(problem) = invalid_reason(&recorded, &problems, registered) {
-            return self.record_invalid(step, recorded, spec_hash, decided_at, problem);
+            return self
+                .record_invalid(step, recorded, spec_hash, decided_at, problem)
+                .await;
         }
         match recorded.kind {
             DecisionKind::Complete => {
@@ -552,6 +580,7 @@ impl Session {
                     String::new(),
                     result,
                 )
+                .await
             }
             DecisionKind::Fail => {
                 let message = recorded.message.clone();
@@ -564,6 +593,7 @@ impl Session {
                     message,
                     None,
                 )
+                .await
             }
             _ => {
                 let Some(registered) = registered else {
@@ -571,7 +601,9 @@ impl Session {
                 };
                 let args = recorded.args_or_empty();
                 if let Err(problem) = registered.schema.check(&args) {
-                    return self.record_invalid(step, recorded, spec_hash, decided_at, problem);
+                    return self
+                        .record_invalid(step, recorded, spec_hash, decided_at, problem)
+                        .await;
                 }
                 let request = ToolRequest {
                     run_id: self.run.id.clone(),
@@ -593,7 +625,9 @@ impl Session {
                 let policy_at = gate.now();
                 let policy = match answer {
                     Err(e) => {
-                        return self.record_policy_error(step, recorded, spec_hash, decided_at, e);
+                        return self
+                            .record_policy_error(step, recorded, spec_hash, decided_at, e)
+                            .await;
                     }
                     Ok(p) => p,
                 };
@@ -616,8 +650,8 @@ impl Session {
                         self.allowed = Some(allowed);
                         Ok(verdict)
                     }
-                    Outcome::Deny | Outcome::Abort => self.record_denied(step, allowed),
-                    Outcome::RequireApproval => self.pause(step, allowed),
+                    Outcome::Deny | Outcome::Abort => self.record_denied(step, allowed).await,
+                    Outcome::RequireApproval => self.pause(step, allowed).await,
                 }
             }
         }
@@ -652,51 +686,55 @@ impl Session {
         let mut draft = self.draft();
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
-        let r = gate.write(|tx| {
-            let end_at = gate.now();
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step,
-                end_at,
-                StepEnd {
-                    status: StepStatus::Failed,
-                    observation: None,
-                    from: &[StepStatus::Deciding],
-                    run_guard: running(&gate),
-                    extra: StepChange::default(),
-                    count_active: true,
-                    granted_by: None,
-                },
-            )?;
-            if ended.is_none() {
-                return Ok(false);
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &end_at,
-                EventType::StepFailed,
-                &payload::step_failed(&format!("agent error: {detail}"), None),
-            )?;
-            writes::settle(
-                &gate,
-                tx,
-                &mut draft,
-                Settle {
-                    status: RunStatus::Failed,
-                    reason,
-                    detail: detail.clone(),
-                    result: None,
-                    from: RunStatus::Running,
-                },
-            )?;
-            Ok(true)
-        });
-        if !self.closing(r)? {
-            self.changed_under_us()?;
+        let g = Arc::clone(&gate);
+        let r = gate
+            .write(move |tx| {
+                let gate = g;
+                let end_at = gate.now();
+                let ended = writes::end_step(
+                    tx,
+                    &mut draft,
+                    step,
+                    end_at,
+                    StepEnd {
+                        status: StepStatus::Failed,
+                        observation: None,
+                        from: &[StepStatus::Deciding],
+                        run_guard: running(&gate),
+                        extra: StepChange::default(),
+                        count_active: true,
+                        granted_by: None,
+                    },
+                )?;
+                if ended.is_none() {
+                    return Ok(None);
+                }
+                tx.append_event(
+                    &run_id,
+                    &step_id,
+                    &end_at,
+                    EventType::StepFailed,
+                    &payload::step_failed(&format!("agent error: {detail}"), None),
+                )?;
+                writes::settle(
+                    &gate,
+                    tx,
+                    &mut draft,
+                    Settle {
+                        status: RunStatus::Failed,
+                        reason,
+                        detail: detail.clone(),
+                        result: None,
+                        from: RunStatus::Running,
+                    },
+                )?;
+                Ok(Some(draft))
+            })
+            .await;
+        let Some(draft) = self.closing(r)? else {
+            self.changed_under_us().await?;
             return Ok(self.run.clone());
-        }
+        };
         self.apply(draft);
         Ok(self.run.clone())
     }
@@ -713,7 +751,9 @@ impl Session {
         if was_active {
             let gate = Arc::clone(&self.gate);
             let run_id = self.run.id.clone();
-            gate.write(|tx| {
+            let g = Arc::clone(&gate);
+            gate.write(move |tx| {
+                let gate = g;
                 tx.update_run(
                     &run_id,
                     &RunGuard {
@@ -725,7 +765,8 @@ impl Session {
                         ..RunChange::default()
                     },
                 )
-            })?;
+            })
+            .await?;
         }
         Ok(())
     }

@@ -9,13 +9,14 @@ use std::sync::Arc;
 
 use super::payload;
 use super::session::{Allowed, Grant, Session, State, Verdict, VerdictOutcome, to_json};
+use super::verdicts::build_approval;
 use super::writes::{self, Draft, Settle};
 use super::{CrashPoint, GateInner};
 use crate::error::{Error, Result};
 use crate::json::{Canonical, write_string};
 use crate::model::{
     Approval, EventType, INTERRUPTED_SIDE_EFFECT, Observation, ObservationKind, PolicyDecision,
-    RunStatus, SideEffect, Step, StepStatus, TerminalReason, ToolRequest,
+    Run, RunStatus, SideEffect, Step, StepStatus, TerminalReason, ToolRequest,
 };
 use crate::store::{LeaseChange, RunChange, RunGuard, StepChange, StepGuard, WriteTx};
 
@@ -212,7 +213,7 @@ impl Session {
         let executing = executing_step(&steps).cloned();
         let executing_id = executing.as_ref().map(|s| s.id.clone());
         let mut draft = Draft::new(&self.run, None);
-        let mut out = Outcome::default();
+        let out: Outcome;
         let was_in_flight = executing.is_some()
             || steps
                 .iter()
@@ -222,16 +223,16 @@ impl Session {
             Some(hook) if was_in_flight => {
                 // Marks first, in a commit of their own: the hook may take
                 // long, and a resume that dies now is detected next time.
-                let marked = gate.write(|tx| {
-                    write_marks(
-                        &gate,
-                        tx,
-                        &run_id,
-                        &previous_owner,
-                        &previous_expires,
-                        &steps,
-                    )
-                })?;
+                let g = Arc::clone(&gate);
+                let (id, owner, expires, marking) = (
+                    run_id.clone(),
+                    previous_owner.clone(),
+                    previous_expires.clone(),
+                    steps.clone(),
+                );
+                let marked = gate
+                    .write(move |tx| write_marks(&g, tx, &id, &owner, &expires, &marking))
+                    .await?;
                 let Some(mut history) = marked else {
                     return Err(self.leased_elsewhere().await);
                 };
@@ -258,17 +259,26 @@ impl Session {
                 };
                 let answer = hook.reconcile(&input).await;
                 let next = self.map_reconciled(answer, executing.as_ref());
-                gate.write(|tx| {
-                    self.write_next(
-                        &gate,
-                        tx,
-                        &mut draft,
-                        &mut history,
-                        executing_id.as_deref(),
-                        &next,
-                        &mut out,
-                    )
-                })?;
+                let g = Arc::clone(&gate);
+                let (run, executing) = (self.run.clone(), executing_id.clone());
+                let written;
+                (draft, history, written) = gate
+                    .write(move |tx| {
+                        let mut out = Outcome::default();
+                        write_next(
+                            &g,
+                            &run,
+                            tx,
+                            &mut draft,
+                            &mut history,
+                            executing.as_deref(),
+                            &next,
+                            &mut out,
+                        )?;
+                        Ok((draft, history, out))
+                    })
+                    .await?;
+                out = written;
                 history
             }
             _ => {
@@ -276,31 +286,38 @@ impl Session {
                     None => Next::Continue { resumed: false },
                     Some(step) => self.plan_interrupted(step),
                 };
-                let written = gate.write(|tx| {
-                    let Some(mut history) = write_marks(
-                        &gate,
-                        tx,
-                        &run_id,
-                        &previous_owner,
-                        &previous_expires,
-                        &steps,
-                    )?
-                    else {
-                        return Ok(None);
-                    };
-                    self.write_next(
-                        &gate,
-                        tx,
-                        &mut draft,
-                        &mut history,
-                        executing_id.as_deref(),
-                        &next,
-                        &mut out,
-                    )?;
-                    Ok(Some(history))
-                })?;
+                let g = Arc::clone(&gate);
+                let run = self.run.clone();
+                let (owner, expires, executing) = (
+                    previous_owner.clone(),
+                    previous_expires.clone(),
+                    executing_id.clone(),
+                );
+                let written = gate
+                    .write(move |tx| {
+                        let Some(mut history) =
+                            write_marks(&g, tx, &run.id, &owner, &expires, &steps)?
+                        else {
+                            return Ok(None);
+                        };
+                        let mut out = Outcome::default();
+                        write_next(
+                            &g,
+                            &run,
+                            tx,
+                            &mut draft,
+                            &mut history,
+                            executing.as_deref(),
+                            &next,
+                            &mut out,
+                        )?;
+                        Ok(Some((draft, history, out)))
+                    })
+                    .await?;
                 match written {
-                    Some(history) => {
+                    Some((written_draft, history, written_out)) => {
+                        draft = written_draft;
+                        out = written_out;
                         if was_in_flight {
                             gate.crash_point(CrashPoint::StepInterrupted).await;
                         }
@@ -340,12 +357,18 @@ impl Session {
     /// Another resumer took the lease first: `RunLeased` while it holds a
     /// live lease, otherwise the run's new state.
     async fn leased_elsewhere(&self) -> Error {
-        let run = match self.gate.store.get_run(&self.run.id) {
-            Ok(run) => run,
+        let id = self.run.id.clone();
+        let read = self
+            .gate
+            .store
+            .off_executor(move |store| Ok((store.get_run(&id)?, store.lease(&id))))
+            .await;
+        let (run, lease) = match read {
+            Ok(read) => read,
             Err(e) => return e,
         };
         if run.status == RunStatus::Running
-            && let Ok((owner, expires_at)) = self.gate.store.lease(&run.id)
+            && let Ok((owner, expires_at)) = lease
             && super::lease::held(&owner, &expires_at, self.gate.lease_now())
         {
             return Error::RunLeased {
@@ -467,157 +490,6 @@ impl Session {
         ))
     }
 
-    /// Writes what follows the marks.
-    #[allow(clippy::too_many_arguments)]
-    fn write_next(
-        &self,
-        gate: &GateInner,
-        tx: &mut WriteTx<'_>,
-        draft: &mut Draft,
-        history: &mut Vec<Arc<Step>>,
-        executing_id: Option<&str>,
-        next: &Next,
-        out: &mut Outcome,
-    ) -> Result<()> {
-        let run_id = self.run.id.clone();
-        match next {
-            Next::Continue { resumed } => {
-                if *resumed {
-                    let at = gate.now();
-                    tx.append_event(
-                        &run_id,
-                        "",
-                        &at,
-                        EventType::RunResumed,
-                        "{\"after\":\"interruption\"}",
-                    )?;
-                }
-                writes::open_next_or_settle(gate, tx, draft, history)
-            }
-            Next::Internal(detail) => {
-                settle_failed(gate, tx, draft, TerminalReason::InternalError, detail)
-            }
-            Next::Complete(result) => writes::settle(
-                gate,
-                tx,
-                draft,
-                Settle {
-                    status: RunStatus::Completed,
-                    reason: TerminalReason::GoalCompleted,
-                    detail: "completed by reconciliation".into(),
-                    result: Some(result),
-                    from: RunStatus::Running,
-                },
-            ),
-            Next::Conflict { detail, fail_step } => {
-                if let (Some(problem), Some(step_id)) = (fail_step, executing_id) {
-                    let observation = Observation::runtime(
-                        ObservationKind::InvalidDecision,
-                        &[("error", problem)],
-                        format!("invalid decision on resume: {problem}"),
-                    );
-                    let json = to_json(&observation);
-                    tx.update_step(
-                        step_id,
-                        &StepGuard {
-                            statuses: &[StepStatus::Interrupted],
-                            run: None,
-                            granted_by: None,
-                        },
-                        &StepChange {
-                            status: Some(StepStatus::Failed),
-                            observation: Some((&json, &observation.content_hash)),
-                            ..StepChange::default()
-                        },
-                    )?;
-                    if let Some(slot) = history.iter_mut().find(|s| s.id == step_id) {
-                        *slot = Arc::new(Step {
-                            status: StepStatus::Failed,
-                            observation: Some(observation),
-                            ..(**slot).clone()
-                        });
-                    }
-                }
-                settle_failed(gate, tx, draft, TerminalReason::ReconcileConflict, detail)
-            }
-            Next::Pause(allowed) => {
-                let Some(step_id) = executing_id else {
-                    return Err(Error::RunState {
-                        run: run_id,
-                        status: RunStatus::Running,
-                        detail: "no executing step to pause".into(),
-                    });
-                };
-                let policy_at = gate.now();
-                let created_at = gate.now();
-                let approval = self.new_approval(step_id, allowed, created_at)?;
-                let policy_json = to_json(&allowed.policy);
-                let moved = tx.update_step(
-                    step_id,
-                    &StepGuard {
-                        statuses: &[StepStatus::Interrupted],
-                        run: None,
-                        granted_by: None,
-                    },
-                    &StepChange {
-                        status: Some(StepStatus::AwaitingApproval),
-                        policy_json: Some(&policy_json),
-                        policy_id: Some(""),
-                        observation: Some(("", "")),
-                        finished_at: Some(None),
-                        ..StepChange::default()
-                    },
-                )?;
-                if !moved {
-                    return Err(Error::RunState {
-                        run: run_id,
-                        status: RunStatus::Running,
-                        detail: "the interrupted step changed during the takeover".into(),
-                    });
-                }
-                tx.insert_approval(&approval)?;
-                tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
-                let paused = tx.update_run(
-                    &run_id,
-                    &writes::running(gate),
-                    &RunChange {
-                        status: Some(RunStatus::WaitingForApproval),
-                        lease: LeaseChange::Clear,
-                        ..RunChange::default()
-                    },
-                )?;
-                if !paused {
-                    return Err(writes::state_error(gate, tx, &run_id, "pause the run"));
-                }
-                let policy = payload::step_policy(&allowed.policy, "", &allowed.spec_hash, None);
-                tx.append_event(&run_id, step_id, &policy_at, EventType::StepPolicy, &policy)?;
-                let requested = payload::approval_requested(&approval, &allowed.policy.reason);
-                tx.append_event(
-                    &run_id,
-                    step_id,
-                    &created_at,
-                    EventType::ApprovalRequested,
-                    &requested,
-                )?;
-                if let Some(position) = history.iter().position(|s| s.id == step_id) {
-                    let step = (*history.remove(position)).clone();
-                    out.paused_step = Some(Step {
-                        status: StepStatus::AwaitingApproval,
-                        policy: Some(allowed.policy.clone()),
-                        policy_id: String::new(),
-                        observation: None,
-                        finished_at: None,
-                        ..step
-                    });
-                }
-                draft.run.status = RunStatus::WaitingForApproval;
-                draft.over = true;
-                out.approval = Some(approval);
-                Ok(())
-            }
-        }
-    }
-
     /// Whether the interrupted executing step continues (read-only), pauses
     /// for an operator, or cannot wait (tool gone, arguments unusable).
     fn plan_interrupted(&self, step: &Step) -> Next {
@@ -662,6 +534,157 @@ impl Session {
             },
             request,
         }))
+    }
+}
+
+/// Writes what follows the marks.
+#[allow(clippy::too_many_arguments)]
+fn write_next(
+    gate: &GateInner,
+    run: &Run,
+    tx: &mut WriteTx<'_>,
+    draft: &mut Draft,
+    history: &mut Vec<Arc<Step>>,
+    executing_id: Option<&str>,
+    next: &Next,
+    out: &mut Outcome,
+) -> Result<()> {
+    let run_id = run.id.clone();
+    match next {
+        Next::Continue { resumed } => {
+            if *resumed {
+                let at = gate.now();
+                tx.append_event(
+                    &run_id,
+                    "",
+                    &at,
+                    EventType::RunResumed,
+                    "{\"after\":\"interruption\"}",
+                )?;
+            }
+            writes::open_next_or_settle(gate, tx, draft, history)
+        }
+        Next::Internal(detail) => {
+            settle_failed(gate, tx, draft, TerminalReason::InternalError, detail)
+        }
+        Next::Complete(result) => writes::settle(
+            gate,
+            tx,
+            draft,
+            Settle {
+                status: RunStatus::Completed,
+                reason: TerminalReason::GoalCompleted,
+                detail: "completed by reconciliation".into(),
+                result: Some(result.clone()),
+                from: RunStatus::Running,
+            },
+        ),
+        Next::Conflict { detail, fail_step } => {
+            if let (Some(problem), Some(step_id)) = (fail_step, executing_id) {
+                let observation = Observation::runtime(
+                    ObservationKind::InvalidDecision,
+                    &[("error", problem)],
+                    format!("invalid decision on resume: {problem}"),
+                );
+                let json = to_json(&observation);
+                tx.update_step(
+                    step_id,
+                    &StepGuard {
+                        statuses: &[StepStatus::Interrupted],
+                        run: None,
+                        granted_by: None,
+                    },
+                    &StepChange {
+                        status: Some(StepStatus::Failed),
+                        observation: Some((&json, &observation.content_hash)),
+                        ..StepChange::default()
+                    },
+                )?;
+                if let Some(slot) = history.iter_mut().find(|s| s.id == step_id) {
+                    *slot = Arc::new(Step {
+                        status: StepStatus::Failed,
+                        observation: Some(observation),
+                        ..(**slot).clone()
+                    });
+                }
+            }
+            settle_failed(gate, tx, draft, TerminalReason::ReconcileConflict, detail)
+        }
+        Next::Pause(allowed) => {
+            let Some(step_id) = executing_id else {
+                return Err(Error::RunState {
+                    run: run_id,
+                    status: RunStatus::Running,
+                    detail: "no executing step to pause".into(),
+                });
+            };
+            let policy_at = gate.now();
+            let created_at = gate.now();
+            let approval = build_approval(gate, run, step_id, allowed, created_at)?;
+            let policy_json = to_json(&allowed.policy);
+            let moved = tx.update_step(
+                step_id,
+                &StepGuard {
+                    statuses: &[StepStatus::Interrupted],
+                    run: None,
+                    granted_by: None,
+                },
+                &StepChange {
+                    status: Some(StepStatus::AwaitingApproval),
+                    policy_json: Some(&policy_json),
+                    policy_id: Some(""),
+                    observation: Some(("", "")),
+                    finished_at: Some(None),
+                    ..StepChange::default()
+                },
+            )?;
+            if !moved {
+                return Err(Error::RunState {
+                    run: run_id,
+                    status: RunStatus::Running,
+                    detail: "the interrupted step changed during the takeover".into(),
+                });
+            }
+            tx.insert_approval(&approval)?;
+            tx.insert_spec(&allowed.spec_hash, allowed.spec_json.as_str())?;
+            let paused = tx.update_run(
+                &run_id,
+                &writes::running(gate),
+                &RunChange {
+                    status: Some(RunStatus::WaitingForApproval),
+                    lease: LeaseChange::Clear,
+                    ..RunChange::default()
+                },
+            )?;
+            if !paused {
+                return Err(writes::state_error(gate, tx, &run_id, "pause the run"));
+            }
+            let policy = payload::step_policy(&allowed.policy, "", &allowed.spec_hash, None);
+            tx.append_event(&run_id, step_id, &policy_at, EventType::StepPolicy, &policy)?;
+            let requested = payload::approval_requested(&approval, &allowed.policy.reason);
+            tx.append_event(
+                &run_id,
+                step_id,
+                &created_at,
+                EventType::ApprovalRequested,
+                &requested,
+            )?;
+            if let Some(position) = history.iter().position(|s| s.id == step_id) {
+                let step = (*history.remove(position)).clone();
+                out.paused_step = Some(Step {
+                    status: StepStatus::AwaitingApproval,
+                    policy: Some(allowed.policy.clone()),
+                    policy_id: String::new(),
+                    observation: None,
+                    finished_at: None,
+                    ..step
+                });
+            }
+            draft.run.status = RunStatus::WaitingForApproval;
+            draft.over = true;
+            out.approval = Some(approval);
+            Ok(())
+        }
     }
 }
 

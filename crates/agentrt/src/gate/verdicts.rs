@@ -3,16 +3,17 @@
 
 use std::sync::Arc;
 
+use super::GateInner;
 use super::payload::{self};
 use super::session::{Allowed, Grant, Session, State, Verdict, VerdictOutcome, misuse, to_json};
-use super::writes::{self, Settle, StepEnd, running};
+use super::writes::{self, Settle, StepColumns, StepEnd, running};
 use crate::approval::{approval_hash, request_json};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
 use crate::model::{
     Approval, ApprovalStatus, EventType, Observation, ObservationKind, Outcome, RecordedDecision,
-    RunStatus, Step, StepStatus, TerminalReason,
+    Run, RunStatus, Step, StepStatus, TerminalReason,
 };
 use crate::policy::PolicyError;
 use crate::store::{LeaseChange, RunChange, StepChange, StepGuard};
@@ -20,10 +21,14 @@ use crate::store::{LeaseChange, RunChange, StepChange, StepGuard};
 impl Session {
     /// After a guarded write found the run changed under it (an operator's
     /// cancel, a lost lease): re-read the run and end the session.
-    pub(crate) fn changed_under_us(&mut self) -> Result<Verdict> {
-        let run = self.gate.store.get_run(&self.run.id)?;
+    pub(crate) async fn changed_under_us(&mut self) -> Result<Verdict> {
+        let id = self.run.id.clone();
+        let (run, (owner, _)) = self
+            .gate
+            .store
+            .off_executor(move |store| Ok((store.get_run(&id)?, store.lease(&id)?)))
+            .await?;
         if run.status == RunStatus::Running {
-            let (owner, _) = self.gate.store.lease(&run.id)?;
             if owner != self.gate.owner {
                 self.state = State::Closed(Some("lost the lease".into()));
                 return Err(Error::LeaseLost { run: run.id });
@@ -40,7 +45,7 @@ impl Session {
     /// `step.decided`, then `step.policy` and `step.failed` when given,
     /// then the next step or the run's end. `false` when the run changed
     /// under the session (nothing written).
-    fn end_decided(&mut self, end: DecidedEnd<'_>) -> Result<bool> {
+    async fn end_decided(&mut self, end: DecidedEnd) -> Result<bool> {
         let DecidedEnd {
             step,
             status,
@@ -53,59 +58,65 @@ impl Session {
             then,
         } = end;
         let gate = Arc::clone(&self.gate);
-        let history = &*self.history;
+        let history = Arc::clone(&self.history);
         let mut draft = self.draft();
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
-        let r = gate.write(|tx| {
-            let end_at = gate.now();
-            let ended = writes::end_step(
-                tx,
-                &mut draft,
-                step,
-                end_at,
-                StepEnd {
-                    status,
-                    observation: observation.clone(),
-                    from: &[StepStatus::Deciding],
-                    run_guard: running(&gate),
-                    extra,
-                    count_active: true,
-                    granted_by: None,
-                },
-            )?;
-            if ended.is_none() {
-                return Ok(false);
+        let g = Arc::clone(&gate);
+        let r = gate
+            .write(move |tx| {
+                let gate = g;
+                let end_at = gate.now();
+                let ended = writes::end_step(
+                    tx,
+                    &mut draft,
+                    step,
+                    end_at,
+                    StepEnd {
+                        status,
+                        observation: observation.clone(),
+                        from: &[StepStatus::Deciding],
+                        run_guard: running(&gate),
+                        extra: extra.change(),
+                        count_active: true,
+                        granted_by: None,
+                    },
+                )?;
+                if ended.is_none() {
+                    return Ok(None);
+                }
+                tx.append_event(
+                    &run_id,
+                    &step_id,
+                    &decided_at,
+                    EventType::StepDecided,
+                    &decision_json,
+                )?;
+                if let Some((at, payload)) = &policy_event {
+                    tx.append_event(&run_id, &step_id, at, EventType::StepPolicy, payload)?;
+                }
+                if let Some(detail) = &failed_detail {
+                    let failed = payload::step_failed(detail, observation.as_ref());
+                    tx.append_event(&run_id, &step_id, &end_at, EventType::StepFailed, &failed)?;
+                }
+                match then {
+                    Then::NextStep => writes::open_next_or_settle(&gate, tx, &mut draft, &history)?,
+                    Then::End(settle) => writes::settle(&gate, tx, &mut draft, settle)?,
+                }
+                Ok(Some(draft))
+            })
+            .await;
+        match self.closing(r)? {
+            Some(draft) => {
+                self.apply(draft);
+                Ok(true)
             }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &decided_at,
-                EventType::StepDecided,
-                decision_json,
-            )?;
-            if let Some((at, payload)) = &policy_event {
-                tx.append_event(&run_id, &step_id, at, EventType::StepPolicy, payload)?;
-            }
-            if let Some(detail) = &failed_detail {
-                let failed = payload::step_failed(detail, observation.as_ref());
-                tx.append_event(&run_id, &step_id, &end_at, EventType::StepFailed, &failed)?;
-            }
-            match then {
-                Then::NextStep => writes::open_next_or_settle(&gate, tx, &mut draft, history)?,
-                Then::End(settle) => writes::settle(&gate, tx, &mut draft, settle)?,
-            }
-            Ok(true)
-        });
-        let written = self.closing(r)?;
-        if written {
-            self.apply(draft);
+            None => Ok(false),
         }
-        Ok(written)
     }
 
     /// A decision that cannot be acted on: the step fails, the run goes on.
-    pub(super) fn record_invalid(
+    pub(super) async fn record_invalid(
         &mut self,
         mut step: Step,
         recorded: RecordedDecision,
@@ -121,23 +132,25 @@ impl Session {
         let decision_json = to_json(&recorded);
         step.decision = Some(recorded);
         step.spec_hash = spec_hash.clone();
-        let written = self.end_decided(DecidedEnd {
-            step,
-            status: StepStatus::Failed,
-            observation: Some(observation.clone()),
-            decided_at,
-            decision_json: &decision_json,
-            extra: StepChange {
-                decision_json: Some(&decision_json),
-                spec_hash: Some(&spec_hash),
-                ..StepChange::default()
-            },
-            policy_event: None,
-            failed_detail: Some(observation.summary.clone()),
-            then: Then::NextStep,
-        })?;
+        let written = self
+            .end_decided(DecidedEnd {
+                step,
+                status: StepStatus::Failed,
+                observation: Some(observation.clone()),
+                decided_at,
+                decision_json: decision_json.clone(),
+                extra: StepColumns {
+                    decision_json: Some(decision_json),
+                    spec_hash: Some(spec_hash),
+                    ..StepColumns::default()
+                },
+                policy_event: None,
+                failed_detail: Some(observation.summary.clone()),
+                then: Then::NextStep,
+            })
+            .await?;
         if !written {
-            return self.changed_under_us();
+            return self.changed_under_us().await;
         }
         let mut verdict = Verdict::of(VerdictOutcome::Denied, &self.run);
         verdict.observation = Some(observation);
@@ -146,7 +159,7 @@ impl Session {
 
     /// A `complete` or `fail` decision: the step is done and the run ends.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn record_end(
+    pub(super) async fn record_end(
         &mut self,
         mut step: Step,
         recorded: RecordedDecision,
@@ -158,35 +171,37 @@ impl Session {
     ) -> Result<Verdict> {
         let decision_json = to_json(&recorded);
         step.decision = Some(recorded);
-        let written = self.end_decided(DecidedEnd {
-            step,
-            status: StepStatus::Done,
-            observation: None,
-            decided_at,
-            decision_json: &decision_json,
-            extra: StepChange {
-                decision_json: Some(&decision_json),
-                ..StepChange::default()
-            },
-            policy_event: None,
-            failed_detail: None,
-            then: Then::End(Settle {
-                status,
-                reason,
-                detail,
-                result: result.as_ref(),
-                from: RunStatus::Running,
-            }),
-        })?;
+        let written = self
+            .end_decided(DecidedEnd {
+                step,
+                status: StepStatus::Done,
+                observation: None,
+                decided_at,
+                decision_json: decision_json.clone(),
+                extra: StepColumns {
+                    decision_json: Some(decision_json),
+                    ..StepColumns::default()
+                },
+                policy_event: None,
+                failed_detail: None,
+                then: Then::End(Settle {
+                    status,
+                    reason,
+                    detail,
+                    result,
+                    from: RunStatus::Running,
+                }),
+            })
+            .await?;
         if !written {
-            return self.changed_under_us();
+            return self.changed_under_us().await;
         }
         Ok(Verdict::of(VerdictOutcome::Ended, &self.run))
     }
 
     /// The policy failed: the step fails and the run ends `internal_error`
     /// (no `step.policy`: there was no evaluation).
-    pub(super) fn record_policy_error(
+    pub(super) async fn record_policy_error(
         &mut self,
         mut step: Step,
         recorded: RecordedDecision,
@@ -203,29 +218,31 @@ impl Session {
         let decision_json = to_json(&recorded);
         step.decision = Some(recorded);
         step.spec_hash = spec_hash.clone();
-        let written = self.end_decided(DecidedEnd {
-            step,
-            status: StepStatus::Failed,
-            observation: Some(observation.clone()),
-            decided_at,
-            decision_json: &decision_json,
-            extra: StepChange {
-                decision_json: Some(&decision_json),
-                spec_hash: Some(&spec_hash),
-                ..StepChange::default()
-            },
-            policy_event: None,
-            failed_detail: Some(format!("policy error: {error}")),
-            then: Then::End(Settle {
-                status: RunStatus::Failed,
-                reason: TerminalReason::InternalError,
-                detail: format!("policy: {error}"),
-                result: None,
-                from: RunStatus::Running,
-            }),
-        })?;
+        let written = self
+            .end_decided(DecidedEnd {
+                step,
+                status: StepStatus::Failed,
+                observation: Some(observation.clone()),
+                decided_at,
+                decision_json: decision_json.clone(),
+                extra: StepColumns {
+                    decision_json: Some(decision_json),
+                    spec_hash: Some(spec_hash),
+                    ..StepColumns::default()
+                },
+                policy_event: None,
+                failed_detail: Some(format!("policy error: {error}")),
+                then: Then::End(Settle {
+                    status: RunStatus::Failed,
+                    reason: TerminalReason::InternalError,
+                    detail: format!("policy: {error}"),
+                    result: None,
+                    from: RunStatus::Running,
+                }),
+            })
+            .await?;
         if !written {
-            return self.changed_under_us();
+            return self.changed_under_us().await;
         }
         let mut verdict = Verdict::of(VerdictOutcome::Ended, &self.run);
         verdict.observation = Some(observation);
@@ -233,7 +250,11 @@ impl Session {
     }
 
     /// A denial (the run goes on) or an abort (the run ends).
-    pub(super) fn record_denied(&mut self, mut step: Step, allowed: Allowed) -> Result<Verdict> {
+    pub(super) async fn record_denied(
+        &mut self,
+        mut step: Step,
+        allowed: Allowed,
+    ) -> Result<Verdict> {
         let Grant::Fresh {
             decision,
             decided_at,
@@ -276,25 +297,26 @@ impl Session {
         } else {
             Then::NextStep
         };
-        let written = self.end_decided(DecidedEnd {
-            step,
-            status: StepStatus::Failed,
-            observation: Some(observation.clone()),
-            decided_at,
-            decision_json: &decision_json,
-            extra: StepChange {
-                decision_json: Some(&decision_json),
-                policy_json: Some(&policy_json),
-                spec_hash: Some(&allowed.spec_hash),
-                policy_id: Some(&policy_id),
-                ..StepChange::default()
-            },
-            policy_event: Some((allowed.policy_at, policy_payload)),
-            failed_detail: Some(observation.summary.clone()),
-            then,
-        })?;
+        let written = self
+            .end_decided(DecidedEnd {
+                step,
+                status: StepStatus::Failed,
+                observation: Some(observation.clone()),
+                decided_at,
+                decision_json: decision_json.clone(),
+                extra: StepColumns {
+                    decision_json: Some(decision_json),
+                    policy_json: Some(policy_json),
+                    spec_hash: Some(allowed.spec_hash.clone()),
+                    policy_id: Some(policy_id),
+                },
+                policy_event: Some((allowed.policy_at, policy_payload)),
+                failed_detail: Some(observation.summary.clone()),
+                then,
+            })
+            .await?;
         if !written {
-            return self.changed_under_us();
+            return self.changed_under_us().await;
         }
         let outcome = if abort {
             VerdictOutcome::Ended
@@ -314,41 +336,12 @@ impl Session {
         allowed: &Allowed,
         created_at: Timestamp,
     ) -> Result<Approval> {
-        let request = request_json(&allowed.request)?;
-        let capability = allowed
-            .policy
-            .capability
-            .clone()
-            .unwrap_or_else(Canonical::empty_object);
-        let presentation = allowed
-            .policy
-            .presentation
-            .clone()
-            .unwrap_or_else(Canonical::empty_object);
-        let hash = approval_hash(&allowed.policy.kind, &capability, &presentation, &request);
-        let ttl = self.run.limits.approval_ttl_ms;
-        Ok(Approval {
-            id: self.gate.new_id(),
-            run_id: self.run.id.clone(),
-            step_id: step_id.to_owned(),
-            kind: allowed.policy.kind.clone(),
-            capability,
-            presentation,
-            request,
-            hash,
-            status: ApprovalStatus::Pending,
-            created_at,
-            expires_at: (ttl > 0).then(|| created_at.add(std::time::Duration::from_millis(ttl))),
-            decided_at: None,
-            decided_by: String::new(),
-            note: String::new(),
-            decode_error: None,
-        })
+        build_approval(&self.gate, &self.run, step_id, allowed, created_at)
     }
 
     /// Pauses the run for an operator: the approval, the step awaiting it,
     /// the run WAITING (lease cleared), `step.policy`, `approval.requested`.
-    pub(super) fn pause(&mut self, mut step: Step, allowed: Allowed) -> Result<Verdict> {
+    pub(super) async fn pause(&mut self, mut step: Step, allowed: Allowed) -> Result<Verdict> {
         let Grant::Fresh {
             decision,
             decided_at,
@@ -376,61 +369,68 @@ impl Session {
         let mut draft = self.draft();
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
-        let r = gate.write(|tx| {
-            let guard = StepGuard {
-                statuses: &[StepStatus::Deciding],
-                run: Some((&run_id, running(&gate))),
-                granted_by: None,
-            };
-            let change = StepChange {
-                status: Some(StepStatus::AwaitingApproval),
-                decision_json: Some(&decision_json),
-                policy_json: Some(&policy_json),
-                spec_hash: Some(&allowed.spec_hash),
-                policy_id: Some(&gate.policy_id),
-                ..StepChange::default()
-            };
-            if !tx.update_step(&step_id, &guard, &change)? {
-                return Ok(false);
-            }
-            tx.insert_approval(&approval)?;
-            let paused = tx.update_run(
-                &run_id,
-                &running(&gate),
-                &RunChange {
-                    status: Some(RunStatus::WaitingForApproval),
-                    lease: LeaseChange::Clear,
-                    ..RunChange::default()
-                },
-            )?;
-            if !paused {
-                return Err(writes::state_error(&gate, tx, &run_id, "pause the run"));
-            }
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &decided_at,
-                EventType::StepDecided,
-                &decision_json,
-            )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &allowed.policy_at,
-                EventType::StepPolicy,
-                &policy_payload,
-            )?;
-            tx.append_event(
-                &run_id,
-                &step_id,
-                &created_at,
-                EventType::ApprovalRequested,
-                &requested,
-            )?;
-            Ok(true)
-        });
+        let g = Arc::clone(&gate);
+        let inserted = approval.clone();
+        let (spec_hash, policy_at) = (allowed.spec_hash.clone(), allowed.policy_at);
+        let r = gate
+            .write(move |tx| {
+                let gate = g;
+                let approval = inserted;
+                let guard = StepGuard {
+                    statuses: &[StepStatus::Deciding],
+                    run: Some((&run_id, running(&gate))),
+                    granted_by: None,
+                };
+                let change = StepChange {
+                    status: Some(StepStatus::AwaitingApproval),
+                    decision_json: Some(&decision_json),
+                    policy_json: Some(&policy_json),
+                    spec_hash: Some(&spec_hash),
+                    policy_id: Some(&gate.policy_id),
+                    ..StepChange::default()
+                };
+                if !tx.update_step(&step_id, &guard, &change)? {
+                    return Ok(false);
+                }
+                tx.insert_approval(&approval)?;
+                let paused = tx.update_run(
+                    &run_id,
+                    &running(&gate),
+                    &RunChange {
+                        status: Some(RunStatus::WaitingForApproval),
+                        lease: LeaseChange::Clear,
+                        ..RunChange::default()
+                    },
+                )?;
+                if !paused {
+                    return Err(writes::state_error(&gate, tx, &run_id, "pause the run"));
+                }
+                tx.append_event(
+                    &run_id,
+                    &step_id,
+                    &decided_at,
+                    EventType::StepDecided,
+                    &decision_json,
+                )?;
+                tx.append_event(
+                    &run_id,
+                    &step_id,
+                    &policy_at,
+                    EventType::StepPolicy,
+                    &policy_payload,
+                )?;
+                tx.append_event(
+                    &run_id,
+                    &step_id,
+                    &created_at,
+                    EventType::ApprovalRequested,
+                    &requested,
+                )?;
+                Ok(true)
+            })
+            .await;
         if !self.closing(r)? {
-            return self.changed_under_us();
+            return self.changed_under_us().await;
         }
         draft.run.status = RunStatus::WaitingForApproval;
         draft.current = Some(step);
@@ -445,26 +445,66 @@ impl Session {
 }
 
 /// What follows a decided step's end in its write group.
-enum Then<'a> {
+enum Then {
     /// The next step (unless a limit ends the run).
     NextStep,
     /// The run's end.
-    End(Settle<'a>),
+    End(Settle),
 }
 
 /// A decided step that ends in the write group that records its decision.
-struct DecidedEnd<'a> {
+struct DecidedEnd {
     /// The step, its decision (and policy) already set.
     step: Step,
     status: StepStatus,
     observation: Option<Observation>,
     decided_at: Timestamp,
-    decision_json: &'a str,
+    decision_json: String,
     /// The step columns written with the end.
-    extra: StepChange<'a>,
+    extra: StepColumns,
     /// `step.policy` at its time, for a policy's verdict.
     policy_event: Option<(Timestamp, String)>,
     /// `step.failed` with this detail, for a failed step.
     failed_detail: Option<String>,
-    then: Then<'a>,
+    then: Then,
+}
+
+/// Builds the approval a `require_approval` decision asks for.
+pub(crate) fn build_approval(
+    gate: &GateInner,
+    run: &Run,
+    step_id: &str,
+    allowed: &Allowed,
+    created_at: Timestamp,
+) -> Result<Approval> {
+    let request = request_json(&allowed.request)?;
+    let capability = allowed
+        .policy
+        .capability
+        .clone()
+        .unwrap_or_else(Canonical::empty_object);
+    let presentation = allowed
+        .policy
+        .presentation
+        .clone()
+        .unwrap_or_else(Canonical::empty_object);
+    let hash = approval_hash(&allowed.policy.kind, &capability, &presentation, &request);
+    let ttl = run.limits.approval_ttl_ms;
+    Ok(Approval {
+        id: gate.new_id(),
+        run_id: run.id.clone(),
+        step_id: step_id.to_owned(),
+        kind: allowed.policy.kind.clone(),
+        capability,
+        presentation,
+        request,
+        hash,
+        status: ApprovalStatus::Pending,
+        created_at,
+        expires_at: (ttl > 0).then(|| created_at.add(std::time::Duration::from_millis(ttl))),
+        decided_at: None,
+        decided_by: String::new(),
+        note: String::new(),
+        decode_error: None,
+    })
 }

@@ -127,11 +127,11 @@ pub(crate) fn running<'a>(gate: &'a GateInner) -> RunGuard<'a> {
 }
 
 /// How a run ends.
-pub(crate) struct Settle<'a> {
+pub(crate) struct Settle {
     pub status: RunStatus,
     pub reason: TerminalReason,
     pub detail: String,
-    pub result: Option<&'a Canonical>,
+    pub result: Option<Canonical>,
     /// The status the run must be in now.
     pub from: RunStatus,
 }
@@ -142,7 +142,7 @@ pub(crate) fn settle(
     gate: &GateInner,
     tx: &mut WriteTx<'_>,
     draft: &mut Draft,
-    s: Settle<'_>,
+    s: Settle,
 ) -> Result<()> {
     let at = gate.now();
     let run_id = draft.run.id.clone();
@@ -156,7 +156,7 @@ pub(crate) fn settle(
         status: Some(s.status),
         reason: Some((s.reason, &s.detail)),
         finished_at: Some(at),
-        result: s.result,
+        result: s.result.as_ref(),
         lease: LeaseChange::Clear,
         ..RunChange::default()
     };
@@ -183,7 +183,7 @@ pub(crate) fn settle(
     draft.run.reason = Some(s.reason);
     draft.run.reason_detail = s.detail;
     draft.run.finished_at = Some(at);
-    draft.run.result = s.result.cloned();
+    draft.run.result = s.result;
     draft.over = true;
     Ok(())
 }
@@ -298,6 +298,29 @@ pub(crate) fn start_step(gate: &GateInner, tx: &mut WriteTx<'_>, draft: &mut Dra
 }
 
 /// How a step ends.
+/// Step columns a write group sets beside a step's end or pause, owned so
+/// the group can be handed to the writer thread.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StepColumns {
+    pub decision_json: Option<String>,
+    pub policy_json: Option<String>,
+    pub spec_hash: Option<String>,
+    pub policy_id: Option<String>,
+}
+
+impl StepColumns {
+    /// The columns as a store change.
+    pub fn change(&self) -> StepChange<'_> {
+        StepChange {
+            decision_json: self.decision_json.as_deref(),
+            policy_json: self.policy_json.as_deref(),
+            spec_hash: self.spec_hash.as_deref(),
+            policy_id: self.policy_id.as_deref(),
+            ..StepChange::default()
+        }
+    }
+}
+
 pub(crate) struct StepEnd<'a> {
     pub status: StepStatus,
     pub observation: Option<Observation>,

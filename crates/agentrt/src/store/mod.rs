@@ -26,7 +26,7 @@ use rusqlite::Connection;
 
 use crate::clock::lock;
 use crate::error::{Error, Result};
-use crate::model::Event;
+use crate::model::{Event, Run};
 
 pub use page::{MAX_PAGE_TEXT, PAGE_READ_ROWS, PendingCount};
 pub use read::Page;
@@ -232,15 +232,23 @@ impl Store {
         self.writer()?.write(f, Some(Box::new(after))).await
     }
 
-    /// Runs `f` on the writer thread between two batches, on the write
-    /// connection: it sees every group committed before it, and no group
-    /// commits while it runs.
-    pub(crate) async fn between_batches<T, F>(&self, f: F) -> Result<T>
+    /// Reads run `run_id` on the writer thread between two batches and
+    /// hands it to `f` there: the run as every group committed before it
+    /// left it, with no group committing until `f` returns.
+    pub(crate) async fn with_run_between_batches<T, F>(&self, run_id: String, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        F: FnOnce(&Run) -> Result<T> + Send + 'static,
     {
-        self.writer()?.between(f).await
+        self.writer()?
+            .between(move |conn| {
+                let run = read::get_run(conn, &run_id)?.ok_or_else(|| Error::NotFound {
+                    what: "run",
+                    id: run_id.clone(),
+                })?;
+                f(&run)
+            })
+            .await
     }
 
     fn writer(&self) -> Result<&writer::Writer> {
@@ -290,22 +298,33 @@ impl Store {
         }
     }
 
-    /// [`Store::read`] for async code: on a blocking thread, never on the
-    /// caller's executor.
-    pub(crate) async fn read_async<T, F>(&self, f: F) -> Result<T>
+    /// Runs blocking store work (reads through the pool, a lease renewal)
+    /// for async code: on one of the runtime's blocking threads, never on
+    /// the caller's executor.
+    pub(crate) async fn off_executor<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        F: FnOnce(&Store) -> Result<T> + Send + 'static,
     {
         let store = self.clone();
-        match tokio::task::spawn_blocking(move || store.read(f)).await {
-            Ok(r) => r,
-            Err(e) => match e.try_into_panic() {
-                Ok(panic) => std::panic::resume_unwind(panic),
-                Err(_) => Err(Error::Internal {
-                    detail: "the runtime shut down during a read".into(),
-                }),
-            },
-        }
+        blocking(move || f(&store)).await
+    }
+}
+
+/// Runs `f` on one of the runtime's blocking threads; a panic in `f`
+/// resumes in the caller.
+async fn blocking<T, F>(f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(_) => Err(Error::Internal {
+                detail: "the runtime shut down while the store worked".into(),
+            }),
+        },
     }
 }

@@ -714,22 +714,22 @@ impl<'c> WriteTx<'c> {
 
     /// Reads a run inside the transaction.
     pub fn run(&self, run_id: &str) -> Result<Option<Run>> {
-        read::get_run(&self.tx, run_id)
+        read::get_run(self.tx, run_id)
     }
 
     /// Reads a run's steps inside the transaction.
     pub fn steps(&self, run_id: &str) -> Result<Vec<Step>> {
-        read::list_steps(&self.tx, run_id)
+        read::list_steps(self.tx, run_id)
     }
 
     /// Reads a run's approvals inside the transaction.
     pub fn approvals(&self, run_id: &str) -> Result<Vec<Approval>> {
-        read::list_approvals(&self.tx, run_id)
+        read::list_approvals(self.tx, run_id)
     }
 
     /// Reads one approval of a run inside the transaction.
     pub fn approval(&self, run_id: &str, approval_id: &str) -> Result<Option<Approval>> {
-        read::get_approval(&self.tx, run_id, approval_id)
+        read::get_approval(self.tx, run_id, approval_id)
     }
 
     /// The run's lease: owner and expiry text.

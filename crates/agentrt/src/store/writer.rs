@@ -157,11 +157,9 @@ impl Writer {
             after,
             reply,
         };
-        self.submit(Job::Group(Box::new(group))).await?;
-        match answer.await {
-            Ok(Reply::Done(r)) => r,
-            Ok(Reply::Panicked(panic)) => resume_unwind(panic),
-            Err(_) => Err(stopped()),
+        match self.submit(Job::Group(Box::new(group)), answer).await? {
+            Reply::Done(r) => r,
+            Reply::Panicked(panic) => resume_unwind(panic),
         }
     }
 
@@ -176,19 +174,26 @@ impl Writer {
             let r = catch_unwind(AssertUnwindSafe(|| f(conn)));
             let _ = reply.send(r);
         };
-        self.submit(Job::Between(Box::new(job))).await?;
-        match answer.await {
-            Ok(Ok(r)) => r,
-            Ok(Err(panic)) => resume_unwind(panic),
-            Err(_) => Err(stopped()),
+        match self.submit(Job::Between(Box::new(job)), answer).await? {
+            Ok(r) => r,
+            Err(panic) => resume_unwind(panic),
         }
     }
 
-    async fn submit(&self, job: Job) -> Result<()> {
-        let Some(queue) = &self.queue else {
+    /// Queues `job` and waits for its answer, from one of the runtime's
+    /// blocking threads. Waiting there rather than on the executor keeps
+    /// the runtime from counting itself idle meanwhile: under a paused
+    /// test clock an idle runtime jumps time forward, which would fire
+    /// timeouts while a commit is merely in progress.
+    async fn submit<R: Send + 'static>(&self, job: Job, answer: oneshot::Receiver<R>) -> Result<R> {
+        let Some(queue) = self.queue.clone() else {
             return Err(stopped());
         };
-        queue.send(job).await.map_err(|_| stopped())
+        super::blocking(move || {
+            queue.blocking_send(job).map_err(|_| stopped())?;
+            answer.blocking_recv().map_err(|_| stopped())
+        })
+        .await
     }
 }
 
