@@ -21,6 +21,8 @@ Commands:
   runs            list runs, newest first
       --limit N   runs per page (default 100; 0 = all)
       --offset N  runs to skip (default 0)
+      --label KEY=VALUE  only runs begun with this label; repeat it for
+                  runs that carry every label given
   show <run>      a run, its pending approvals and its steps
       --limit N   steps and pending approvals per page (default 500; 0 = all)
       --offset N  steps and pending approvals to skip (default 0)

@@ -82,6 +82,15 @@ fn usage_errors_exit_2_before_the_database_is_opened() {
         (&["cancel", "r1", "--by", ""], "--by is empty"),
         (&["approve", "r1", "--by"], "--by needs a value"),
         (&["runs", "--json"], "global flag"),
+        (
+            &["runs", "--label", "Env=prod"],
+            "invalid value \"Env=prod\" for --label",
+        ),
+        (&["runs", "--label", "env"], "has no '='"),
+        (
+            &["runs", "--label", "a=1", "--label", "a=2"],
+            "the key \"a\" is given twice",
+        ),
     ];
     for (args, needle) in cases {
         let out = agentrt(&db, args);
@@ -361,6 +370,96 @@ fn an_empty_database_prints_no_runs() {
     assert_eq!(v["runs"], serde_json::json!([]));
 }
 
+#[test]
+fn runs_with_labels_lists_only_the_runs_that_carry_every_one() {
+    let dir = tempdir();
+    let db = new_db(dir.path(), "agentrt.db");
+    labelled_run(&db, "a", &["env=prod", "team=infra"]);
+    labelled_run(&db, "b", &["env=prod"]);
+    labelled_run(&db, "c", &["env=dev", "team=infra"]);
+    completed_run(&db, "d", "no labels");
+    labelled_run(&db, "e", &["team=infra", "env=prod"]);
+
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["runs"];
+        all.extend_from_slice(args);
+        let out = agentrt(&db, &all);
+        assert_eq!(out.code, 0, "{args:?}: {out:?}");
+        out.stdout
+            .lines()
+            .skip(1)
+            .filter(|l| !l.starts_with("..."))
+            .map(|l| l.split_whitespace().next().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&["--label", "env=prod"]), ["e", "b", "a"]);
+    assert_eq!(ids(&["--label", "team=infra"]), ["e", "c", "a"]);
+    assert_eq!(
+        ids(&["--label", "env=prod", "--label", "team=infra"]),
+        ["e", "a"]
+    );
+    assert_eq!(ids(&[]), ["e", "d", "c", "b", "a"]);
+
+    // The footer and the totals count the matching runs only.
+    let out = agentrt(&db, &["runs", "--label", "env=prod", "--limit", "1"]);
+    assert_eq!(
+        out.stdout.lines().last(),
+        Some("... 2 more run(s); rerun with --offset 1 to see them (showing 1 of 3)")
+    );
+    let v = json(&agentrt(&db, &["--json", "runs", "--label=env=prod", "--limit", "2"]).stdout);
+    assert_eq!(
+        (&v["total"], &v["truncated"]),
+        (&serde_json::json!(3), &serde_json::json!(true))
+    );
+    assert_eq!(v["runs"][0]["id"], "e");
+    assert_eq!(
+        v["runs"][0]["labels"],
+        serde_json::json!({"env": "prod", "team": "infra"})
+    );
+
+    // No match, and a page past the matching runs.
+    let out = agentrt(&db, &["runs", "--label", "env=staging"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "no runs labelled env=staging\n")
+    );
+    let out = agentrt(
+        &db,
+        &[
+            "runs",
+            "--label",
+            "env=prod",
+            "--label",
+            "team=infra",
+            "--offset",
+            "5",
+        ],
+    );
+    assert_eq!(
+        out.stdout,
+        "no runs labelled env=prod team=infra at --offset 5 (there are 2)\n"
+    );
+    let v = json(&agentrt(&db, &["--json", "runs", "--label", "env=staging"]).stdout);
+    assert_eq!(
+        (&v["total"], &v["runs"]),
+        (&serde_json::json!(0), &serde_json::json!([]))
+    );
+}
+
+#[test]
+fn a_malformed_label_is_a_usage_error_in_one_line() {
+    let dir = tempdir();
+    let db = new_db(dir.path(), "agentrt.db");
+    let out = agentrt(&db, &["runs", "--label", "Env=prod"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "error: invalid value \"Env=prod\" for --label: the key \"Env\" starts with 'E'; \
+         a key starts with a-z or 0-9\n\nFor more information, try 'agentrt runs --help'.\n"
+    );
+}
+
 // ---- §1.5 show ----
 
 #[test]
@@ -411,6 +510,42 @@ STEP  TOOL  DECISION   STATUS             POLICY            OBSERVATION  SUMMARY
         "got:\n{}\nwant tail:\n{expected_tail}",
         out.stdout
     );
+}
+
+#[test]
+fn show_prints_the_labels_one_a_line_and_in_json_only_when_there_are_some() {
+    let dir = tempdir();
+    let db = new_db(dir.path(), "agentrt.db");
+    labelled_run(&db, "r1", &["ticket=OPS-12", "host=build-7", "note=a b"]);
+    completed_run(&db, "r2", "plain");
+    let out = agentrt(&db, &["show", "r1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines[..6],
+        [
+            "run     r1",
+            "goal    labelled",
+            "labels  host=build-7",
+            "        note=a b",
+            "        ticket=OPS-12",
+            "status  COMPLETED (goal_completed)",
+        ]
+    );
+    let v = json(&agentrt(&db, &["--json", "show", "r1"]).stdout);
+    assert_eq!(
+        v["run"]["labels"],
+        serde_json::json!({"host": "build-7", "note": "a b", "ticket": "OPS-12"})
+    );
+
+    let out = agentrt(&db, &["show", "r2"]);
+    assert!(!out.stdout.contains("labels"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .starts_with("run     r2\ngoal    plain\nstatus  ")
+    );
+    let v = json(&agentrt(&db, &["--json", "show", "r2"]).stdout);
+    assert!(v["run"].get("labels").is_none(), "{v}");
 }
 
 #[test]

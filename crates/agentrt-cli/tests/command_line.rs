@@ -30,6 +30,8 @@ fn each_command_has_its_own_help_by_flag_and_by_help() {
         "--limit <N>",
         "default 100",
         "--offset <N>",
+        "--label <KEY=VALUE>",
+        "Only runs begun with this label",
     ];
     let head_sign: &[&str] = &["head sign --key FILE", "--key <FILE>", "--out <FILE>"];
     let cases: &[(&[&str], &[&str])] = &[

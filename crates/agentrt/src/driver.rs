@@ -4,7 +4,7 @@ use crate::agent::{Agent, AgentError};
 use crate::cancel::Cancel;
 use crate::error::Result;
 use crate::gate::{Gate, GateConfig, Session, VerdictOutcome};
-use crate::model::{Limits, Run};
+use crate::model::{Labels, Limits, Run};
 
 /// How long a cancelled agent gets to finish recording its model call.
 const RECORDING_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -70,6 +70,21 @@ impl<A: Agent> Driver<A> {
     /// Starts a run and drives it until it pauses or ends.
     pub async fn start(&mut self, run_id: Option<&str>, goal: &str, limits: Limits) -> Result<Run> {
         let session = self.gate.begin(run_id, goal, limits).await?;
+        self.drive(session, VerdictOutcome::Open).await
+    }
+
+    /// [`Driver::start`] with labels (see [`Gate::begin_labelled`]).
+    pub async fn start_labelled(
+        &mut self,
+        run_id: Option<&str>,
+        goal: &str,
+        limits: Limits,
+        labels: Labels,
+    ) -> Result<Run> {
+        let session = self
+            .gate
+            .begin_labelled(run_id, goal, limits, labels)
+            .await?;
         self.drive(session, VerdictOutcome::Open).await
     }
 

@@ -221,6 +221,7 @@ mod tests {
             id: "r".into(),
             goal: "g".into(),
             limits: Limits::default(),
+            labels: crate::model::Labels::new(),
             created_at: Timestamp::from_unix_nanos(0),
         });
         RunView {

@@ -20,7 +20,8 @@ use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::{Canonical, check_boundary, object_members, write_string};
 use crate::model::{
-    Approval, ApprovalStatus, Event, Run, RunStatus, Step, StepStatus, TerminalReason, Usage,
+    Approval, ApprovalStatus, Event, Labels, Run, RunStatus, Step, StepStatus, TerminalReason,
+    Usage,
 };
 use crate::store::{PAGE_READ_ROWS, Page, Store};
 use crate::text::{cap_with_count, sanitize};
@@ -61,16 +62,19 @@ fn is_zero_i64(n: &i64) -> bool {
     *n == 0
 }
 
-/// One run as listed: `{id, goal, status, reason?, reason_detail?, steps,
-/// created_at, finished_at?, pending_approval_id?, model_calls?, usage?,
-/// estimated_cost_micros?}` in JSON (optional fields omitted when empty or
-/// zero).
+/// One run as listed: `{id, goal, labels?, status, reason?, reason_detail?,
+/// steps, created_at, finished_at?, pending_approval_id?, model_calls?,
+/// usage?, estimated_cost_micros?}` in JSON (optional fields omitted when
+/// empty or zero; `labels` is an object of strings).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
     /// The run id.
     pub id: String,
     /// The goal, in full (as far as the page read returns it).
     pub goal: String,
+    /// The labels the run was begun with.
+    #[serde(skip_serializing_if = "Labels::is_empty")]
+    pub labels: Labels,
     /// Where the run stands.
     pub status: RunStatus,
     /// Why it ended.
@@ -108,6 +112,7 @@ impl RunSummary {
         RunSummary {
             id: run.id.clone(),
             goal: run.goal.clone(),
+            labels: run.labels.clone(),
             status: run.status,
             reason: run.reason,
             reason_detail: run.reason_detail.clone(),
@@ -287,7 +292,20 @@ fn read_paged<T>(
 /// [`PAGE_READ_ROWS`] at a time. Each waiting run with exactly one pending
 /// approval carries its id.
 pub fn runs_page(store: &Store, limit: u64, offset: u64) -> Result<RunsPage> {
-    let page = read_paged(limit, offset, |l, o| store.runs_page_capped(l, o))?;
+    runs_page_labelled(store, limit, offset, &Labels::new())
+}
+
+/// [`runs_page`] of the runs that carry every label of `labels` (all runs
+/// for none); the total counts the matching runs only.
+pub fn runs_page_labelled(
+    store: &Store,
+    limit: u64,
+    offset: u64,
+    labels: &Labels,
+) -> Result<RunsPage> {
+    let page = read_paged(limit, offset, |l, o| {
+        store.runs_page_capped_labelled(l, o, labels)
+    })?;
     let waiting: Vec<&str> = page
         .items
         .iter()

@@ -1011,3 +1011,65 @@ async fn a_policy_that_reads_anything_else_is_caught_by_its_own_recheck() {
         "{err}"
     );
 }
+
+/// Denies remote mutations in runs labelled `env=prod`; otherwise as
+/// [`lenient`] without approvals (allows them).
+struct ProdGuard;
+
+impl Policy for ProdGuard {
+    fn evaluate(&self, req: &ToolRequest, view: &RunView) -> Result<PolicyDecision, PolicyError> {
+        let prod = view.run.labels.get("env") == Some("prod");
+        Ok(match req.spec.side_effect {
+            SideEffect::RemoteMutation if prod => PolicyDecision::deny("no pushes in prod"),
+            _ => PolicyDecision::allow(),
+        })
+    }
+    fn policy_id(&self) -> Option<String> {
+        Some("prod-guard/1".into())
+    }
+}
+
+#[tokio::test]
+async fn a_policy_that_reads_the_runs_labels_is_handed_them_again_on_recheck() {
+    let store = Store::open(":memory:").unwrap();
+    for (run_id, env) in [("prod", "env=prod"), ("dev", "env=dev")] {
+        let live = Seen::default();
+        let mut d = Driver::new(
+            config(
+                &store,
+                Watching {
+                    inner: ProdGuard,
+                    seen: live.clone(),
+                },
+                tools(),
+                &stepping_clock(),
+                &Recorder::default(),
+            )
+            .with_ids(sequential_ids(&format!("{run_id}-"))),
+            ScriptedAgent::new([
+                Decision::tool_call("push", r#"{"ref":"main"}"#),
+                Decision::complete("1"),
+            ]),
+        )
+        .unwrap();
+        let labels = Labels::parse([env]).unwrap();
+        let run = d
+            .start_labelled(Some(run_id), "g", Limits::default(), labels.clone())
+            .await
+            .unwrap();
+        assert_eq!(run.status, RunStatus::Completed);
+        let step = &store.list_steps(run_id).unwrap()[0];
+        let outcome = step.policy.as_ref().map(|p| p.outcome);
+        let want = if run_id == "prod" {
+            Outcome::Deny
+        } else {
+            Outcome::Allow
+        };
+        assert_eq!(outcome, Some(want), "{run_id}");
+        // The rebuilt run (labels included) equals the one handed live.
+        let views = same_as_live(&store, run_id, ProdGuard, &live);
+        assert_eq!(views[0].run.labels, labels);
+        let report = recheck(&store, run_id, &ProdGuard, &options()).unwrap();
+        assert!(report.same() && report.rechecked() == 1, "{report}");
+    }
+}

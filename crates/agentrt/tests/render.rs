@@ -24,6 +24,7 @@ fn run() -> Run {
         reason: None,
         reason_detail: String::new(),
         limits: Limits::default(),
+        labels: Labels::new(),
         step_count: 1,
         created_at: t0(),
         finished_at: None,

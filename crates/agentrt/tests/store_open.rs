@@ -229,11 +229,12 @@ mod unix {
 
 // ------------------------------------------------------------- control 1
 
-const TABLES: [&str; 8] = [
+const TABLES: [&str; 9] = [
     "agentrt_meta",
     "approvals",
     "events",
     "model_calls",
+    "run_labels",
     "runs",
     "schema_migrations",
     "steps",
@@ -270,9 +271,9 @@ fn fresh_store_has_every_table_at_the_current_version_with_its_meta() {
         .unwrap();
     assert_eq!(
         versions.iter().map(|v| v.0).collect::<Vec<_>>(),
-        [1, agentrt::store::schema::SCHEMA_VERSION]
+        [1, 2, agentrt::store::schema::SCHEMA_VERSION]
     );
-    assert_eq!(agentrt::store::schema::SCHEMA_VERSION, 2);
+    assert_eq!(agentrt::store::schema::SCHEMA_VERSION, 3);
     for (_, applied_at) in &versions {
         Timestamp::parse(applied_at).unwrap();
     }
@@ -409,7 +410,7 @@ fn newer_database_is_refused_by_both_openers() {
     unix::chmod(&db, 0o644);
     raw(&db)
         .execute(
-            "INSERT INTO schema_migrations (version, applied_at) VALUES (3, '2030-01-01T00:00:00.000000000Z')",
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (4, '2030-01-01T00:00:00.000000000Z')",
             [],
         )
         .unwrap();
@@ -420,7 +421,7 @@ fn newer_database_is_refused_by_both_openers() {
     ];
     for e in errors {
         assert!(
-            matches!(&e, Error::SchemaVersion { path, database: 3, build: 2 } if path == &db),
+            matches!(&e, Error::SchemaVersion { path, database: 4, build: 3 } if path == &db),
             "{e:?}"
         );
     }
@@ -432,7 +433,7 @@ fn newer_database_is_refused_by_both_openers() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(versions, [1, 2, 3, 4]);
     #[cfg(unix)]
     assert_eq!(
         unix::mode(&db),
@@ -462,7 +463,7 @@ fn older_or_unmigrated_database_is_refused_by_open_existing() {
         for read_only in [true, false] {
             let e = open_existing_err(&db, read_only);
             assert!(
-                matches!(&e, Error::SchemaVersion { path, database: 0, build: 2 } if path == &db),
+                matches!(&e, Error::SchemaVersion { path, database: 0, build: 3 } if path == &db),
                 "{name} read_only={read_only}: {e:?}"
             );
         }
@@ -484,6 +485,102 @@ fn older_or_unmigrated_database_is_refused_by_open_existing() {
             .get_run("r1")
             .unwrap();
     }
+}
+
+/// A database a schema-2 build left: runs written without labels (which
+/// this build writes byte for byte as schema 2 did) and no `run_labels`
+/// table. It is refused by `open_existing` and migrated to 3 by `open`: the
+/// old runs read back with no labels, the chain stays intact, and labelled
+/// runs written afterwards are stored, filtered and chained.
+#[test]
+fn a_schema_2_database_migrates_to_3_and_takes_labels() {
+    use agentrt::verify::{self, VerifyOptions};
+    use agentrt::{DefaultPolicy, Gate, GateConfig, Labels};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("schema2.db");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let begin = |store: &Store, id: &str, labels: Labels| {
+        let gate = Gate::new(GateConfig::new(store.clone(), DefaultPolicy, vec![])).unwrap();
+        runtime.block_on(async {
+            let mut session = gate
+                .begin_labelled(Some(id), "migrate me", Limits::default(), labels)
+                .await
+                .unwrap();
+            session.close().await.unwrap();
+        });
+    };
+    let store = Store::open(&db).unwrap();
+    begin(&store, "old1", Labels::new());
+    begin(&store, "old2", Labels::new());
+    drop(store);
+    let conn = raw(&db);
+    let labelled: i64 = conn
+        .query_row("SELECT COUNT(*) FROM run_labels", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(labelled, 0, "a run without labels writes no label row");
+    conn.execute_batch("DROP TABLE run_labels; DELETE FROM schema_migrations WHERE version = 3;")
+        .unwrap();
+    drop(conn);
+
+    for read_only in [true, false] {
+        let e = open_existing_err(&db, read_only);
+        assert!(
+            matches!(
+                &e,
+                Error::SchemaVersion {
+                    database: 2,
+                    build: 3,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+    let store = Store::open(&db).unwrap();
+    let versions: Vec<i64> = raw(&db)
+        .prepare("SELECT version FROM schema_migrations ORDER BY version")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(versions, [1, 2, 3]);
+    let runs = store.list_runs(0, 0).unwrap();
+    assert_eq!(runs.total, 2);
+    for run in &runs.items {
+        assert!(run.labels.is_empty(), "{run:?}");
+        assert_eq!(run.decode_error, None);
+    }
+    let report = verify::verify(&store, &VerifyOptions::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.unchained_rows, 0);
+
+    let labels = Labels::parse(["host=build-7"]).unwrap();
+    begin(&store, "new", labels.clone());
+    let page = store.list_runs_labelled(0, 0, &labels).unwrap();
+    assert_eq!(page.total, 1);
+    assert_eq!(page.items[0].id, "new");
+    assert_eq!(page.items[0].labels, labels);
+    assert_eq!(store.get_run("old1").unwrap().labels, Labels::new());
+    drop(store);
+    let report = verify::verify(
+        &Store::open_existing(&db, true).unwrap(),
+        &VerifyOptions::default(),
+    )
+    .unwrap();
+    assert!(report.intact(), "{report:?}");
+    let written: i64 = raw(&db)
+        .query_row(
+            "SELECT written_seq FROM run_labels WHERE run_id = 'new'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(written > 0, "the label row is chained");
 }
 
 fn raw_create(path: &Path) -> rusqlite::Connection {

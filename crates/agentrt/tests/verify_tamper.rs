@@ -132,8 +132,17 @@ fn model_config() -> agentrt::budget::ModelConfig {
     )
 }
 
+/// The labels of the `r`th run of a fixture: even runs carry two, odd
+/// runs none (and so no `run_labels` row).
+fn run_labels(r: usize) -> Labels {
+    if r % 2 == 1 {
+        return Labels::new();
+    }
+    Labels::parse([format!("env=prod-{r}"), "host=build-7".to_owned()]).unwrap()
+}
+
 /// Drives one run per script, in order: each step as its act says, then
-/// `complete` (a rejected push ends the run).
+/// `complete` (a rejected push ends the run; even runs are labelled).
 async fn populate(store: &Store, scripts: &[Vec<Act>]) {
     populate_as(store, scripts, "").await
 }
@@ -180,9 +189,14 @@ async fn populate_as(store: &Store, scripts: &[Vec<Act>], prefix: &str) {
         for (n, (decisions, pause)) in segments.into_iter().enumerate() {
             let mut d = driver(decisions);
             let run = if n == 0 {
-                d.start(Some(&run_id), &format!("goal {r}"), Limits::default())
-                    .await
-                    .unwrap()
+                d.start_labelled(
+                    Some(&run_id),
+                    &format!("goal {r}"),
+                    Limits::default(),
+                    run_labels(r),
+                )
+                .await
+                .unwrap()
             } else {
                 d.resume(&run_id).await.unwrap()
             };
@@ -265,9 +279,10 @@ fn head_seq(path: &Path) -> i64 {
 }
 
 /// The state tables and the column that names their rows.
-const STATE_TABLES: [(&str, &str); 5] = [
+const STATE_TABLES: [(&str, &str); 6] = [
     ("approvals", "id"),
     ("model_calls", "id"),
+    ("run_labels", "run_id"),
     ("runs", "id"),
     ("steps", "id"),
     ("tool_specs", "hash"),
@@ -1224,6 +1239,88 @@ fn an_edited_model_call_cost_or_tool_spec_breaks_at_the_event_that_wrote_it() {
             broken
                 .detail
                 .contains(&format!("{table} row {key:?} was changed")),
+            "{broken:?}"
+        );
+    }
+}
+
+#[test]
+fn an_edited_deleted_or_forged_run_label_is_caught_like_a_run_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path(), &fixed_scripts());
+    let store = Store::open_existing(&db, true).unwrap();
+    let labelled = Labels::parse(["env=prod-0", "host=build-7"]).unwrap();
+    assert_eq!(store.get_run("run0").unwrap().labels, labelled);
+    assert!(store.get_run("run1").unwrap().labels.is_empty());
+    drop(store);
+    let (written, first) = {
+        let written: i64 = raw(&db)
+            .query_row(
+                "SELECT written_seq FROM run_labels WHERE run_id = 'run0'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        (written, listings(&db, "run_labels", "run0")[0])
+    };
+    assert_eq!(written, first, "a label row is written once, at begin");
+
+    // Edited to another valid label set: the filter would find it under
+    // labels it never had; verify names the row at the event that wrote it.
+    for edit in [
+        r#"{"env":"dev","host":"build-7"}"#,
+        r#"{"env":"prod-0","host":"build-7","ticket":"OPS-1"}"#,
+        "{}",
+    ] {
+        let sql = format!(
+            "UPDATE run_labels SET labels_json = {} WHERE run_id = 'run0'",
+            sql_text(edit)
+        );
+        let broken = check_all(&tampered(&db, "label-edited", &sql))
+            .broken
+            .unwrap_or_else(|| panic!("{sql}: not caught"));
+        assert_eq!(broken.seq, written, "{broken:?}");
+        assert_eq!(
+            broken.detail,
+            "run_labels row \"run0\" was changed after this event wrote it"
+        );
+        assert_eq!((broken.expected.len(), broken.found.len()), (64, 64));
+        assert_ne!(broken.expected, broken.found);
+    }
+
+    // Deleted: the event that wrote it names a row that is gone.
+    let broken = check_all(&tampered(
+        &db,
+        "label-deleted",
+        "DELETE FROM run_labels WHERE run_id = 'run0'",
+    ))
+    .broken
+    .unwrap();
+    assert_eq!(broken.seq, written, "{broken:?}");
+    assert!(broken.detail.contains("no longer exists"), "{broken:?}");
+
+    // Forged onto a run begun without labels: named whether it claims no
+    // writer or the run's own first write group (which does not list it).
+    let run1_begun = listings(&db, "runs", "run1")[0];
+    for (claimed, want, says) in [
+        (None, 0, "names no event as its writer"),
+        (Some(run1_begun), run1_begun, "which does not list it"),
+    ] {
+        let sql = match claimed {
+            None => {
+                "INSERT INTO run_labels (run_id, labels_json) VALUES ('run1', '{\"env\":\"prod\"}')"
+                    .to_owned()
+            }
+            Some(seq) => format!(
+                "INSERT INTO run_labels (run_id, labels_json, written_seq) VALUES ('run1', '{{\"env\":\"prod\"}}', {seq})"
+            ),
+        };
+        let broken = check_all(&tampered(&db, "label-forged", &sql))
+            .broken
+            .unwrap_or_else(|| panic!("{sql}: not caught"));
+        assert_eq!(broken.seq, want, "{broken:?}");
+        assert!(
+            broken.detail.starts_with("run_labels row \"run1\"") && broken.detail.contains(says),
             "{broken:?}"
         );
     }

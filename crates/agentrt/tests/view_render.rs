@@ -221,6 +221,7 @@ fn summaries_serialize_with_the_spec_fields_and_omissions() {
     let minimal = RunSummary {
         id: "r1".into(),
         goal: "a <b> & c".into(),
+        labels: Labels::new(),
         status: RunStatus::WaitingForApproval,
         reason: None,
         reason_detail: String::new(),
@@ -237,6 +238,7 @@ fn summaries_serialize_with_the_spec_fields_and_omissions() {
         r#"{"id":"r1","goal":"a <b> & c","status":"WAITING_FOR_APPROVAL","steps":1,"created_at":"2026-10-01T09:00:00.000000000Z","pending_approval_id":"a1"}"#
     );
     let full = RunSummary {
+        labels: Labels::parse(["host=build-7", "env=prod"]).expect("labels"),
         status: RunStatus::Failed,
         reason: Some(TerminalReason::LimitCost),
         reason_detail: "over budget".into(),
@@ -253,7 +255,7 @@ fn summaries_serialize_with_the_spec_fields_and_omissions() {
     };
     assert_eq!(
         serde_json::to_string(&full).expect("json"),
-        r#"{"id":"r1","goal":"a <b> & c","status":"FAILED","reason":"limit_cost","reason_detail":"over budget","steps":1,"created_at":"2026-10-01T09:00:00.000000000Z","finished_at":"2026-10-01T09:05:00.000000000Z","model_calls":3,"usage":{"input_tokens":10,"output_tokens":5,"cached_input_tokens":0},"estimated_cost_micros":1234}"#
+        r#"{"id":"r1","goal":"a <b> & c","labels":{"env":"prod","host":"build-7"},"status":"FAILED","reason":"limit_cost","reason_detail":"over budget","steps":1,"created_at":"2026-10-01T09:00:00.000000000Z","finished_at":"2026-10-01T09:05:00.000000000Z","model_calls":3,"usage":{"input_tokens":10,"output_tokens":5,"cached_input_tokens":0},"estimated_cost_micros":1234}"#
     );
     let step = StepSummary {
         index: 0,

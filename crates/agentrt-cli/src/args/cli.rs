@@ -8,6 +8,7 @@
 
 use std::ffi::OsString;
 
+use agentrt::Label;
 use clap::{Args, ColorChoice, CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
 
@@ -120,6 +121,10 @@ pub struct RunsArgs {
     /// Runs to skip (default 0).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = page_number)]
     pub offset: Option<u64>,
+    /// Only runs begun with this label; repeat it for runs that carry
+    /// every label given.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label)]
+    pub labels: Vec<Label>,
 }
 
 /// `show` arguments.
@@ -249,6 +254,14 @@ fn whole_number(text: &str) -> Result<i64, String> {
 /// A page size or offset: a whole number, where a negative one means 0.
 fn page_number(text: &str) -> Result<u64, String> {
     whole_number(text).map(|n| u64::try_from(n).unwrap_or(0))
+}
+
+/// One `KEY=VALUE` label, checked by the core's rules.
+fn label(text: &str) -> Result<Label, String> {
+    text.parse::<Label>().map_err(|e| match e {
+        agentrt::Error::InvalidInput { detail, .. } => detail,
+        other => other.to_string(),
+    })
 }
 
 #[cfg(test)]

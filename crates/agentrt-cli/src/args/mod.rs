@@ -12,6 +12,7 @@ mod validate;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use agentrt::Labels;
 use clap::FromArgMatches;
 use clap_complete::Shell;
 
@@ -178,7 +179,12 @@ pub struct Decide {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     /// `runs`.
-    Runs(Paging),
+    Runs {
+        /// Paging of the runs.
+        paging: Paging,
+        /// `--label`: only runs that carry every one (none: every run).
+        labels: Labels,
+    },
     /// `show <run>`.
     Show {
         /// The run.
@@ -219,7 +225,7 @@ impl Command {
     /// The command name, for messages.
     pub fn name(&self) -> &'static str {
         match self {
-            Command::Runs(_) => "runs",
+            Command::Runs { .. } => "runs",
             Command::Show { .. } => "show",
             Command::Events { .. } => "events",
             Command::Decide(d) => d.verb.name(),
@@ -302,10 +308,13 @@ mod tests {
         };
         assert_eq!(
             inv.command,
-            Command::Runs(Paging {
-                limit: 100,
-                offset: 0
-            })
+            Command::Runs {
+                paging: Paging {
+                    limit: 100,
+                    offset: 0
+                },
+                labels: Labels::new(),
+            }
         );
         let Parsed::Run(inv) =
             p(&["--db", "x", "events", "r", "--limit", "-5", "--offset=-2"]).unwrap()
@@ -496,6 +505,59 @@ mod tests {
             panic!()
         };
         assert_eq!(inv.db, PathBuf::from("from-env"));
+    }
+
+    #[test]
+    fn labels_repeat_and_are_checked_before_anything_is_opened() {
+        let Parsed::Run(inv) = p(&[
+            "--db",
+            "x",
+            "runs",
+            "--label",
+            "env=prod",
+            "--limit",
+            "5",
+            "--label=team=infra",
+        ])
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            inv.command,
+            Command::Runs {
+                paging: Paging {
+                    limit: 5,
+                    offset: 0
+                },
+                labels: Labels::parse(["team=infra", "env=prod"]).unwrap(),
+            }
+        );
+        let seventeen: Vec<String> = (0..17).map(|i| format!("--label=k{i}=v")).collect();
+        let mut too_many = vec!["runs"];
+        too_many.extend(seventeen.iter().map(String::as_str));
+        for (args, needle) in [
+            (
+                &["runs", "--label", "env"][..],
+                r#"invalid value "env" for --label: "env" has no '='; write key=value"#,
+            ),
+            (
+                &["runs", "--label", "Env=prod"],
+                r#"invalid value "Env=prod" for --label: the key "Env" starts with 'E'"#,
+            ),
+            (&["runs", "--label", "=x"], "the key is empty"),
+            (&["runs", "--label", "k=a\u{7}"], "control character U+0007"),
+            (
+                &["runs", "--label", "a=1", "--label", "a=2"],
+                r#"--label: the key "a" is given twice"#,
+            ),
+            (&["runs", "--label"], "--label needs a value"),
+            (&too_many, "a run carries at most 16"),
+        ] {
+            let mut all = vec!["--db", "x"];
+            all.extend_from_slice(args);
+            let m = problem(&all);
+            assert!(m.contains(needle), "{args:?}: {m:?} lacks {needle:?}");
+        }
     }
 
     #[test]

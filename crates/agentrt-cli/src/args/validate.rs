@@ -5,6 +5,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use agentrt::{Label, Labels};
+
 use super::cli::{CancelArgs, Cli, CliCommand, DecideArgs, HeadCommand, VerifyArgs};
 use super::{
     Command, Decide, Env, Invocation, KeptHead, Keygen, Paging, Parsed, UsageError, Verb, Verify,
@@ -25,7 +27,10 @@ pub fn cli(cli: Cli, env: &Env) -> Result<Parsed, UsageError> {
             return Ok(Parsed::Keygen(Keygen { out, json }));
         }
         CliCommand::Completions { shell } => return Ok(Parsed::Completions(shell)),
-        CliCommand::Runs(a) => Command::Runs(paging(a.limit, a.offset, 100)),
+        CliCommand::Runs(a) => Command::Runs {
+            paging: paging(a.limit, a.offset, 100),
+            labels: labels(a.labels).map_err(problem)?,
+        },
         CliCommand::Show(a) => Command::Show {
             run: run_id(a.run).map_err(problem)?,
             paging: paging(a.limit, a.offset, 500),
@@ -93,6 +98,18 @@ fn paging(limit: Option<u64>, offset: Option<u64>, default_limit: u64) -> Paging
         limit: limit.unwrap_or(default_limit),
         offset: offset.unwrap_or(0),
     }
+}
+
+/// The `--label` flags as one set: each key once, at most 16.
+fn labels(given: Vec<Label>) -> Checked<Labels> {
+    let mut labels = Labels::new();
+    for label in given {
+        labels.insert(label).map_err(|e| match e {
+            agentrt::Error::InvalidInput { detail, .. } => format!("--label: {detail}"),
+            other => other.to_string(),
+        })?;
+    }
+    Ok(labels)
 }
 
 fn run_id(run: String) -> Checked<String> {

@@ -20,9 +20,9 @@ use crate::open::{Access, open};
 /// Runs a validated invocation, writing its report to `out`.
 pub fn run(inv: &Invocation, out: &mut dyn Write) -> Result<(), CliError> {
     match &inv.command {
-        Command::Runs(paging) => {
+        Command::Runs { paging, labels } => {
             let store = open(&inv.db, Access::ReadOnly)?;
-            runs::run(&store, *paging, inv.json, out)
+            runs::run(&store, *paging, labels, inv.json, out)
         }
         Command::Show { run, paging } => {
             let store = open(&inv.db, Access::ReadOnly)?;

@@ -1,10 +1,11 @@
-//! `runs`: the runs, newest first.
+//! `runs`: the runs, newest first; with `--label`, only the runs that carry
+//! every label given.
 
 use std::io::Write;
 
-use agentrt::Store;
-use agentrt::text::clip;
+use agentrt::text::{clip, sanitize};
 use agentrt::view;
+use agentrt::{Labels, Store};
 
 use super::footer;
 use crate::args::Paging;
@@ -14,19 +15,34 @@ use crate::output::{self, cell, line};
 /// Goals are clipped to this many bytes in the table.
 const GOAL_BYTES: usize = 60;
 
-pub fn run(store: &Store, paging: Paging, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
-    let page = view::runs_page(store, paging.limit, paging.offset)?;
+pub fn run(
+    store: &Store,
+    paging: Paging,
+    labels: &Labels,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let page = view::runs_page_labelled(store, paging.limit, paging.offset, labels)?;
     if json {
         return output::json(out, &page);
     }
+    let runs = if labels.is_empty() {
+        "runs".to_owned()
+    } else {
+        let given: Vec<String> = labels
+            .iter()
+            .map(|(key, value)| sanitize(&format!("{key}={value}")))
+            .collect();
+        format!("runs labelled {}", given.join(" "))
+    };
     if page.total == 0 {
-        return line(out, "no runs");
+        return line(out, &format!("no {runs}"));
     }
     if page.runs.is_empty() {
         return line(
             out,
             &format!(
-                "no runs at --offset {} (there are {})",
+                "no {runs} at --offset {} (there are {})",
                 page.offset, page.total
             ),
         );

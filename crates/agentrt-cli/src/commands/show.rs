@@ -74,8 +74,9 @@ pub fn run(
     Ok(())
 }
 
-/// `run`, `goal`, `status`, `steps`, `created`, and `model` when the run
-/// called a model; labels eight wide.
+/// `run`, `goal`, `labels` (one `key=value` a line, when the run has
+/// any), `status`, `steps`, `created`, and `model` when the run called a
+/// model; field names eight wide.
 fn header(run: &RunSummary) -> Vec<String> {
     let capped = |s: &str| cap_with_count(&sanitize(s), MAX_TEXT_FIELD_BYTES);
     let mut status = run.status.as_str().to_owned();
@@ -92,10 +93,16 @@ fn header(run: &RunSummary) -> Vec<String> {
     let mut lines = vec![
         format!("run     {}", sanitize(&run.id)),
         format!("goal    {}", capped(&run.goal)),
+    ];
+    for (i, (key, value)) in run.labels.iter().enumerate() {
+        let name = if i == 0 { "labels" } else { "" };
+        lines.push(format!("{name:<8}{}", sanitize(&format!("{key}={value}"))));
+    }
+    lines.extend([
         format!("status  {status}"),
         format!("steps   {}", run.steps),
         format!("created {created}"),
-    ];
+    ]);
     if run.model_calls > 0 {
         lines.push(format!(
             "model   {} call(s), {} in, {} out, estimated {}",

@@ -98,13 +98,39 @@ pub fn new_db(dir: &Path, name: &str) -> PathBuf {
 
 /// Starts run `id` with `decisions` and drives it until it pauses or ends.
 pub fn drive(db: &Path, id: &str, goal: &str, decisions: Vec<Decision>) -> Run {
+    drive_labelled(db, id, goal, &[], decisions)
+}
+
+/// [`drive`] for a run begun with `labels` (`key=value` texts).
+pub fn drive_labelled(
+    db: &Path,
+    id: &str,
+    goal: &str,
+    labels: &[&str],
+    decisions: Vec<Decision>,
+) -> Run {
     let store = Store::open(db).expect("open");
     let agent = ScriptedAgent::new(decisions);
     let mut driver =
         Driver::new(GateConfig::new(store, DefaultPolicy, tools()), agent).expect("driver");
+    let labels = Labels::parse(labels).expect("labels");
     runtime()
-        .block_on(driver.start(Some(id), goal, Limits::default()))
+        .block_on(driver.start_labelled(Some(id), goal, Limits::default(), labels))
         .expect("run")
+}
+
+/// A completed run begun with `labels`: one read, then complete.
+pub fn labelled_run(db: &Path, id: &str, labels: &[&str]) -> Run {
+    drive_labelled(
+        db,
+        id,
+        "labelled",
+        labels,
+        vec![
+            Decision::tool_call("fs_read", r#"{"path":"README.md"}"#),
+            Decision::complete(r#"{"done":true}"#),
+        ],
+    )
 }
 
 /// A completed run: one read, then complete.

@@ -26,7 +26,7 @@ use crate::agent::Observer;
 use crate::clock::{Clock, Timestamp, lock, system_clock};
 use crate::error::{Error, Result};
 use crate::ids::{IdSource, random_id, random_ids};
-use crate::model::{Event, Limits, Tool};
+use crate::model::{Event, Labels, Limits, Tool};
 use crate::policy::{Policy, check_policy_id};
 use crate::reconcile::Reconcile;
 use crate::registry::Registry;
@@ -380,7 +380,34 @@ impl Gate {
 
     /// Starts a run (with `run_id`, or a random id) and opens its first step.
     pub async fn begin(&self, run_id: Option<&str>, goal: &str, limits: Limits) -> Result<Session> {
-        Session::begin(Arc::clone(&self.inner), run_id, goal, limits).await
+        Session::begin(Arc::clone(&self.inner), run_id, goal, limits, Labels::new()).await
+    }
+
+    /// [`Gate::begin`] with labels: recorded in `run.created` and in the
+    /// run's `run_labels` row, in the run's first write group (covered by
+    /// the chain), and filterable with [`Store::list_runs_labelled`].
+    /// Empty labels begin the run exactly as [`Gate::begin`] does.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use agentrt::*;
+    /// let gate = Gate::new(GateConfig::new(Store::open(":memory:")?, DefaultPolicy, vec![]))?;
+    /// let labels = Labels::parse(["mcp.session=4f2a", "host=build-7"])?;
+    /// let mut session = gate.begin_labelled(None, "triage", Limits::default(), labels).await?;
+    /// assert_eq!(session.run().labels.get("host"), Some("build-7"));
+    /// let stored = gate.store().get_run(&session.run().id)?;
+    /// assert_eq!(stored.labels, session.run().labels);
+    /// session.close().await?;
+    /// # Ok::<(), agentrt::Error>(()) }).unwrap();
+    /// ```
+    pub async fn begin_labelled(
+        &self,
+        run_id: Option<&str>,
+        goal: &str,
+        limits: Limits,
+        labels: Labels,
+    ) -> Result<Session> {
+        Session::begin(Arc::clone(&self.inner), run_id, goal, limits, labels).await
     }
 
     /// Attaches to an existing run: a run waiting for approval is resumed

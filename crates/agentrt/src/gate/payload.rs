@@ -3,7 +3,9 @@
 use serde::Serialize;
 
 use crate::json::Canonical;
-use crate::model::{Limits, Observation, Outcome, PolicyDecision, Run, RunStatus, TerminalReason};
+use crate::model::{
+    Labels, Limits, Observation, Outcome, PolicyDecision, Run, RunStatus, TerminalReason,
+};
 
 fn encode<T: Serialize>(value: &T) -> String {
     // Every payload type here serialises: strings, integers and canonical
@@ -18,13 +20,24 @@ pub(crate) fn empty() -> String {
 #[derive(Serialize)]
 struct RunCreated<'a> {
     goal: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<Canonical>,
     limits: &'a Limits,
     tools: Vec<&'a str>,
 }
 
-pub(crate) fn run_created(goal: &str, limits: &Limits, tools: Vec<&str>) -> String {
+/// `{goal, labels?, limits, tools}`: `labels` (the canonical object
+/// `run_labels` holds) only for a run begun with labels, so a run without
+/// any records the same bytes as before labels existed.
+pub(crate) fn run_created(
+    goal: &str,
+    labels: &Labels,
+    limits: &Limits,
+    tools: Vec<&str>,
+) -> String {
     encode(&RunCreated {
         goal,
+        labels: (!labels.is_empty()).then(|| labels.to_canonical()),
         limits,
         tools,
     })

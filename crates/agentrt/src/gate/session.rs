@@ -230,6 +230,7 @@ impl Session {
         run_id: Option<&str>,
         goal: &str,
         limits: Limits,
+        labels: crate::model::Labels,
     ) -> Result<Session> {
         limits.validate()?;
         let run_id = match run_id {
@@ -250,11 +251,13 @@ impl Session {
             id: run_id.clone(),
             goal: goal.to_owned(),
             limits,
+            labels,
             created_at: at,
         });
         let mut draft = Draft::new(&run, None);
         let specs: Vec<&str> = gate.registry.iter().map(|r| r.spec_hash.as_str()).collect();
-        let created = payload::run_created(goal, &limits, specs);
+        let created = payload::run_created(goal, &run.labels, &limits, specs);
+        let labels = run.labels.clone();
         let g = Arc::clone(&gate);
         let (id, goal) = (run_id.clone(), goal.to_owned());
         let written = gate
@@ -268,6 +271,7 @@ impl Session {
                     lease_owner: &g.owner,
                     lease_expires_at: g.lease_expiry(),
                 })?;
+                tx.insert_run_labels(&run_id, &labels)?;
                 for r in g.registry.iter() {
                     tx.insert_spec(&r.spec_hash, r.spec_json.as_str())?;
                 }

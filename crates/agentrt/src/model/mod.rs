@@ -1,11 +1,12 @@
 //! The data model: runs, steps, decisions, tools, observations, policy
-//! decisions, approvals, events and limits, as they are stored and handed
-//! to agents, policies and observers.
+//! decisions, approvals, events, limits and labels, as they are stored and
+//! handed to agents, policies and observers.
 
 mod approval;
 mod call;
 mod decision;
 mod event;
+mod labels;
 mod limits;
 mod observation;
 mod policy;
@@ -18,6 +19,7 @@ pub use call::{CallStatus, ModelCall};
 pub use decision::{Decision, DecisionKind, DecisionProblems, Origin, RecordedDecision};
 pub(crate) use decision::{base64, is_blank};
 pub use event::{Event, EventType};
+pub use labels::{Label, Labels, MAX_LABEL_KEY_CHARS, MAX_LABEL_VALUE_CHARS, MAX_LABELS};
 pub use limits::{Limits, LimitsError};
 pub use observation::{Observation, ObservationKind};
 pub use policy::{Outcome, PolicyDecision, RunView, ToolRequest};

@@ -1,5 +1,6 @@
 use serde::{Deserialize, Serialize};
 
+use super::labels::Labels;
 use super::limits::Limits;
 use super::text_enum;
 use crate::clock::Timestamp;
@@ -108,6 +109,8 @@ pub struct Run {
     pub reason_detail: String,
     /// The limits the run was started with.
     pub limits: Limits,
+    /// The labels the run was begun with (empty when none).
+    pub labels: Labels,
     /// Steps started, the current one included.
     pub step_count: u64,
     /// When the run was created (and started).
@@ -134,6 +137,7 @@ pub(crate) struct NewRunFields {
     pub id: String,
     pub goal: String,
     pub limits: Limits,
+    pub labels: Labels,
     pub created_at: Timestamp,
 }
 
@@ -147,6 +151,7 @@ impl Run {
             reason: None,
             reason_detail: String::new(),
             limits: f.limits,
+            labels: f.labels,
             step_count: 0,
             created_at: f.created_at,
             finished_at: None,

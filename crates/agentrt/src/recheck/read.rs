@@ -11,7 +11,8 @@ use crate::clock::Timestamp;
 use crate::error::Result;
 use crate::json::Canonical;
 use crate::model::{
-    Approval, ApprovalStatus, Event, EventType, Limits, Outcome, PolicyDecision, RunStatus, Step,
+    Approval, ApprovalStatus, Event, EventType, Labels, Limits, Outcome, PolicyDecision, RunStatus,
+    Step,
 };
 use crate::store::Store;
 
@@ -26,6 +27,7 @@ pub(super) enum Created {
         at: Timestamp,
         goal: String,
         limits: Limits,
+        labels: Labels,
     },
 }
 
@@ -151,6 +153,9 @@ struct Scan {
 struct CreatedWire {
     goal: String,
     limits: Limits,
+    /// Absent when the run was begun without labels.
+    #[serde(default)]
+    labels: Labels,
     #[serde(default)]
     truncated: bool,
 }
@@ -257,6 +262,7 @@ fn created(e: &Event) -> Created {
             at,
             goal: wire.goal,
             limits: wire.limits,
+            labels: wire.labels,
         },
         Err(err) => Created::Damaged(format!("its run.created time does not parse: {err}")),
     }

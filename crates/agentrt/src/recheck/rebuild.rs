@@ -33,12 +33,17 @@ pub(super) fn run_view(
     })
 }
 
-/// The run as a policy reads it: identity, goal, limits and creation time
-/// from `run.created`, the counts from the view; reason, detail, finish
+/// The run as a policy reads it: identity, goal, limits, labels and
+/// creation time from `run.created`, the counts from the view; reason, detail, finish
 /// time and result empty, as they are while a policy can be asked.
 fn run_at(record: &Record, run_id: &str, v: &RecordedView) -> Result<Run, Why> {
-    let (at, goal, limits) = match &record.created {
-        Created::Found { at, goal, limits } => (*at, goal, limits),
+    let (at, goal, limits, labels) = match &record.created {
+        Created::Found {
+            at,
+            goal,
+            limits,
+            labels,
+        } => (*at, goal, limits, labels),
         Created::Missing => return Err("its run.created is missing".into()),
         Created::Damaged(why) => return Err(why.clone()),
     };
@@ -49,6 +54,7 @@ fn run_at(record: &Record, run_id: &str, v: &RecordedView) -> Result<Run, Why> {
         reason: None,
         reason_detail: String::new(),
         limits: *limits,
+        labels: labels.clone(),
         step_count: v.step_count,
         created_at: at,
         finished_at: None,

@@ -26,12 +26,15 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use rusqlite::{Connection, OptionalExtension, Row};
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 
 use super::Store;
-use super::read::{approval_from_row, event_from_row, run_from_row, step_from_row};
+use super::read::{
+    RUN_FROM, approval_from_row, event_from_row, label_filter, run_from_row, step_from_row,
+};
 use crate::error::{Error, Result};
-use crate::model::{Approval, Event, Run, Step};
+use crate::model::{Approval, Event, Labels, Run, Step};
 
 use super::read::Page;
 
@@ -107,6 +110,7 @@ const RUN_COLS: &[Col] = &[
     Int("cached_input_tokens"),
     Int("estimated_cost_micros"),
     Int("active_ms"),
+    Json("labels_json"),
 ];
 
 /// The columns of `read::STEP_COLUMNS`, in the same order.
@@ -254,7 +258,7 @@ pub struct PendingCount {
 impl Store {
     /// The run with this id, with every text column capped.
     pub fn get_run_capped(&self, run_id: &str) -> Result<Run> {
-        let sql = format!("SELECT {} FROM runs WHERE id = ?", *RUN_SELECT);
+        let sql = format!("SELECT {} FROM {RUN_FROM} WHERE runs.id = ?", *RUN_SELECT);
         self.read(|c| {
             let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
             stmt.query_row([run_id], capped_run)
@@ -270,14 +274,34 @@ impl Store {
     /// A page of runs, newest first (insertion order), capped; `limit` 0
     /// means all.
     pub fn runs_page_capped(&self, limit: u64, offset: u64) -> Result<Page<Run>> {
+        self.runs_page_capped_labelled(limit, offset, &Labels::new())
+    }
+
+    /// A page of the runs that carry every label of `labels` (all runs for
+    /// none), newest first, capped; `limit` 0 means all. The total counts
+    /// the matching runs only.
+    pub fn runs_page_capped_labelled(
+        &self,
+        limit: u64,
+        offset: u64,
+        labels: &Labels,
+    ) -> Result<Page<Run>> {
+        let (filter, mut params) = label_filter(labels);
         let sql = format!(
-            "SELECT {} FROM runs ORDER BY rowid DESC LIMIT ?1 OFFSET ?2",
+            "SELECT {} FROM {RUN_FROM}{filter} ORDER BY runs.rowid DESC LIMIT ? OFFSET ?",
             *RUN_SELECT
         );
         self.read(|c| {
-            let total = count(c, "SELECT COUNT(*) FROM runs", [])?;
+            let total = if filter.is_empty() {
+                count(c, "SELECT COUNT(*) FROM runs", [])?
+            } else {
+                let sql = format!("SELECT COUNT(*) FROM {RUN_FROM}{filter}");
+                count(c, &sql, params_from_iter(params.iter()))?
+            };
             let (limit, offset) = bounds(limit, offset);
-            let items = rows(c, &sql, [limit, offset], capped_run)?;
+            params.push(Value::Integer(limit));
+            params.push(Value::Integer(offset));
+            let items = rows(c, &sql, params_from_iter(params), capped_run)?;
             Ok(Page { items, total })
         })
     }

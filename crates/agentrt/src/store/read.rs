@@ -2,14 +2,15 @@
 //! in the value's `decode_error` instead of failing the read, so a damaged
 //! run can still be listed, shown and cancelled.
 
-use rusqlite::{Connection, OptionalExtension, Row};
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 
 use super::Store;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
 use crate::model::{
-    Approval, ApprovalStatus, Event, EventType, Limits, Run, RunStatus, Step, StepStatus,
+    Approval, ApprovalStatus, Event, EventType, Labels, Limits, Run, RunStatus, Step, StepStatus,
     TerminalReason, ToolSpec, Usage,
 };
 
@@ -93,7 +94,33 @@ impl Problems {
 
 pub(super) const RUN_COLUMNS: &str = "id, goal, status, reason, reason_detail, limits_json, step_count, created_at, \
      finished_at, result_json, model_calls, input_tokens, output_tokens, cached_input_tokens, \
-     estimated_cost_micros, active_ms";
+     estimated_cost_micros, active_ms, labels_json";
+
+/// The rows [`RUN_COLUMNS`] are selected from: a run and its labels, if it
+/// has any (`labels_json` is NULL when it has none). Conditions name the
+/// run's columns as `runs.…`.
+pub(super) const RUN_FROM: &str = "runs LEFT JOIN run_labels ON run_labels.run_id = runs.id";
+
+/// ` WHERE …` keeping only the runs that carry every label of `labels`
+/// (empty for no labels), and its parameters. One `EXISTS` per label over
+/// the run's stored labels; a labels text that is not JSON matches nothing.
+pub(super) fn label_filter(labels: &Labels) -> (String, Vec<Value>) {
+    let mut params = Vec::with_capacity(labels.len() * 2);
+    let clauses: Vec<&str> = labels
+        .iter()
+        .map(|(key, value)| {
+            params.push(Value::Text(key.to_owned()));
+            params.push(Value::Text(value.to_owned()));
+            "EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(run_labels.labels_json) \
+             THEN run_labels.labels_json ELSE '{}' END) j \
+             WHERE j.key = ? AND j.type = 'text' AND j.value = ?)"
+        })
+        .collect();
+    if clauses.is_empty() {
+        return (String::new(), params);
+    }
+    (format!(" WHERE {}", clauses.join(" AND ")), params)
+}
 
 pub(super) fn run_from_row(r: &Row<'_>) -> rusqlite::Result<Run> {
     let mut p = Problems::default();
@@ -122,6 +149,15 @@ pub(super) fn run_from_row(r: &Row<'_>) -> rusqlite::Result<Run> {
     let created: String = r.get(7)?;
     let finished: String = r.get(8)?;
     let result: String = r.get(9)?;
+    let labels_text: Option<String> = r.get(16)?;
+    let labels = match labels_text.as_deref().map(Labels::from_json) {
+        None => Labels::new(),
+        Some(Ok(labels)) => labels,
+        Some(Err(e)) => {
+            p.note("labels_json", e);
+            Labels::new()
+        }
+    };
     let run = Run {
         id: r.get(0)?,
         goal: r.get(1)?,
@@ -129,6 +165,7 @@ pub(super) fn run_from_row(r: &Row<'_>) -> rusqlite::Result<Run> {
         reason,
         reason_detail: r.get(4)?,
         limits,
+        labels,
         step_count: p.count("step_count", r.get(6)?),
         created_at: p.required_time("created_at", &created),
         finished_at: p.time("finished_at", &finished),
@@ -247,7 +284,7 @@ pub(super) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<Event> {
 }
 
 pub(super) fn get_run(conn: &Connection, run_id: &str) -> Result<Option<Run>> {
-    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?");
+    let sql = format!("SELECT {RUN_COLUMNS} FROM {RUN_FROM} WHERE runs.id = ?");
     let mut stmt = conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
     stmt.query_row([run_id], run_from_row)
         .optional()
@@ -314,14 +351,50 @@ impl Store {
 
     /// Runs, newest first (insertion order); `limit` 0 means all.
     pub fn list_runs(&self, limit: u64, offset: u64) -> Result<Page<Run>> {
+        self.list_runs_labelled(limit, offset, &Labels::new())
+    }
+
+    /// The runs that carry every label of `labels` (all runs for none),
+    /// newest first; `limit` 0 means all. The total counts the matching
+    /// runs only.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use agentrt::*;
+    /// let store = Store::open(":memory:")?;
+    /// let gate = Gate::new(GateConfig::new(store.clone(), DefaultPolicy, vec![]))?;
+    /// let labels = Labels::parse(["host=build-7", "ticket=OPS-12"])?;
+    /// gate.begin_labelled(Some("r1"), "tag", Limits::default(), labels).await?.close().await?;
+    /// gate.begin(Some("r2"), "plain", Limits::default()).await?.close().await?;
+    /// let page = store.list_runs_labelled(0, 0, &Labels::parse(["host=build-7"])?)?;
+    /// assert_eq!((page.total, page.items[0].id.as_str()), (1, "r1"));
+    /// assert_eq!(page.items[0].labels.get("ticket"), Some("OPS-12"));
+    /// assert_eq!(store.list_runs(0, 0)?.total, 2);
+    /// # Ok::<(), agentrt::Error>(()) }).unwrap();
+    /// ```
+    pub fn list_runs_labelled(
+        &self,
+        limit: u64,
+        offset: u64,
+        labels: &Labels,
+    ) -> Result<Page<Run>> {
+        let (filter, mut params) = label_filter(labels);
         self.read(|c| {
-            let total = count(c, "SELECT COUNT(*) FROM runs", [])?;
+            let total = if filter.is_empty() {
+                count(c, "SELECT COUNT(*) FROM runs", [])?
+            } else {
+                let sql = format!("SELECT COUNT(*) FROM {RUN_FROM}{filter}");
+                count(c, &sql, params_from_iter(params.iter()))?
+            };
             let (limit, offset) = page_bounds(limit, offset);
-            let sql =
-                format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY rowid DESC LIMIT ? OFFSET ?");
+            params.push(Value::Integer(limit));
+            params.push(Value::Integer(offset));
+            let sql = format!(
+                "SELECT {RUN_COLUMNS} FROM {RUN_FROM}{filter} ORDER BY runs.rowid DESC LIMIT ? OFFSET ?"
+            );
             let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
             let items = stmt
-                .query_map([limit, offset], run_from_row)
+                .query_map(params_from_iter(params), run_from_row)
                 .map_err(Error::from_sqlite)?
                 .collect::<rusqlite::Result<Vec<_>>>()
                 .map_err(Error::from_sqlite)?;

@@ -2,7 +2,7 @@
 //! edited: a change adds a migration (README decision 7).
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The hash algorithm every stored hash uses (recorded in `agentrt_meta`).
 pub const HASH_ALGORITHM: &str = "blake3-256";
@@ -120,8 +120,20 @@ INSERT INTO agentrt_meta (key, value)
     VALUES ('unchained_rows', CAST((SELECT COUNT(*) FROM model_calls) + (SELECT COUNT(*) FROM tool_specs) AS TEXT));
 ";
 
+/// Migration 3: run labels. A row only for a run begun with labels,
+/// written in the run's first write group and chained like the run's own
+/// row; a database migrated from schema 2 has none, so no row predates the
+/// chain.
+pub const MIGRATION_3: &str = "\
+CREATE TABLE run_labels (
+    run_id      TEXT PRIMARY KEY REFERENCES runs(id),
+    labels_json TEXT NOT NULL,
+    written_seq INTEGER NOT NULL DEFAULT 0
+);
+";
+
 /// Every migration, in order: `(version, sql)`.
-pub const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATION_1), (2, MIGRATION_2)];
+pub const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATION_1), (2, MIGRATION_2), (3, MIGRATION_3)];
 
 /// The `written_seq` of a row written before its table joined the chain
 /// (see [`MIGRATION_2`]).
@@ -145,6 +157,8 @@ pub enum StateTable {
     Approvals,
     /// `model_calls` (chained since schema 2).
     ModelCalls,
+    /// `run_labels`, keyed by `run_id` (since schema 3).
+    RunLabels,
     /// `runs`.
     Runs,
     /// `steps`.
@@ -160,9 +174,10 @@ pub const NOT_DIGESTED: &[&str] = &["written_seq", "lease_owner", "lease_expires
 
 impl StateTable {
     /// Every state table, in name order.
-    pub const ALL: [StateTable; 5] = [
+    pub const ALL: [StateTable; 6] = [
         StateTable::Approvals,
         StateTable::ModelCalls,
+        StateTable::RunLabels,
         StateTable::Runs,
         StateTable::Steps,
         StateTable::ToolSpecs,
@@ -173,6 +188,7 @@ impl StateTable {
         match self {
             StateTable::Approvals => "approvals",
             StateTable::ModelCalls => "model_calls",
+            StateTable::RunLabels => "run_labels",
             StateTable::Runs => "runs",
             StateTable::Steps => "steps",
             StateTable::ToolSpecs => "tool_specs",
@@ -183,6 +199,7 @@ impl StateTable {
     pub fn key_column(self) -> &'static str {
         match self {
             StateTable::ToolSpecs => "hash",
+            StateTable::RunLabels => "run_id",
             _ => "id",
         }
     }
@@ -258,6 +275,7 @@ impl StateTable {
                 "dispatched_at",
                 "completed_at",
             ],
+            StateTable::RunLabels => &["run_id", "labels_json"],
             StateTable::ToolSpecs => &["hash", "spec_json"],
             StateTable::Steps => &[
                 "id",
@@ -281,7 +299,7 @@ impl StateTable {
 mod tests {
     use super::*;
 
-    /// Released migration texts never change: this pins migration 1 by hash.
+    /// Released migration texts never change: this pins each one by hash.
     /// If this fails, you edited a released migration; add a new one instead.
     #[test]
     fn released_migration_texts_are_pinned() {
@@ -293,6 +311,10 @@ mod tests {
             (
                 2,
                 "f92cf9e34b2f94526d41670357b0626b63272a1792bf4b5ae5972f956fe32e0a",
+            ),
+            (
+                3,
+                "0c1546187eff32a3ec8279f8f1150c1e8b20098d71e936d4da5a474c4e78c7cb",
             ),
         ];
         for (version, hash) in pinned {
@@ -330,8 +352,9 @@ mod tests {
                 .unwrap()
                 .collect::<Result<_, _>>()
                 .unwrap();
-            // Tables of migration 1 have it second; later ones got it last.
-            let at = if table.joined_later() {
+            // Tables of migration 1 have it second; later ones got it last
+            // (the columns added by migration 2, the table of migration 3).
+            let at = if table.joined_later() || table == StateTable::RunLabels {
                 columns.len() - 1
             } else {
                 1

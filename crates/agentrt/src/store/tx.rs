@@ -10,7 +10,8 @@ use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
 use crate::model::{
-    Approval, ApprovalStatus, Event, EventType, Run, RunStatus, Step, StepStatus, TerminalReason,
+    Approval, ApprovalStatus, Event, EventType, Labels, Run, RunStatus, Step, StepStatus,
+    TerminalReason,
 };
 
 use super::read;
@@ -420,6 +421,24 @@ impl<'c> WriteTx<'c> {
             ],
         )?;
         self.wrote(StateTable::Runs, run.id);
+        Ok(())
+    }
+
+    /// Records a run's labels (their canonical JSON), chained like the run's
+    /// row; writes nothing for no labels. Once per run: a second call for
+    /// the same run is refused by the table's key.
+    pub fn insert_run_labels(&mut self, run_id: &str, labels: &Labels) -> Result<()> {
+        if labels.is_empty() {
+            return Ok(());
+        }
+        self.exec(
+            "INSERT INTO run_labels (run_id, labels_json) VALUES (?, ?)",
+            vec![
+                Value::Text(run_id.to_owned()),
+                Value::Text(labels.to_canonical().into_string()),
+            ],
+        )?;
+        self.wrote(StateTable::RunLabels, run_id);
         Ok(())
     }
 

@@ -331,6 +331,7 @@ fn fresh_view() -> RunView {
         id: RUN_ID.into(),
         goal: "policy check".into(),
         limits: Limits::default(),
+        labels: crate::model::Labels::new(),
         created_at: Timestamp::from_unix_nanos(0),
     });
     // The policy sees the step being judged already counted.
