@@ -16,6 +16,7 @@ mod recheck_read;
 pub mod schema;
 mod tx;
 pub(crate) mod verify_read;
+mod watch;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -85,6 +86,8 @@ struct StoreInner {
     /// Transactions and write groups committed through this handle and
     /// its clones.
     counters: Arc<writer::Counters>,
+    /// The highest event seq known committed, by anyone.
+    head: Arc<watch::Head>,
 }
 
 impl std::fmt::Debug for Store {
@@ -140,6 +143,7 @@ impl Store {
                 path,
                 read_only,
                 counters: Arc::default(),
+                head: Arc::new(watch::Head::new()),
             }),
         }
     }
@@ -170,6 +174,7 @@ impl Store {
         let counters = &self.inner.counters;
         counters.transactions.fetch_add(1, Ordering::Relaxed);
         counters.groups.fetch_add(1, Ordering::Relaxed);
+        self.inner.head.committed(&events);
         Ok((value, events))
     }
 
@@ -256,12 +261,61 @@ impl Store {
         inner
             .writer
             .get_or_init(|| {
-                writer::Writer::start(Arc::clone(&inner.conn), Arc::clone(&inner.counters)).ok()
+                writer::Writer::start(
+                    Arc::clone(&inner.conn),
+                    Arc::clone(&inner.counters),
+                    Arc::clone(&inner.head),
+                )
+                .ok()
             })
             .as_ref()
             .ok_or_else(|| Error::Internal {
                 detail: "the store's writer thread could not start".into(),
             })
+    }
+
+    /// Waits until run `run_id` has an event after seq `after`, committed
+    /// by this process or any other, or until `timeout` passes. Returns the
+    /// run's latest seq, or `None` on timeout. Waiting costs no polling of
+    /// its own: one poller per store notices other processes' commits
+    /// within a few tens of milliseconds.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// let store = agentrt::Store::open(":memory:").unwrap();
+    /// let changed = store.wait_for_run("r1", 0, Duration::from_millis(10)).await.unwrap();
+    /// assert_eq!(changed, None);
+    /// # });
+    /// ```
+    pub async fn wait_for_run(
+        &self,
+        run_id: &str,
+        after: i64,
+        timeout: std::time::Duration,
+    ) -> Result<Option<i64>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut changes = self.inner.head.subscribe(self.inner.file.as_ref())?;
+        loop {
+            let id = run_id.to_owned();
+            let latest = self.off_executor(move |store| store.run_head(&id)).await?;
+            if latest > after {
+                return Ok(Some(latest));
+            }
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Err(Error::Internal { detail: "the store closed while waiting".into() });
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => return Ok(None),
+            }
+        }
+    }
+
+    /// The seq of run `run_id`'s latest event (0 when it has none).
+    pub(crate) fn run_head(&self, run_id: &str) -> Result<i64> {
+        self.read(|c| read::run_head(c, run_id))
     }
 
     /// How many transactions this store (and its clones) has committed

@@ -560,3 +560,10 @@ impl Store {
         })
     }
 }
+
+/// The seq of run `run_id`'s latest event (0 when it has none).
+pub(super) fn run_head(c: &Connection, run_id: &str) -> Result<i64> {
+    c.prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?")
+        .and_then(|mut stmt| stmt.query_row([run_id], |r| r.get(0)))
+        .map_err(Error::from_sqlite)
+}

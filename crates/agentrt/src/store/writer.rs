@@ -20,6 +20,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
 use super::WriteTx;
+use super::watch::Head;
 use crate::clock::lock;
 use crate::error::{Error, Result};
 use crate::model::Event;
@@ -127,11 +128,15 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub fn start(conn: Arc<Mutex<Connection>>, counters: Arc<Counters>) -> Result<Writer> {
+    pub fn start(
+        conn: Arc<Mutex<Connection>>,
+        counters: Arc<Counters>,
+        head: Arc<Head>,
+    ) -> Result<Writer> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let thread = std::thread::Builder::new()
             .name("agentrt-writer".into())
-            .spawn(move || serve(&conn, rx, &counters))
+            .spawn(move || serve(&conn, rx, &counters, &head))
             .map_err(|e| Error::Internal {
                 detail: format!("cannot start the writer thread: {e}"),
             })?;
@@ -218,7 +223,12 @@ fn stopped() -> Error {
 }
 
 /// The writer thread: take what is queued, commit it as one batch, repeat.
-fn serve(conn: &Mutex<Connection>, mut queue: mpsc::Receiver<Job>, counters: &Counters) {
+fn serve(
+    conn: &Mutex<Connection>,
+    mut queue: mpsc::Receiver<Job>,
+    counters: &Counters,
+    head: &Head,
+) {
     while let Some(first) = queue.blocking_recv() {
         let mut groups: Vec<Box<dyn Group>> = Vec::new();
         let mut next = Some(first);
@@ -227,7 +237,7 @@ fn serve(conn: &Mutex<Connection>, mut queue: mpsc::Receiver<Job>, counters: &Co
                 Job::Group(g) => groups.push(g),
                 Job::Between(f) => {
                     // Everything queued before it commits first.
-                    commit_batch(conn, std::mem::take(&mut groups), counters);
+                    commit_batch(conn, std::mem::take(&mut groups), counters, head);
                     f(&lock(conn));
                 }
             }
@@ -235,13 +245,18 @@ fn serve(conn: &Mutex<Connection>, mut queue: mpsc::Receiver<Job>, counters: &Co
                 next = queue.try_recv().ok();
             }
         }
-        commit_batch(conn, groups, counters);
+        commit_batch(conn, groups, counters, head);
     }
 }
 
 /// Commits `groups` in one IMMEDIATE transaction, each in its savepoint,
 /// then settles each with its events or its own error.
-fn commit_batch(conn: &Mutex<Connection>, groups: Vec<Box<dyn Group>>, counters: &Counters) {
+fn commit_batch(
+    conn: &Mutex<Connection>,
+    groups: Vec<Box<dyn Group>>,
+    counters: &Counters,
+    head: &Head,
+) {
     if groups.is_empty() {
         return;
     }
@@ -288,6 +303,11 @@ fn commit_batch(conn: &Mutex<Connection>, groups: Vec<Box<dyn Group>>, counters:
             let done = outcomes.iter().filter(|(_, r)| r.is_ok()).count() as u64;
             counters.transactions.fetch_add(1, Ordering::Relaxed);
             counters.groups.fetch_add(done, Ordering::Relaxed);
+            for (_, r) in &outcomes {
+                if let Ok(events) = r {
+                    head.committed(events);
+                }
+            }
             for (g, r) in outcomes {
                 g.settle(r);
             }

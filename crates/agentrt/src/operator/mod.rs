@@ -4,6 +4,10 @@
 
 use std::sync::Arc;
 
+mod wait;
+
+pub use wait::Awaited;
+
 use crate::agent::Observer;
 use crate::clock::{Clock, Timestamp, system_clock};
 use crate::error::{Error, Result};
@@ -78,12 +82,16 @@ impl Operator {
 
     fn write<T>(&self, f: impl FnOnce(&mut WriteTx<'_>) -> Result<T>) -> Result<T> {
         let (value, events) = self.store.write(f)?;
+        self.deliver(&events);
+        Ok(value)
+    }
+
+    fn deliver(&self, events: &[crate::model::Event]) {
         if let Some(observer) = &self.observer {
-            for event in &events {
+            for event in events {
                 observer.observe(event);
             }
         }
-        Ok(value)
     }
 
     /// Approves a pending approval. The run stays waiting until its
