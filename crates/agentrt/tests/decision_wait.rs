@@ -243,3 +243,47 @@ async fn a_wait_for_a_run_wakes_on_a_commit_by_another_process() {
     assert!(child.wait().unwrap().success());
     assert_eq!(changed, Some(head + 1), "approval.decided");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_on_an_approval_that_a_newer_one_replaced_says_which() {
+    let (_dir, _db, store) = file_store();
+    let (run, approval) = paused(&store, Limits::default()).await;
+    let waiter = {
+        let (store, run, approval) = (store.clone(), run.clone(), approval.clone());
+        tokio::spawn(async move {
+            Operator::new(store)
+                .wait_for_decision(&run, &approval, LONG)
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Another program asks again on the same step (its policy changed).
+    let older = store.get_approval(&run, &approval).unwrap();
+    let newer = Approval {
+        id: "newer".into(),
+        ..older.clone()
+    };
+    let inserted = newer.clone();
+    store
+        .write(move |tx| {
+            tx.insert_approval(&inserted)?;
+            tx.append_event(
+                &inserted.run_id,
+                &inserted.step_id,
+                &inserted.created_at,
+                EventType::ApprovalRequested,
+                "{}",
+            )
+        })
+        .unwrap();
+    match woken(waiter).await.unwrap().unwrap() {
+        Awaited::Superseded {
+            approval: waited,
+            latest,
+        } => {
+            assert_eq!(waited.id, approval);
+            assert_eq!(latest.id, "newer");
+        }
+        other => panic!("{other:?}"),
+    }
+}
