@@ -8,6 +8,7 @@
 //! the end of the run). A decision that runs no tool costs one commit.
 
 mod execute;
+mod interruption;
 pub(crate) mod lease;
 mod limits;
 pub(crate) mod payload;
