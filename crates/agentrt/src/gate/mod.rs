@@ -16,6 +16,7 @@ mod resume;
 mod session;
 mod takeover;
 mod tool_run;
+mod unknown;
 mod verdicts;
 mod writes;
 
