@@ -4,10 +4,12 @@
 
 use std::sync::Arc;
 
+use super::CrashPoint;
 use super::payload::{self};
 use super::session::{Grant, Session, State, misuse, to_json};
+use super::tool_run::{self, Then};
+use super::unknown::UnknownOutcome;
 use super::writes::{self, ResumedStart, Settle, StepEnd, running};
-use super::{CrashPoint, tool_run};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::model::{
@@ -20,6 +22,15 @@ impl Session {
     ///
     /// Returns the observation; if the caller cancelled while the tool ran,
     /// the outcome is recorded first and [`Error::Cancelled`] returned.
+    ///
+    /// A call whose outcome is unknown (the spec's timeout, a panic,
+    /// [`ToolError::Unknown`](crate::ToolError::Unknown)) of a tool that is
+    /// not read-only is never retried: the step follows the interruption
+    /// contract. Without a reconciliation hook the run pauses on an
+    /// `interrupted_side_effect` approval of the same step (the session is
+    /// then over: [`Session::step`] returns `None`, [`Session::run`] is
+    /// WAITING); with one, the hook settles it. A read-only tool's unknown
+    /// outcome is a tool error, and the run goes on.
     pub async fn execute(&mut self) -> Result<Observation> {
         self.usable()?;
         let Some(allowed) = self.allowed.take() else {
@@ -277,9 +288,22 @@ impl Session {
         let ran = tool_run::run(tool, call, allowed.request.spec.timeout_ms, &self.cancel).await;
         let tool_name = allowed.request.spec.name.clone();
         self.gate.crash_point(CrashPoint::ToolEffect).await;
-        let outcome = tool_run::observe(&tool_name, ran);
+        let outcome = tool_run::observe(&tool_name, allowed.request.spec.side_effect, ran);
         let observation = outcome.observation.clone();
-        let cancelled = observation.kind == ObservationKind::Interrupted;
+        if let Then::Unknown(reason) = outcome.then {
+            return self
+                .unknown_outcome(UnknownOutcome {
+                    step,
+                    request: allowed.request,
+                    spec_hash: allowed.spec_hash,
+                    spec_json: allowed.spec_json,
+                    tool_started_at,
+                    observation,
+                    reason,
+                })
+                .await;
+        }
+        let cancelled = outcome.then == Then::Cancelled;
         let status = match observation.kind {
             ObservationKind::ToolResult => StepStatus::Done,
             ObservationKind::Interrupted => StepStatus::Interrupted,
@@ -330,7 +354,7 @@ impl Session {
                         &payload::step_failed(&observation.summary, Some(&observation)),
                     )?;
                 }
-                if let Some(detail) = &outcome.abort {
+                if let Then::Abort(detail) = &outcome.then {
                     writes::settle(
                         &gate,
                         tx,

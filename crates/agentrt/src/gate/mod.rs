@@ -8,6 +8,7 @@
 //! the end of the run). A decision that runs no tool costs one commit.
 
 mod execute;
+mod interruption;
 pub(crate) mod lease;
 mod limits;
 pub(crate) mod payload;
@@ -15,6 +16,7 @@ mod resume;
 mod session;
 mod takeover;
 mod tool_run;
+mod unknown;
 mod verdicts;
 mod writes;
 

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use crate::cancel::Cancel;
 use crate::json::Canonical;
-use crate::model::{Observation, ObservationKind, Tool, ToolCall, ToolError, ToolResult, base64};
+use crate::model::{
+    Observation, ObservationKind, SideEffect, Tool, ToolCall, ToolError, ToolResult, base64,
+};
 
 /// How a tool call ended.
 pub(crate) enum ToolRun {
@@ -47,15 +49,64 @@ pub(crate) async fn run(
     }
 }
 
-/// What the step observed, and whether the tool asked to end the run.
-pub(crate) struct Outcome {
-    pub observation: Observation,
-    pub abort: Option<String>,
+/// What follows the step's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Then {
+    /// A known outcome (a result, a failure): the run goes on.
+    Go,
+    /// The tool asked to end the run (`tool_abort`), with this detail.
+    Abort(String),
+    /// The caller cancelled while the tool ran.
+    Cancelled,
+    /// The call started and its outcome is unknown, and the tool is not
+    /// read-only: the step follows the interruption contract. Holds the
+    /// reason the operator is given.
+    Unknown(String),
 }
 
-pub(crate) fn observe(tool: &str, run: ToolRun) -> Outcome {
-    let error = |fields: &[(&str, &str)], summary: String| {
-        Observation::runtime(ObservationKind::ToolError, fields, summary)
+/// What the step observed, and what follows it.
+pub(crate) struct Outcome {
+    pub observation: Observation,
+    pub then: Then,
+}
+
+/// The observation of an ending whose outcome is unknown. A read-only
+/// tool's is a tool error (the agent may ask again); any other tool's is
+/// `interrupted` with the same fields plus `previous_status: executing`,
+/// so a takeover after a crash still finds the step that was executing.
+fn unknown(
+    side_effect: SideEffect,
+    fields: &[(&str, &str)],
+    summary: String,
+    reason: String,
+) -> Outcome {
+    if side_effect == SideEffect::ReadOnly {
+        return Outcome {
+            observation: Observation::runtime(ObservationKind::ToolError, fields, summary),
+            then: Then::Go,
+        };
+    }
+    let mut marked = fields.to_vec();
+    marked.push(("previous_status", "executing"));
+    Outcome {
+        observation: Observation::runtime(
+            ObservationKind::Interrupted,
+            &marked,
+            format!("{summary}; outcome unknown"),
+        ),
+        then: Then::Unknown(reason),
+    }
+}
+
+/// Turns how the call ended into the step's observation. A timeout, a
+/// panic and [`ToolError::Unknown`] happen after the call started: their
+/// outcome is unknown (see [`unknown`]). A returned result, content that
+/// is not acceptable JSON (the tool answered), [`ToolError::Failed`] and
+/// [`ToolError::AbortRun`] are known outcomes.
+pub(crate) fn observe(tool: &str, side_effect: SideEffect, run: ToolRun) -> Outcome {
+    let error = |fields: &[(&str, &str)], summary: String| Outcome {
+        observation: Observation::runtime(ObservationKind::ToolError, fields, summary),
+        then: Then::Go,
     };
     match run {
         ToolRun::Returned(Ok(result)) => match Canonical::parse(&result.content) {
@@ -65,11 +116,11 @@ pub(crate) fn observe(tool: &str, run: ToolRun) -> Outcome {
                     Some(content),
                     result.summary,
                 ),
-                abort: None,
+                then: Then::Go,
             },
             Err(e) => {
                 let problem = format!("content is not acceptable JSON: {e}");
-                let observation = match std::str::from_utf8(&result.content) {
+                match std::str::from_utf8(&result.content) {
                     Ok(text) => error(
                         &[
                             ("tool", tool),
@@ -88,44 +139,48 @@ pub(crate) fn observe(tool: &str, run: ToolRun) -> Outcome {
                         ],
                         format!("{tool} returned content that is not UTF-8"),
                     ),
-                };
-                Outcome {
-                    observation,
-                    abort: None,
                 }
             }
         },
-        ToolRun::Returned(Err(ToolError::Failed { message })) => Outcome {
-            observation: error(
-                &[("tool", tool), ("error", &message), ("failure", "error")],
-                format!("{tool} error: {message}"),
-            ),
-            abort: None,
-        },
+        ToolRun::Returned(Err(ToolError::Failed { message })) => error(
+            &[("tool", tool), ("error", &message), ("failure", "error")],
+            format!("{tool} error: {message}"),
+        ),
+        ToolRun::Returned(Err(ToolError::Unknown { message })) => unknown(
+            side_effect,
+            &[
+                ("tool", tool),
+                ("error", &message),
+                ("failure", "unknown_outcome"),
+            ],
+            format!("{tool} outcome unknown: {message}"),
+            format!("{tool} reported that the outcome of its call is unknown: {message}"),
+        ),
         ToolRun::Returned(Err(ToolError::AbortRun { detail })) => Outcome {
-            observation: error(
+            observation: Observation::runtime(
+                ObservationKind::ToolError,
                 &[("tool", tool), ("error", &detail), ("failure", "abort")],
                 format!("{tool} aborted the run: {detail}"),
             ),
-            abort: Some(detail),
+            then: Then::Abort(detail),
         },
         ToolRun::TimedOut(ms) => {
             let message = format!("no result within {ms} ms");
-            Outcome {
-                observation: error(
-                    &[("tool", tool), ("error", &message), ("failure", "timeout")],
-                    format!("{tool} timeout: {message}"),
+            unknown(
+                side_effect,
+                &[("tool", tool), ("error", &message), ("failure", "timeout")],
+                format!("{tool} timeout: {message}"),
+                format!(
+                    "{tool} timed out after its call started ({message}); its outcome is unknown"
                 ),
-                abort: None,
-            }
+            )
         }
-        ToolRun::Panicked(text) => Outcome {
-            observation: error(
-                &[("tool", tool), ("error", &format!("panic: {text}"))],
-                format!("{tool} panicked"),
-            ),
-            abort: None,
-        },
+        ToolRun::Panicked(text) => unknown(
+            side_effect,
+            &[("tool", tool), ("error", &format!("panic: {text}"))],
+            format!("{tool} panicked"),
+            format!("{tool} panicked after its call started; its outcome is unknown"),
+        ),
         ToolRun::Cancelled => Outcome {
             observation: Observation::runtime(
                 ObservationKind::Interrupted,
@@ -136,7 +191,7 @@ pub(crate) fn observe(tool: &str, run: ToolRun) -> Outcome {
                 ],
                 format!("{tool} was cancelled while running; outcome unknown"),
             ),
-            abort: None,
+            then: Then::Cancelled,
         },
     }
 }

@@ -8,13 +8,17 @@ text_enum! {
     pub enum ObservationKind {
         /// The tool ran and returned content.
         ToolResult => "tool_result",
-        /// The tool failed, timed out, panicked, aborted or returned bad content.
+        /// The tool failed (nothing happened), aborted or returned bad
+        /// content; or a read-only tool timed out, panicked or reported an
+        /// unknown outcome.
         ToolError => "tool_error",
         /// The policy (or an operator's rejection) refused the call.
         PolicyDenied => "policy_denied",
         /// The decision could not be acted on.
         InvalidDecision => "invalid_decision",
-        /// The step was cut short; its outcome is unknown.
+        /// The step was cut short (a crash, the caller's cancel), or a
+        /// tool that is not read-only timed out, panicked or reported an
+        /// unknown outcome: the call's outcome is unknown.
         Interrupted => "interrupted",
     }
 }

@@ -171,12 +171,42 @@ impl ToolResult {
 }
 
 /// How a tool call failed.
+///
+/// A tool tells a failure whose outcome is known ([`ToolError::Failed`]:
+/// nothing happened) from one whose outcome is not
+/// ([`ToolError::Unknown`]: the request went out and may have taken
+/// effect). The runtime never retries an unknown outcome of a tool that is
+/// not read-only: the step follows the interruption contract (an operator
+/// approves a re-run, or the [`Reconcile`](crate::Reconcile) hook settles
+/// it).
+///
+/// ```
+/// use agentrt::ToolError;
+/// // The connection dropped after the request was sent: it may have landed.
+/// let lost = ToolError::unknown("connection reset after the request was sent");
+/// assert!(lost.is_unknown());
+/// // The server refused the request: nothing happened.
+/// assert!(!ToolError::failed("404 no such repository").is_unknown());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ToolError {
-    /// The call failed; the run continues with a tool error.
+    /// The call failed and nothing happened (a known outcome); the run
+    /// continues with a tool error, and the agent may try again.
     #[error("{message}")]
     Failed {
         /// What went wrong.
+        message: String,
+    },
+    /// The call was made but its outcome is unknown: a timeout after the
+    /// request was sent, a lost connection. A read-only tool's unknown
+    /// outcome is a tool error like [`ToolError::Failed`]; any other
+    /// tool's pauses the run for an operator (an `interrupted_side_effect`
+    /// approval) or goes to the reconciliation hook; it is never run again
+    /// without one of them.
+    #[error("{message}")]
+    Unknown {
+        /// What is known about the call.
         message: String,
     },
     /// The call failed and the run must end (`tool_abort`).
@@ -188,9 +218,22 @@ pub enum ToolError {
 }
 
 impl ToolError {
-    /// A failure with this message.
+    /// A failure with this message: nothing happened.
     pub fn failed(message: impl std::fmt::Display) -> ToolError {
         ToolError::Failed {
+            message: message.to_string(),
+        }
+    }
+
+    /// A call whose outcome is unknown, with what is known about it.
+    ///
+    /// ```
+    /// use agentrt::ToolError;
+    /// let e = ToolError::unknown("timed out waiting for the reply");
+    /// assert_eq!(e.to_string(), "timed out waiting for the reply");
+    /// ```
+    pub fn unknown(message: impl std::fmt::Display) -> ToolError {
+        ToolError::Unknown {
             message: message.to_string(),
         }
     }
@@ -201,6 +244,11 @@ impl ToolError {
             detail: detail.to_string(),
         }
     }
+
+    /// `true` for [`ToolError::Unknown`]: the call may have taken effect.
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, ToolError::Unknown { .. })
+    }
 }
 
 /// A tool: a spec and an async call.
@@ -210,7 +258,9 @@ pub trait Tool: Send + Sync {
     /// The spec (read once, at registration).
     fn spec(&self) -> ToolSpec;
     /// Runs the call. The runtime applies the spec's timeout and turns a
-    /// panic into a tool error.
+    /// panic into a tool error; for a tool that is not read-only, a
+    /// timeout, a panic and [`ToolError::Unknown`] are unknown outcomes
+    /// (the call had started), which the runtime never retries on its own.
     fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolResult, ToolError>>;
 }
 
