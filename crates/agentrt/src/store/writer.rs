@@ -20,6 +20,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
 use super::WriteTx;
+use super::extension::Registry;
 use super::watch::Head;
 use crate::clock::lock;
 use crate::error::{Error, Result};
@@ -132,11 +133,12 @@ impl Writer {
         conn: Arc<Mutex<Connection>>,
         counters: Arc<Counters>,
         head: Arc<Head>,
+        extensions: Arc<Registry>,
     ) -> Result<Writer> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let thread = std::thread::Builder::new()
             .name("agentrt-writer".into())
-            .spawn(move || serve(&conn, rx, &counters, &head))
+            .spawn(move || serve(&conn, rx, &counters, &head, &extensions))
             .map_err(|e| Error::Internal {
                 detail: format!("cannot start the writer thread: {e}"),
             })?;
@@ -228,6 +230,7 @@ fn serve(
     mut queue: mpsc::Receiver<Job>,
     counters: &Counters,
     head: &Head,
+    extensions: &Registry,
 ) {
     while let Some(first) = queue.blocking_recv() {
         let mut groups: Vec<Box<dyn Group>> = Vec::new();
@@ -237,7 +240,13 @@ fn serve(
                 Job::Group(g) => groups.push(g),
                 Job::Between(f) => {
                     // Everything queued before it commits first.
-                    commit_batch(conn, std::mem::take(&mut groups), counters, head);
+                    commit_batch(
+                        conn,
+                        std::mem::take(&mut groups),
+                        counters,
+                        head,
+                        extensions,
+                    );
                     f(&lock(conn));
                 }
             }
@@ -245,7 +254,7 @@ fn serve(
                 next = queue.try_recv().ok();
             }
         }
-        commit_batch(conn, groups, counters, head);
+        commit_batch(conn, groups, counters, head, extensions);
     }
 }
 
@@ -256,6 +265,7 @@ fn commit_batch(
     groups: Vec<Box<dyn Group>>,
     counters: &Counters,
     head: &Head,
+    extensions: &Registry,
 ) {
     if groups.is_empty() {
         return;
@@ -277,7 +287,7 @@ fn commit_batch(
         for mut g in groups {
             let outcome = match &broken {
                 Some(e) => Err(e.for_each_group()),
-                None => match run_group(&mut tx, g.as_mut()) {
+                None => match run_group(&mut tx, g.as_mut(), extensions) {
                     Ok(r) => r,
                     Err(e) => {
                         // The savepoint could not be released or rolled back:
@@ -325,10 +335,11 @@ fn commit_batch(
 fn run_group(
     tx: &mut rusqlite::Transaction<'_>,
     group: &mut dyn Group,
+    extensions: &Registry,
 ) -> Result<Result<Vec<Event>>> {
     let savepoint = tx.savepoint().map_err(Error::from_sqlite)?;
     let outcome = {
-        let mut wtx = WriteTx::new(&savepoint);
+        let mut wtx = WriteTx::new(&savepoint, extensions);
         group.run(&mut wtx).and_then(|()| wtx.finish())
     };
     match outcome {
