@@ -283,10 +283,13 @@ fn migrate(conn: &mut Connection, path: &Path, options: &StoreOptions) -> Result
         Some(DdlGuard::install(conn)?)
     };
     let migrated = migrate_in(conn, path, options, guard.as_ref());
-    if guard.is_some() {
-        DdlGuard::remove(conn)?;
-    }
-    migrated
+    let removed = match guard {
+        Some(_) => DdlGuard::remove(conn),
+        None => Ok(()),
+    };
+    // A refused migration is the error to report, whatever else failed.
+    let registry = migrated?;
+    removed.map(|()| registry)
 }
 
 fn migrate_in(

@@ -81,7 +81,7 @@ pub(crate) use migrate::{DdlGuard, sync, table_problem_in};
 ///   BLAKE3 hash is recorded), and a database at a newer version than the
 ///   build is refused. The DDL may create and alter tables and create and
 ///   drop indexes of the extension only: no trigger, view, row write,
-///   dropped table, pragma, attach or transaction statement.
+///   dropped or renamed table, pragma, attach or transaction statement.
 /// - `tables` lists every table the migrations create (see
 ///   [`ExtensionTable`]); a table once registered stays declared.
 ///
