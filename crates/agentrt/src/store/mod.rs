@@ -7,6 +7,7 @@
 
 mod calls;
 mod chained;
+mod digest;
 pub mod extension;
 mod files;
 mod lease;

@@ -2,10 +2,10 @@
 
 use std::sync::LazyLock;
 
-use rusqlite::types::{Value, ValueRef};
+use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, ToSql, params_from_iter};
 
-use crate::chain::{self, FieldHasher};
+use crate::chain;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
@@ -14,6 +14,7 @@ use crate::model::{
     TerminalReason,
 };
 
+use super::digest::{Written, digest_row, mark_sql};
 use super::extension::Registry;
 use super::read;
 use super::schema::StateTable;
@@ -165,6 +166,8 @@ pub struct ApprovalChange<'a> {
 /// an event (the lease heartbeat, a session releasing its lease) touch
 /// only lease columns, which row digests leave out. Any other change of a
 /// state row needs an event to explain it, or `verify` reports the row.
+/// Rows of extension tables ([`WriteTx::insert_row`],
+/// [`WriteTx::update_row`]) are state rows like the core's.
 pub struct WriteTx<'c> {
     tx: &'c Connection,
     /// The extension tables registered with the store.
@@ -173,14 +176,6 @@ pub struct WriteTx<'c> {
     events: Vec<Event>,
     /// The state rows written, in write order (duplicates allowed).
     written: Vec<(Written, String)>,
-}
-
-/// A table whose written rows a group digests: a core state table, or an
-/// extension table (its index in the store's [`Registry`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Written {
-    Core(StateTable),
-    Extension(usize),
 }
 
 /// Events per multi-row `INSERT` (8 parameters each).
@@ -204,49 +199,6 @@ static INSERT_EVENTS: LazyLock<Vec<String>> = LazyLock::new(|| {
         })
         .collect()
 });
-
-/// `UPDATE <table> SET written_seq = ?1 WHERE <key> = ?2 RETURNING
-/// <digested columns>`, per state table.
-fn mark_sql(table: StateTable) -> &'static str {
-    static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
-        StateTable::ALL
-            .into_iter()
-            .map(|t| {
-                format!(
-                    "UPDATE {} SET written_seq = ?1 WHERE {} = ?2 RETURNING {}",
-                    t.name(),
-                    t.key_column(),
-                    t.digested_columns().join(", ")
-                )
-            })
-            .collect()
-    });
-    SQL.get(table.index()).map_or("", String::as_str)
-}
-
-/// The digest of a row of `table` whose `columns` digested columns are the
-/// row's columns in order (see [`chain::row_digest`]).
-fn digest_row(table: &str, columns: usize, row: &rusqlite::Row<'_>) -> rusqlite::Result<String> {
-    let mut h = FieldHasher::new();
-    h.field(table.as_bytes());
-    for i in 0..columns {
-        hash_value(&mut h, row.get_ref(i)?);
-    }
-    Ok(h.finish().to_hex().to_string())
-}
-
-/// Adds one column value to a digest: integers in decimal, text and blobs
-/// as stored. Reals and NULLs never come from the store (its columns are
-/// INTEGER and TEXT, NOT NULL); one written by hand gets a spelling no
-/// stored value has, so its digest differs.
-pub(super) fn hash_value(h: &mut FieldHasher, value: ValueRef<'_>) {
-    match value {
-        ValueRef::Integer(n) => h.int(n),
-        ValueRef::Text(t) | ValueRef::Blob(t) => h.field(t),
-        ValueRef::Real(f) => h.field(format!("\0real:{f:?}").as_bytes()),
-        ValueRef::Null => h.field(b"\0null"),
-    }
-}
 
 fn text(t: &Timestamp) -> Value {
     Value::Text(t.to_string())

@@ -18,9 +18,9 @@ use rusqlite::{Connection, OptionalExtension, Row, Statement};
 
 use super::Store;
 use super::chained::{self, ChainedTable};
+use super::digest::hash_value;
 use super::page::MAX_PAGE_TEXT;
 use super::schema::{StateTable, UNCHAINED_SEQ};
-use super::tx::hash_value;
 use crate::chain::FieldHasher;
 use crate::clock::lock;
 use crate::error::{Error, Result};
