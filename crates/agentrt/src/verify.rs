@@ -13,6 +13,11 @@
 //!    a row that is gone, or that claims an earlier writer than this event,
 //!    is a break.
 //!
+//! The state tables are the core's and the extension tables the file's
+//! registry (`extension_tables`) names, whatever satellite wrote them. The
+//! registry is checked before the walk (each entry a valid extension table
+//! as registered): an entry that does not hold is a break at seq 0.
+//!
 //! After an unbroken walk it counts the state rows whose `written_seq` lies
 //! in the range walked (every row, when the whole log was walked): each
 //! must have been matched by the event that last wrote it. A row added by
