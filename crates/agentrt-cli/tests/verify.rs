@@ -696,3 +696,84 @@ fn an_edited_model_call_cost_or_tool_spec_is_named_with_the_seq_that_wrote_it() 
         );
     }
 }
+
+/// Issue 10: a satellite's rows, written through the store's extension
+/// point by a program the CLI knows nothing of, are checked by `agentrt
+/// verify` from the registry in the file; an edited one is named with the
+/// seq that wrote it, a deleted one with the seq that first listed it.
+#[test]
+fn an_edited_or_deleted_extension_row_is_named_with_the_seq_that_wrote_it() {
+    use agentrt::store::{Extension, ExtensionTable, NewRun, SqlValue};
+    use agentrt::{EventType, Store, StoreOptions, Timestamp};
+
+    const NONCES: Extension = Extension {
+        name: "approver",
+        migrations: &[(
+            1,
+            "CREATE TABLE approver_nonces (nonce TEXT NOT NULL PRIMARY KEY,
+                 seen_at TEXT NOT NULL, written_seq INTEGER NOT NULL DEFAULT 0)",
+        )],
+        tables: &[ExtensionTable {
+            name: "approver_nonces",
+            key_column: "nonce",
+            columns: &["nonce", "seen_at"],
+        }],
+    };
+    let dir = tempdir();
+    let db = populated(dir.path(), "agentrt.db");
+    let store = Store::open_with(
+        &db,
+        StoreOptions {
+            extensions: vec![NONCES],
+            ..StoreOptions::default()
+        },
+    )
+    .expect("open with the extension");
+    let at = Timestamp::parse("2026-10-01T09:00:00Z").expect("time");
+    let (_, events) = store
+        .write(|tx| {
+            tx.insert_run(&NewRun {
+                id: "hook",
+                goal: "approve by webhook",
+                limits_json: "{}",
+                created_at: at,
+                lease_owner: "agentrt-approver",
+                lease_expires_at: at,
+            })?;
+            tx.insert_row(
+                "approver_nonces",
+                &[
+                    ("nonce", SqlValue::from("n-1")),
+                    ("seen_at", SqlValue::from("2026-10-01T09:00:00.000000000Z")),
+                ],
+            )?;
+            tx.append_event("hook", "", &at, EventType::RunCreated, "{}")
+        })
+        .expect("write");
+    drop(store);
+    let written = events[0].seq;
+    let out = agentrt(&db, &["verify"]);
+    assert_eq!(out.code, 0, "{out:?}");
+
+    for (name, statement) in [
+        (
+            "edited.db",
+            "UPDATE approver_nonces SET seen_at = '2026-10-02T09:00:00.000000000Z'",
+        ),
+        ("deleted.db", "DELETE FROM approver_nonces"),
+    ] {
+        let copy = dir.path().join(name);
+        std::fs::copy(&db, &copy).expect("copy");
+        chmod(&copy, 0o600);
+        sql(&copy, statement);
+        let out = agentrt(&copy, &["verify"]);
+        assert_eq!(out.code, 1, "{out:?}");
+        assert!(
+            out.stdout.contains(&format!(
+                "broken at seq {written}: approver_nonces row \"n-1\""
+            )),
+            "{}",
+            out.stdout
+        );
+    }
+}

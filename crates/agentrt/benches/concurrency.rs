@@ -112,7 +112,10 @@ fn runs(c: &mut Criterion) {
                         let dir = tempfile::tempdir().expect("dir");
                         let store = Store::open_with(
                             dir.path().join("bench.db"),
-                            StoreOptions { durability },
+                            StoreOptions {
+                                durability,
+                                ..StoreOptions::default()
+                            },
                         )
                         .expect("store");
                         let latencies = Arc::new(Mutex::new(Vec::new()));

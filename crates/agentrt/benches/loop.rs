@@ -49,7 +49,14 @@ fn echo(result_bytes: usize) -> Arc<dyn Tool> {
 }
 
 fn store(dir: &tempfile::TempDir, name: &str, durability: Durability) -> Store {
-    Store::open_with(dir.path().join(name), StoreOptions { durability }).expect("store opens")
+    Store::open_with(
+        dir.path().join(name),
+        StoreOptions {
+            durability,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("store opens")
 }
 
 async fn one_run(store: &Store, steps: u64, result_bytes: usize) {

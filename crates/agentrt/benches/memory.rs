@@ -80,6 +80,7 @@ fn main() {
                 &path,
                 StoreOptions {
                     durability: Durability::Normal,
+                    ..StoreOptions::default()
                 },
             )
             .unwrap();

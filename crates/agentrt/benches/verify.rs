@@ -68,6 +68,7 @@ fn build(path: &PathBuf) {
         &partial,
         StoreOptions {
             durability: Durability::Normal,
+            ..StoreOptions::default()
         },
     )
     .expect("store");

@@ -8,9 +8,12 @@
 //!   ns(step_id) ns(at) ns(type) ns(payload_json) ns(rows_json)`, lowercase
 //!   hex; `prev` is the stored link of the event before it (`""` for the
 //!   first event);
-//! - the **row digest** of a state row (`runs`, `steps`, `approvals`): BLAKE3
-//!   over `ns(table) ns(column 1) … ns(column n)`, lowercase hex, with the
-//!   columns in the fixed order of `store::schema::digested_columns`.
+//! - the **row digest** of a state row (the core's `runs`, `steps`,
+//!   `approvals`, `run_labels`, `model_calls`, `tool_specs`, and every
+//!   registered extension table): BLAKE3 over `ns(table) ns(column 1) …
+//!   ns(column n)`, lowercase hex, with the columns in the fixed order of
+//!   `store::schema::StateTable::digested_columns`, or of the extension
+//!   table's registered columns.
 //!
 //! `ns(b)` is the length of `b` in bytes, in ASCII decimal, then `:`, the
 //! bytes, then `,`. Text is hashed exactly as stored; integers are written

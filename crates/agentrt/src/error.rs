@@ -270,6 +270,104 @@ pub enum Error {
         detail: String,
     },
 
+    /// A satellite's [`crate::store::Extension`] cannot be used as
+    /// declared: its name, its migrations' versions, or its tables'
+    /// names, keys or columns break a rule of the extension point.
+    #[error("extension {extension:?} is declared wrongly: {detail}")]
+    ExtensionDeclaration {
+        /// The extension's name (as declared).
+        extension: String,
+        /// What is wrong and what to do.
+        detail: String,
+    },
+
+    /// An extension migration was refused while it ran: its DDL did
+    /// something an extension may not (create a trigger or a view, touch a
+    /// table outside its prefix, write rows, drop a table, run a pragma or a
+    /// transaction). Nothing of the open was applied.
+    #[error("migration {version} of extension {extension:?} was refused: {detail}")]
+    ExtensionMigrationRefused {
+        /// The extension.
+        extension: String,
+        /// The migration's version.
+        version: i64,
+        /// What it did.
+        detail: String,
+    },
+
+    /// A migration the database recorded as applied has another text in
+    /// this build: released migrations are never edited.
+    #[error(
+        "migration {version} of extension {extension:?} was applied with DDL hash {applied}, but this build declares hash {declared}; released migrations are never edited, add a new one instead"
+    )]
+    ExtensionMigrationChanged {
+        /// The extension.
+        extension: String,
+        /// The migration's version.
+        version: i64,
+        /// The hash recorded when it was applied.
+        applied: String,
+        /// The hash of the DDL this build declares.
+        declared: String,
+    },
+
+    /// The database holds an extension at another version than this build
+    /// declares: newer (a newer build of the satellite migrated it), or,
+    /// for an opener that does not migrate, older.
+    #[error("database {path} has extension {extension:?} at version {database}, this build declares version {build}", path = path.display())]
+    ExtensionVersion {
+        /// The file.
+        path: PathBuf,
+        /// The extension.
+        extension: String,
+        /// The version the database is at (0: never migrated).
+        database: i64,
+        /// The version this build declares.
+        build: i64,
+    },
+
+    /// An extension table, as its migrations left it, does not match what
+    /// the extension declares or what the chain needs (its columns, their
+    /// types, `written_seq`, a unique key, its registration).
+    #[error("extension {extension:?} table {table:?}: {detail}")]
+    ExtensionSchema {
+        /// The extension.
+        extension: String,
+        /// The table.
+        table: String,
+        /// What does not match.
+        detail: String,
+    },
+
+    /// No extension table of that name is registered with this store.
+    #[error("no extension table {table:?} is registered with this store")]
+    NoSuchTable {
+        /// The name asked for.
+        table: String,
+    },
+
+    /// The extension table has no digested column of that name.
+    #[error("extension table {table:?} has no column {column:?}")]
+    NoSuchColumn {
+        /// The table.
+        table: &'static str,
+        /// The name asked for.
+        column: String,
+    },
+
+    /// A value of the wrong type for its column, or a row operation the
+    /// extension point does not allow on it (changing the key, naming a
+    /// column twice, setting nothing).
+    #[error("extension table {table:?} column {column:?}: {detail}")]
+    ColumnValue {
+        /// The table.
+        table: &'static str,
+        /// The column.
+        column: &'static str,
+        /// What is wrong.
+        detail: String,
+    },
+
     /// The caller cancelled; what had happened was recorded first.
     #[error("cancelled by the caller")]
     Cancelled,

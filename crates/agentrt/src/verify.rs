@@ -13,6 +13,11 @@
 //!    a row that is gone, or that claims an earlier writer than this event,
 //!    is a break.
 //!
+//! The state tables are the core's and the extension tables the file's
+//! registry (`extension_tables`) names, whatever satellite wrote them. The
+//! registry is checked before the walk (each entry a valid extension table
+//! as registered): an entry that does not hold is a break at seq 0.
+//!
 //! After an unbroken walk it counts the state rows whose `written_seq` lies
 //! in the range walked (every row, when the whole log was walked): each
 //! must have been matched by the event that last wrote it. A row added by
@@ -51,7 +56,6 @@ use serde::Serialize;
 use crate::chain::FieldHasher;
 use crate::error::Result;
 use crate::store::Store;
-use crate::store::schema::StateTable;
 use crate::store::verify_read::{EventColumn, EventRow, Field, Piece, Snapshot};
 
 use listing::ListingParser;
@@ -190,8 +194,9 @@ struct Walk<'s, 'c> {
     prev: String,
     checked: u64,
     broken: Option<ChainBreak>,
-    /// Rows found current at the event that lists them, per table.
-    matched: [u64; StateTable::ALL.len()],
+    /// Rows found current at the event that lists them, per table of
+    /// the snapshot's chained tables.
+    matched: Vec<u64>,
     kept: Option<ChainHead>,
     kept_found: Option<String>,
     hasher: FieldHasher,
@@ -223,14 +228,18 @@ impl<'s, 'c> Walk<'s, 'c> {
             prev: String::new(),
             checked: 0,
             broken: None,
-            matched: [0; StateTable::ALL.len()],
+            matched: vec![0; snap.tables()?.len()],
             kept: options.kept_head.clone(),
             kept_found: None,
             hasher: FieldHasher::new(),
             listing: ListingParser::default(),
             seen: Seen::default(),
         };
-        if to >= from && head.is_some() {
+        if let Some(problem) = snap.registry_problem()? {
+            // The registry says which tables the chain covers: one that
+            // does not hold would leave rows unchecked.
+            walk.set_break(0, String::new(), String::new(), problem.to_owned());
+        } else if to >= from && head.is_some() {
             walk.walk(to)?;
         }
         if walk.broken.is_none() {
@@ -385,7 +394,9 @@ impl<'s, 'c> Walk<'s, 'c> {
         digest: &str,
     ) -> Result<ControlFlow<()>> {
         let digest_text = || digest.to_owned();
-        let Some(table) = StateTable::parse(table_name) else {
+        let snap = self.snap;
+        let tables = snap.tables()?;
+        let Some(table) = tables.iter().position(|t| t.name == table_name) else {
             return Ok(self.fail(
                 seq,
                 digest_text(),
@@ -393,7 +404,7 @@ impl<'s, 'c> Walk<'s, 'c> {
                 format!("the row listing names {table_name:?}, which is not a state table"),
             ));
         };
-        let name = table.name();
+        let name = tables[table].name.as_str();
         let written = match self.seen.get(table, id) {
             Some(w) => Some(w),
             None => {
@@ -431,7 +442,9 @@ impl<'s, 'c> Walk<'s, 'c> {
                 ),
             )
         } else if now.as_str() == digest {
-            self.matched[table.index()] += 1;
+            if let Some(n) = self.matched.get_mut(table) {
+                *n += 1;
+            }
             ControlFlow::Continue(())
         } else {
             self.fail(
@@ -455,10 +468,12 @@ impl<'s, 'c> Walk<'s, 'c> {
         } else {
             Some((self.from, last))
         };
-        let mut first: Option<(StateTable, String, i64)> = None;
-        for table in StateTable::ALL {
-            let rows = self.snap.count_rows(table, range)?;
-            if rows == self.matched[table.index()] {
+        let snap = self.snap;
+        let tables = snap.tables()?;
+        let mut first: Option<(usize, String, i64)> = None;
+        for table in 0..tables.len() {
+            let rows = snap.count_rows(table, range)?;
+            if Some(&rows) == self.matched.get(table) {
                 continue;
             }
             let found = self.snap.first_unlisted_row(table, range)?;
@@ -473,7 +488,7 @@ impl<'s, 'c> Walk<'s, 'c> {
             }
         }
         if let Some((table, id, written)) = first {
-            let name = table.name();
+            let name = tables[table].name.as_str();
             let (seq, detail) = if written > head_seq {
                 (
                     head_seq + 1,

@@ -229,10 +229,12 @@ mod unix {
 
 // ------------------------------------------------------------- control 1
 
-const TABLES: [&str; 9] = [
+const TABLES: [&str; 11] = [
     "agentrt_meta",
     "approvals",
     "events",
+    "extension_migrations",
+    "extension_tables",
     "model_calls",
     "run_labels",
     "runs",
@@ -271,9 +273,9 @@ fn fresh_store_has_every_table_at_the_current_version_with_its_meta() {
         .unwrap();
     assert_eq!(
         versions.iter().map(|v| v.0).collect::<Vec<_>>(),
-        [1, 2, agentrt::store::schema::SCHEMA_VERSION]
+        [1, 2, 3, agentrt::store::schema::SCHEMA_VERSION]
     );
-    assert_eq!(agentrt::store::schema::SCHEMA_VERSION, 3);
+    assert_eq!(agentrt::store::schema::SCHEMA_VERSION, 4);
     for (_, applied_at) in &versions {
         Timestamp::parse(applied_at).unwrap();
     }
@@ -343,6 +345,7 @@ fn file_store_uses_wal() {
         StoreOptions::default(),
         StoreOptions {
             durability: Durability::Normal,
+            ..StoreOptions::default()
         },
     ] {
         let store = Store::open_with(&db, options).unwrap();
@@ -410,7 +413,7 @@ fn newer_database_is_refused_by_both_openers() {
     unix::chmod(&db, 0o644);
     raw(&db)
         .execute(
-            "INSERT INTO schema_migrations (version, applied_at) VALUES (4, '2030-01-01T00:00:00.000000000Z')",
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (5, '2030-01-01T00:00:00.000000000Z')",
             [],
         )
         .unwrap();
@@ -421,7 +424,7 @@ fn newer_database_is_refused_by_both_openers() {
     ];
     for e in errors {
         assert!(
-            matches!(&e, Error::SchemaVersion { path, database: 4, build: 3 } if path == &db),
+            matches!(&e, Error::SchemaVersion { path, database: 5, build: 4 } if path == &db),
             "{e:?}"
         );
     }
@@ -433,7 +436,7 @@ fn newer_database_is_refused_by_both_openers() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
     #[cfg(unix)]
     assert_eq!(
         unix::mode(&db),
@@ -463,7 +466,7 @@ fn older_or_unmigrated_database_is_refused_by_open_existing() {
         for read_only in [true, false] {
             let e = open_existing_err(&db, read_only);
             assert!(
-                matches!(&e, Error::SchemaVersion { path, database: 0, build: 3 } if path == &db),
+                matches!(&e, Error::SchemaVersion { path, database: 0, build: 4 } if path == &db),
                 "{name} read_only={read_only}: {e:?}"
             );
         }
@@ -488,8 +491,9 @@ fn older_or_unmigrated_database_is_refused_by_open_existing() {
 }
 
 /// A database a schema-2 build left: runs written without labels (which
-/// this build writes byte for byte as schema 2 did) and no `run_labels`
-/// table. It is refused by `open_existing` and migrated to 3 by `open`: the
+/// this build writes byte for byte as schema 2 did), no `run_labels` table
+/// and no extension registry. It is refused by `open_existing` and migrated
+/// to 3 and 4 by `open`: the
 /// old runs read back with no labels, the chain stays intact, and labelled
 /// runs written afterwards are stored, filtered and chained.
 #[test]
@@ -522,8 +526,11 @@ fn a_schema_2_database_migrates_to_3_and_takes_labels() {
         .query_row("SELECT COUNT(*) FROM run_labels", [], |r| r.get(0))
         .unwrap();
     assert_eq!(labelled, 0, "a run without labels writes no label row");
-    conn.execute_batch("DROP TABLE run_labels; DELETE FROM schema_migrations WHERE version = 3;")
-        .unwrap();
+    conn.execute_batch(
+        "DROP TABLE run_labels; DROP TABLE extension_migrations; DROP TABLE extension_tables;
+         DELETE FROM schema_migrations WHERE version >= 3;",
+    )
+    .unwrap();
     drop(conn);
 
     for read_only in [true, false] {
@@ -533,7 +540,7 @@ fn a_schema_2_database_migrates_to_3_and_takes_labels() {
                 &e,
                 Error::SchemaVersion {
                     database: 2,
-                    build: 3,
+                    build: 4,
                     ..
                 }
             ),
@@ -548,7 +555,7 @@ fn a_schema_2_database_migrates_to_3_and_takes_labels() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(versions, [1, 2, 3, 4]);
     let runs = store.list_runs(0, 0).unwrap();
     assert_eq!(runs.total, 2);
     for run in &runs.items {
@@ -581,6 +588,78 @@ fn a_schema_2_database_migrates_to_3_and_takes_labels() {
         )
         .unwrap();
     assert!(written > 0, "the label row is chained");
+}
+
+/// A database a schema-3 build left (no extension registry) is refused by
+/// `open_existing` and migrated to 4 by an opener that brings an
+/// extension, which is applied in the same open; what was there verifies,
+/// and so do the extension's rows written afterwards.
+#[test]
+fn a_schema_3_database_migrates_to_4_and_takes_an_extension() {
+    use agentrt::store::{Extension, ExtensionTable, SqlValue};
+    use agentrt::verify::{self, VerifyOptions};
+
+    const NONCES: Extension = Extension {
+        name: "nonces",
+        migrations: &[(
+            1,
+            "CREATE TABLE nonces_seen (nonce TEXT NOT NULL PRIMARY KEY,
+                 written_seq INTEGER NOT NULL DEFAULT 0)",
+        )],
+        tables: &[ExtensionTable {
+            name: "nonces_seen",
+            key_column: "nonce",
+            columns: &["nonce"],
+        }],
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("schema3.db");
+    make_db(&db);
+    raw(&db)
+        .execute_batch(
+            "DROP TABLE extension_migrations; DROP TABLE extension_tables;
+             DELETE FROM schema_migrations WHERE version = 4;",
+        )
+        .unwrap();
+    for read_only in [true, false] {
+        let e = open_existing_err(&db, read_only);
+        assert!(
+            matches!(
+                &e,
+                Error::SchemaVersion {
+                    database: 3,
+                    build: 4,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+    let options = StoreOptions {
+        extensions: vec![NONCES],
+        ..StoreOptions::default()
+    };
+    let store = Store::open_with(&db, options).unwrap();
+    let versions: Vec<i64> = raw(&db)
+        .prepare("SELECT version FROM schema_migrations ORDER BY version")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(versions, [1, 2, 3, 4]);
+    let at = t("2026-10-01T09:00:00Z");
+    store
+        .write(|tx| {
+            tx.insert_row("nonces_seen", &[("nonce", SqlValue::from("n1"))])?;
+            tx.append_event("r1", "", &at, EventType::RunStarted, "{}")
+        })
+        .unwrap();
+    drop(store);
+    let store = Store::open_existing(&db, true).unwrap();
+    let report = verify::verify(&store, &VerifyOptions::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.checked, 2);
 }
 
 fn raw_create(path: &Path) -> rusqlite::Connection {
@@ -747,6 +826,7 @@ fn helper_create_under_umask_000() {
         &db,
         StoreOptions {
             durability: Durability::Normal,
+            ..StoreOptions::default()
         },
     )
     .unwrap();

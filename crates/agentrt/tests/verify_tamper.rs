@@ -1325,3 +1325,222 @@ fn an_edited_deleted_or_forged_run_label_is_caught_like_a_run_row() {
         );
     }
 }
+
+/// The extension tables of [`build_with_extension`] and their key columns.
+const EXTENSION_TABLES: [(&str, &str); 2] = [("proxy_calls", "id"), ("proxy_nonces", "nonce")];
+
+/// A database whose file holds a satellite's tables: runs driven through
+/// the gate, then calls claimed with their runs, one closed again, and
+/// nonces (one whose key needs escaping in the row listing), each in a
+/// write group of its own.
+fn build_with_extension(dir: &Path) -> PathBuf {
+    let path = dir.join("extension.db");
+    let store = Store::open_with(&path, proxy::options(proxy::PROXY)).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(populate(&store, &fixed_scripts()[..1]));
+    store
+        .write(|tx| proxy::claim(tx, "s1", "k1", "call1"))
+        .unwrap();
+    store
+        .write(|tx| proxy::claim(tx, "s1", "k2", "call2"))
+        .unwrap();
+    assert!(
+        store
+            .write(|tx| proxy::close(tx, 1, "known", "call1"))
+            .unwrap()
+            .0
+    );
+    store.write(|tx| proxy::nonce(tx, "n-1", "call1")).unwrap();
+    store.write(|tx| proxy::nonce(tx, "n\"2", "call2")).unwrap();
+    drop(store);
+    path
+}
+
+/// Every extension row: `(table, key column, key, written_seq)`.
+fn extension_rows(path: &Path) -> Vec<(&'static str, &'static str, String, i64)> {
+    let conn = raw(path);
+    let mut out = Vec::new();
+    for (table, key) in EXTENSION_TABLES {
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT CAST({key} AS TEXT), written_seq FROM {table} ORDER BY rowid"
+            ))
+            .unwrap();
+        let rows = stmt
+            .query_map([], |r| Ok((table, key, r.get(0)?, r.get(1)?)))
+            .unwrap();
+        out.extend(rows.map(Result::unwrap));
+    }
+    out
+}
+
+#[test]
+fn a_file_with_extension_tables_verifies_without_the_satellite_and_every_edit_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_with_extension(dir.path());
+    let head = head_seq(&db);
+    // Opened as the CLI opens it: no extension declared, read-only.
+    let report = check_all(&db);
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.checked, head as u64);
+    let store = Store::open_existing(&db, true).unwrap();
+    for from in [1, head / 2, head] {
+        assert!(verify::verify_events(&store, from, head).unwrap().intact());
+    }
+    drop(store);
+    let rows = extension_rows(&db);
+    assert_eq!(rows.len(), 4);
+    for (table, _, id, written) in &rows {
+        assert_eq!(
+            listings(&db, table, id).last(),
+            Some(written),
+            "{table} {id}"
+        );
+    }
+
+    for (table, key, id, written) in &rows {
+        let first = listings(&db, table, id)[0];
+        for column in columns(&db, table) {
+            let sql = format!(
+                "UPDATE {table} SET {column} = CASE typeof({column}) WHEN 'integer' THEN {column} + 1000 ELSE {column} || 'x' END WHERE {key} = {}",
+                sql_text(id)
+            );
+            let broken = check_all(&tampered(&db, "ext-row", &sql))
+                .broken
+                .unwrap_or_else(|| panic!("{table} {id} {column}: not caught"));
+            if column == *key {
+                assert_eq!(broken.seq, first, "{table} {id}: {broken:?}");
+                assert!(broken.detail.contains("no longer exists"), "{broken:?}");
+            } else if column == "written_seq" {
+                assert!(broken.seq > *written, "{table} {id}: {broken:?}");
+            } else {
+                assert_eq!(broken.seq, *written, "{table} {id} {column}: {broken:?}");
+                assert_eq!(
+                    broken.detail,
+                    format!("{table} row {id:?} was changed after this event wrote it")
+                );
+                assert_eq!((broken.expected.len(), broken.found.len()), (64, 64));
+                assert_ne!(broken.expected, broken.found);
+            }
+        }
+        // Deleted: the event that first wrote it names a row that is gone.
+        let sql = format!("DELETE FROM {table} WHERE {key} = {}", sql_text(id));
+        let broken = check_all(&tampered(&db, "ext-deleted", &sql))
+            .broken
+            .unwrap();
+        assert_eq!(broken.seq, first, "{table} {id}: {broken:?}");
+        assert!(
+            broken.detail.contains(&format!("{table} row {id:?}"))
+                && broken.detail.contains("no longer exists"),
+            "{broken:?}"
+        );
+    }
+
+    // Forged rows: named with the seq they claim, as core rows are.
+    let unlisted: i64 = raw(&db)
+        .query_row(
+            "SELECT MAX(seq) FROM events WHERE rows_json = ''",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    for (claimed, want, says) in [
+        (0, 0, "names no event as its writer"),
+        (unlisted, unlisted, "which does not list it"),
+        (head + 5, head + 1, "events were cut from the end"),
+    ] {
+        for sql in [
+            format!(
+                "INSERT INTO proxy_nonces (nonce, seen_at, uses, written_seq) VALUES ('forged', 't', 1, {claimed})"
+            ),
+            format!(
+                "INSERT INTO proxy_calls (id, session, request_key, run_id, written_seq) VALUES (77, 's', 'k', 'r', {claimed})"
+            ),
+        ] {
+            let broken = check_all(&tampered(&db, "ext-forged", &sql))
+                .broken
+                .unwrap_or_else(|| panic!("{sql}: not caught"));
+            assert_eq!(broken.seq, want, "{sql}: {broken:?}");
+            assert!(broken.detail.contains(says), "{sql}: {broken:?}");
+        }
+    }
+}
+
+#[test]
+fn the_extension_registry_is_read_from_the_file_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_with_extension(dir.path());
+    let (nonce_written, nonce_first) = {
+        let written: i64 = raw(&db)
+            .query_row(
+                "SELECT written_seq FROM proxy_nonces WHERE nonce = 'n-1'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        (written, listings(&db, "proxy_nonces", "n-1")[0])
+    };
+    // Unregistered: the rows the chain lists are in no table it knows.
+    let broken = check_all(&tampered(
+        &db,
+        "unregistered",
+        "DELETE FROM extension_tables WHERE name = 'proxy_nonces'",
+    ))
+    .broken
+    .unwrap();
+    assert_eq!(broken.seq, nonce_first, "{broken:?}");
+    assert!(
+        broken
+            .detail
+            .contains("\"proxy_nonces\", which is not a state table"),
+        "{broken:?}"
+    );
+    // Digested columns reordered: every digest changes.
+    let broken = check_all(&tampered(
+        &db,
+        "reordered",
+        r#"UPDATE extension_tables SET columns_json = '["nonce","uses","seen_at"]' WHERE name = 'proxy_nonces'"#,
+    ))
+    .broken
+    .unwrap();
+    assert_eq!(broken.seq, nonce_written, "{broken:?}");
+    assert!(broken.detail.contains("was changed"), "{broken:?}");
+    // Registrations that cannot be checked are a break at seq 0, before
+    // any event is trusted; a name is never taken into SQL unchecked.
+    for (sql, says) in [
+        (
+            r#"UPDATE extension_tables SET columns_json = '["nonce","seen_at"]' WHERE name = 'proxy_nonces'"#,
+            "\"uses\" is not declared",
+        ),
+        (
+            r#"UPDATE extension_tables SET name = 'proxy_nonces" WHERE 1; --' WHERE name = 'proxy_nonces'"#,
+            "is not [a-z]",
+        ),
+        (
+            r#"UPDATE extension_tables SET key_column = 'seen_at' WHERE name = 'proxy_nonces'"#,
+            "not unique",
+        ),
+        (
+            "UPDATE extension_tables SET extension = 'other' WHERE name = 'proxy_nonces'",
+            "prefix",
+        ),
+        (
+            r#"INSERT INTO extension_tables VALUES ('runs', 'run', 'id', '["id"]')"#,
+            "prefix",
+        ),
+        (
+            r#"INSERT INTO extension_tables VALUES ('proxy_gone', 'proxy', 'id', '["id"]')"#,
+            "no such table",
+        ),
+        ("DROP TABLE extension_tables", "is missing"),
+    ] {
+        let report = check_all(&tampered(&db, "registry", sql));
+        let broken = report.broken.unwrap_or_else(|| panic!("{sql}: not caught"));
+        assert_eq!(broken.seq, 0, "{sql}: {broken:?}");
+        assert!(broken.detail.contains(says), "{sql}: {broken:?}");
+        assert_eq!(report.checked, 0);
+    }
+}

@@ -6,6 +6,9 @@
 //! group, whose events are returned only after the commit.
 
 mod calls;
+mod chained;
+mod digest;
+pub mod extension;
 mod files;
 mod lease;
 mod open;
@@ -29,6 +32,7 @@ use crate::clock::lock;
 use crate::error::{Error, Result};
 use crate::model::{Event, Run};
 
+pub use extension::{Extension, ExtensionRow, ExtensionTable, SqlValue};
 pub use page::{MAX_PAGE_TEXT, PAGE_READ_ROWS, PendingCount};
 pub use read::Page;
 pub use tx::{
@@ -55,6 +59,12 @@ pub enum Durability {
 pub struct StoreOptions {
     /// Commit durability (default [`Durability::Full`]).
     pub durability: Durability,
+    /// The satellites' schemas this store writes (see [`Extension`]):
+    /// [`Store::open_with`] applies their missing migrations and registers
+    /// their tables; [`Store::open_existing_with`] requires them applied.
+    /// Their tables are then written through [`WriteTx::insert_row`] and
+    /// [`WriteTx::update_row`]. None by default.
+    pub extensions: Vec<Extension>,
 }
 
 /// An open agentrt database. Cheap to clone; clones share one write
@@ -88,6 +98,8 @@ struct StoreInner {
     counters: Arc<writer::Counters>,
     /// The highest event seq known committed, by anyone.
     head: Arc<watch::Head>,
+    /// The extension tables this store writes.
+    extensions: Arc<extension::Registry>,
 }
 
 impl std::fmt::Debug for Store {
@@ -111,10 +123,35 @@ impl Store {
         Store::open_with(path, StoreOptions::default())
     }
 
-    /// [`Store::open`] with options.
+    /// [`Store::open`] with options: with [`StoreOptions::extensions`],
+    /// their missing migrations are applied in the same IMMEDIATE
+    /// transaction as the core's, and refused as a whole when one breaks a
+    /// rule of [`Extension`].
+    ///
+    /// ```
+    /// use agentrt::store::{Extension, ExtensionTable};
+    /// use agentrt::{Store, StoreOptions};
+    ///
+    /// const NONCES: Extension = Extension {
+    ///     name: "nonces",
+    ///     migrations: &[(1, "CREATE TABLE nonces_seen (nonce TEXT NOT NULL PRIMARY KEY,
+    ///                        written_seq INTEGER NOT NULL DEFAULT 0)")],
+    ///     tables: &[ExtensionTable { name: "nonces_seen", key_column: "nonce", columns: &["nonce"] }],
+    /// };
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("agentrt.db");
+    /// let options = StoreOptions { extensions: vec![NONCES], ..StoreOptions::default() };
+    /// drop(Store::open_with(&path, options.clone())?);
+    /// // Reopening applies nothing again; an opener that does not migrate
+    /// // finds the extension at its version.
+    /// drop(Store::open_with(&path, options.clone())?);
+    /// let store = Store::open_existing_with(&path, true, options)?;
+    /// assert_eq!(store.rows_where("nonces_seen", &[], 0)?.len(), 0);
+    /// # Ok::<(), agentrt::Error>(())
+    /// ```
     pub fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
-        let (conn, path) = open::open_or_create(path.as_ref(), &options)?;
-        Ok(Store::wrap(conn, path, false))
+        let (conn, path, extensions) = open::open_or_create(path.as_ref(), &options)?;
+        Ok(Store::wrap(conn, path, false, extensions))
     }
 
     /// Opens an existing database without creating or migrating it.
@@ -123,11 +160,34 @@ impl Store {
     /// version, unsafe permissions, and a database holding a trigger or a
     /// view. `read_only` never writes to the file or its permissions.
     pub fn open_existing(path: impl AsRef<Path>, read_only: bool) -> Result<Store> {
-        let conn = open::open_existing(path.as_ref(), read_only, &StoreOptions::default())?;
-        Ok(Store::wrap(conn, Some(path.as_ref().to_owned()), read_only))
+        Store::open_existing_with(path, read_only, StoreOptions::default())
     }
 
-    fn wrap(conn: Connection, path: Option<PathBuf>, read_only: bool) -> Store {
+    /// [`Store::open_existing`] with options. Each of
+    /// [`StoreOptions::extensions`] must already be at this build's version
+    /// with the same migrations and tables (nothing is migrated):
+    /// [`Error::ExtensionVersion`], [`Error::ExtensionMigrationChanged`] or
+    /// [`Error::ExtensionSchema`] otherwise.
+    pub fn open_existing_with(
+        path: impl AsRef<Path>,
+        read_only: bool,
+        options: StoreOptions,
+    ) -> Result<Store> {
+        let (conn, extensions) = open::open_existing(path.as_ref(), read_only, &options)?;
+        Ok(Store::wrap(
+            conn,
+            Some(path.as_ref().to_owned()),
+            read_only,
+            extensions,
+        ))
+    }
+
+    fn wrap(
+        conn: Connection,
+        path: Option<PathBuf>,
+        read_only: bool,
+        extensions: extension::Registry,
+    ) -> Store {
         let file = path.as_ref().and_then(|p| std::fs::canonicalize(p).ok());
         let readers = match (&file, read_only) {
             (Some(file), false) => Some(readers::Readers::new(file.clone())),
@@ -144,6 +204,7 @@ impl Store {
                 read_only,
                 counters: Arc::default(),
                 head: Arc::new(watch::Head::new()),
+                extensions: Arc::new(extensions),
             }),
         }
     }
@@ -166,7 +227,7 @@ impl Store {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(Error::from_sqlite)?;
         let (value, events) = {
-            let mut wtx = WriteTx::new(&tx);
+            let mut wtx = WriteTx::new(&tx, &self.inner.extensions);
             let value = f(&mut wtx)?;
             (value, wtx.finish()?)
         };
@@ -265,6 +326,7 @@ impl Store {
                     Arc::clone(&inner.conn),
                     Arc::clone(&inner.counters),
                     Arc::clone(&inner.head),
+                    Arc::clone(&inner.extensions),
                 )
                 .ok()
             })

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, config::DbConfig};
 
+use super::extension::{self, DdlGuard, Registry};
 use super::schema::{CANONICAL_FORM, HASH_ALGORITHM, MIGRATIONS, SCHEMA_VERSION, TIME_FORMAT};
 use super::{Durability, StoreOptions, files};
 use crate::clock::Timestamp;
@@ -12,18 +13,19 @@ use crate::error::{Error, Result};
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Opens (creating and migrating as needed) a database for writing.
+/// Opens (creating and migrating as needed) a database for writing, with
+/// the extensions of `options` migrated and registered.
 pub(super) fn open_or_create(
     path: &Path,
     options: &StoreOptions,
-) -> Result<(Connection, Option<PathBuf>)> {
+) -> Result<(Connection, Option<PathBuf>, Registry)> {
     if path.as_os_str() == ":memory:" {
-        let conn = Connection::open_in_memory().map_err(Error::from_sqlite)?;
+        let mut conn = Connection::open_in_memory().map_err(Error::from_sqlite)?;
         configure(&conn)?;
         refuse_unsafe_schema(&conn, path)?;
-        migrate(&conn, path)?;
+        let registry = migrate(&mut conn, path, options)?;
         check_meta(&conn, path)?;
-        return Ok((conn, None));
+        return Ok((conn, None, registry));
     }
     if std::fs::metadata(path).is_err() {
         files::create_private(path)?;
@@ -33,7 +35,7 @@ pub(super) fn open_or_create(
     let file = resolve_link(path)?;
     // Refuse before anything else; tighten only once the file is accepted.
     files::check(&file, true, false)?;
-    let conn = Connection::open_with_flags(
+    let mut conn = Connection::open_with_flags(
         sqlite_path(&file),
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
@@ -42,10 +44,10 @@ pub(super) fn open_or_create(
     refuse_unsafe_schema(&conn, &file)?;
     enable_wal(&conn)?;
     set_durability(&conn, options.durability)?;
-    migrate(&conn, &file)?;
+    let registry = migrate(&mut conn, &file, options)?;
     check_meta(&conn, &file)?;
     files::check(&file, true, true)?;
-    Ok((conn, Some(path.to_owned())))
+    Ok((conn, Some(path.to_owned()), registry))
 }
 
 /// The file a symbolic link at `path` leads to (`path` itself if it is no
@@ -70,12 +72,13 @@ fn sqlite_path(path: &Path) -> PathBuf {
     }
 }
 
-/// Opens an existing database at this build's schema version.
+/// Opens an existing database at this build's schema version, with the
+/// extensions of `options` at theirs.
 pub(super) fn open_existing(
     path: &Path,
     read_only: bool,
     options: &StoreOptions,
-) -> Result<Connection> {
+) -> Result<(Connection, Registry)> {
     // Refuse before anything else; a writer tightens the files only once
     // the database is accepted, so a refused file keeps its permissions.
     files::check(path, false, false)?;
@@ -92,12 +95,21 @@ pub(super) fn open_existing(
         conn
     };
     check_version(&conn, path)?;
+    let registry = if options.extensions.is_empty() {
+        Registry::default()
+    } else {
+        // One read transaction: the extensions are judged on one state.
+        let tx = conn.unchecked_transaction().map_err(Error::from_sqlite)?;
+        let registry = extension::sync(&tx, path, &options.extensions, None)?;
+        tx.rollback().map_err(Error::from_sqlite)?;
+        registry
+    };
     if !read_only {
         enable_wal(&conn)?;
         set_durability(&conn, options.durability)?;
         files::check(path, false, true)?;
     }
-    Ok(conn)
+    Ok((conn, registry))
 }
 
 /// A read-only connection. A WAL database in a directory this process
@@ -259,9 +271,33 @@ fn set_durability(conn: &Connection, durability: Durability) -> Result<()> {
         .map_err(Error::from_sqlite)
 }
 
-/// Applies the missing migrations in one IMMEDIATE transaction, so
-/// concurrent first opens are safe; refuses a newer database.
-fn migrate(conn: &Connection, path: &Path) -> Result<()> {
+/// Applies the missing migrations, the core's and then the extensions',
+/// in one IMMEDIATE transaction, so concurrent first opens are safe;
+/// refuses a newer database. Extension DDL runs under an authorizer
+/// ([`DdlGuard`]) that confines it to the extension's own tables; after
+/// it, the file must still hold no trigger or view.
+fn migrate(conn: &mut Connection, path: &Path, options: &StoreOptions) -> Result<Registry> {
+    let guard = if options.extensions.is_empty() {
+        None
+    } else {
+        Some(DdlGuard::install(conn)?)
+    };
+    let migrated = migrate_in(conn, path, options, guard.as_ref());
+    let removed = match guard {
+        Some(_) => DdlGuard::remove(conn),
+        None => Ok(()),
+    };
+    // A refused migration is the error to report, whatever else failed.
+    let registry = migrated?;
+    removed.map(|()| registry)
+}
+
+fn migrate_in(
+    conn: &Connection,
+    path: &Path,
+    options: &StoreOptions,
+    guard: Option<&DdlGuard>,
+) -> Result<Registry> {
     let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)
         .map_err(Error::from_sqlite)?;
     tx.execute_batch(
@@ -307,7 +343,12 @@ fn migrate(conn: &Connection, path: &Path) -> Result<()> {
             }
         }
     }
-    tx.commit().map_err(Error::from_sqlite)
+    let registry = extension::sync(&tx, path, &options.extensions, guard)?;
+    if guard.is_some() {
+        refuse_unsafe_schema(&tx, path)?;
+    }
+    tx.commit().map_err(Error::from_sqlite)?;
+    Ok(registry)
 }
 
 /// The database must be at exactly this build's version, with our meta.
@@ -433,7 +474,7 @@ mod tests {
     fn durability_sets_synchronous_and_wal_is_on() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("durability.db");
-        let (full, _) = open_or_create(&db, &StoreOptions::default()).unwrap();
+        let (full, _, _) = open_or_create(&db, &StoreOptions::default()).unwrap();
         assert_eq!(synchronous(&full), 2);
         let journal: String = full
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -441,12 +482,13 @@ mod tests {
         assert_eq!(journal, "wal");
         let normal = StoreOptions {
             durability: Durability::Normal,
+            ..StoreOptions::default()
         };
-        let (fast, _) = open_or_create(&db, &normal).unwrap();
+        let (fast, _, _) = open_or_create(&db, &normal).unwrap();
         assert_eq!(synchronous(&fast), 1);
-        let existing = open_existing(&db, false, &normal).unwrap();
+        let (existing, _) = open_existing(&db, false, &normal).unwrap();
         assert_eq!(synchronous(&existing), 1);
-        let existing = open_existing(&db, false, &StoreOptions::default()).unwrap();
+        let (existing, _) = open_existing(&db, false, &StoreOptions::default()).unwrap();
         assert_eq!(synchronous(&existing), 2);
         for (pragma, want) in [
             ("foreign_keys", 1),

@@ -2,7 +2,7 @@
 //! edited: a change adds a migration (README decision 7).
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The hash algorithm every stored hash uses (recorded in `agentrt_meta`).
 pub const HASH_ALGORITHM: &str = "blake3-256";
@@ -132,8 +132,55 @@ CREATE TABLE run_labels (
 );
 ";
 
+/// Migration 4: the registry of satellite extensions (see
+/// [`crate::store::Extension`]): each extension migration applied, with the
+/// hash of its DDL, and each extension table whose rows the chain covers,
+/// with its key column and its digested columns in digest order (a JSON
+/// array of names). `verify` reads the second table, so it checks
+/// extension rows without the satellite that wrote them.
+pub const MIGRATION_4: &str = "\
+CREATE TABLE extension_migrations (
+    extension  TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    ddl_hash   TEXT NOT NULL,
+    applied_at TEXT NOT NULL,
+    PRIMARY KEY (extension, version)
+);
+CREATE TABLE extension_tables (
+    name         TEXT PRIMARY KEY,
+    extension    TEXT NOT NULL,
+    key_column   TEXT NOT NULL,
+    columns_json TEXT NOT NULL
+);
+";
+
 /// Every migration, in order: `(version, sql)`.
-pub const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATION_1), (2, MIGRATION_2), (3, MIGRATION_3)];
+pub const MIGRATIONS: &[(i64, &str)] = &[
+    (1, MIGRATION_1),
+    (2, MIGRATION_2),
+    (3, MIGRATION_3),
+    (4, MIGRATION_4),
+];
+
+/// The name of every table and index the core's migrations create. No
+/// extension may own a prefix any of them starts with (an extension `run`
+/// would own `run_labels`), nor one SQLite keeps (`sqlite_`).
+pub const CORE_OBJECTS: &[&str] = &[
+    "agentrt_meta",
+    "approvals",
+    "approvals_run",
+    "events",
+    "events_run",
+    "extension_migrations",
+    "extension_tables",
+    "model_calls",
+    "model_calls_run",
+    "run_labels",
+    "runs",
+    "schema_migrations",
+    "steps",
+    "tool_specs",
+];
 
 /// The `written_seq` of a row written before its table joined the chain
 /// (see [`MIGRATION_2`]).
@@ -316,6 +363,10 @@ mod tests {
                 3,
                 "0c1546187eff32a3ec8279f8f1150c1e8b20098d71e936d4da5a474c4e78c7cb",
             ),
+            (
+                4,
+                "4dc6eb8b4b844606e0b61184009cf883baf0849732820472d510dd0a3775236f",
+            ),
         ];
         for (version, hash) in pinned {
             let (_, sql) = MIGRATIONS
@@ -371,5 +422,32 @@ mod tests {
             assert_eq!(StateTable::ALL[table.index()], table);
         }
         assert_eq!(StateTable::parse("events"), None);
+    }
+
+    /// [`CORE_OBJECTS`] names every table and index the migrations create
+    /// (and `schema_migrations`, which the opener creates): a new one fails
+    /// here until it is listed, so no extension can claim its prefix.
+    #[test]
+    fn core_objects_name_every_table_and_index_of_the_schema() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+        )
+        .unwrap();
+        for (_, sql) in MIGRATIONS {
+            conn.execute_batch(sql).unwrap();
+        }
+        let mut stmt = conn
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'index')
+                 AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+            )
+            .unwrap();
+        let names: Vec<String> = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(names, CORE_OBJECTS);
     }
 }

@@ -2,10 +2,10 @@
 
 use std::sync::LazyLock;
 
-use rusqlite::types::{Value, ValueRef};
+use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, ToSql, params_from_iter};
 
-use crate::chain::{self, FieldHasher};
+use crate::chain;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
@@ -14,6 +14,8 @@ use crate::model::{
     TerminalReason,
 };
 
+use super::digest::{Written, digest_row, mark_sql};
+use super::extension::Registry;
 use super::read;
 use super::schema::StateTable;
 
@@ -164,12 +166,16 @@ pub struct ApprovalChange<'a> {
 /// an event (the lease heartbeat, a session releasing its lease) touch
 /// only lease columns, which row digests leave out. Any other change of a
 /// state row needs an event to explain it, or `verify` reports the row.
+/// Rows of extension tables ([`WriteTx::insert_row`],
+/// [`WriteTx::update_row`]) are state rows like the core's.
 pub struct WriteTx<'c> {
     tx: &'c Connection,
+    /// The extension tables registered with the store.
+    extensions: &'c Registry,
     /// Appended events, without seq until commit.
     events: Vec<Event>,
     /// The state rows written, in write order (duplicates allowed).
-    written: Vec<(StateTable, String)>,
+    written: Vec<(Written, String)>,
 }
 
 /// Events per multi-row `INSERT` (8 parameters each).
@@ -193,49 +199,6 @@ static INSERT_EVENTS: LazyLock<Vec<String>> = LazyLock::new(|| {
         })
         .collect()
 });
-
-/// `UPDATE <table> SET written_seq = ?1 WHERE <key> = ?2 RETURNING
-/// <digested columns>`, per state table.
-fn mark_sql(table: StateTable) -> &'static str {
-    static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
-        StateTable::ALL
-            .into_iter()
-            .map(|t| {
-                format!(
-                    "UPDATE {} SET written_seq = ?1 WHERE {} = ?2 RETURNING {}",
-                    t.name(),
-                    t.key_column(),
-                    t.digested_columns().join(", ")
-                )
-            })
-            .collect()
-    });
-    SQL.get(table.index()).map_or("", String::as_str)
-}
-
-/// The digest of a state row whose digested columns are the row's columns
-/// in order (see [`chain::row_digest`]).
-fn digest_row(table: StateTable, row: &rusqlite::Row<'_>) -> rusqlite::Result<String> {
-    let mut h = FieldHasher::new();
-    h.field(table.name().as_bytes());
-    for i in 0..table.digested_columns().len() {
-        hash_value(&mut h, row.get_ref(i)?);
-    }
-    Ok(h.finish().to_hex().to_string())
-}
-
-/// Adds one column value to a digest: integers in decimal, text and blobs
-/// as stored. Reals and NULLs never come from the store (its columns are
-/// INTEGER and TEXT, NOT NULL); one written by hand gets a spelling no
-/// stored value has, so its digest differs.
-pub(super) fn hash_value(h: &mut FieldHasher, value: ValueRef<'_>) {
-    match value {
-        ValueRef::Integer(n) => h.int(n),
-        ValueRef::Text(t) | ValueRef::Blob(t) => h.field(t),
-        ValueRef::Real(f) => h.field(format!("\0real:{f:?}").as_bytes()),
-        ValueRef::Null => h.field(b"\0null"),
-    }
-}
 
 fn text(t: &Timestamp) -> Value {
     Value::Text(t.to_string())
@@ -281,11 +244,30 @@ fn push_run_guard(sql: &mut String, params: &mut Vec<Value>, prefix: &str, g: &R
 }
 
 impl<'c> WriteTx<'c> {
-    pub(super) fn new(tx: &'c Connection) -> WriteTx<'c> {
+    pub(super) fn new(tx: &'c Connection, extensions: &'c Registry) -> WriteTx<'c> {
         WriteTx {
             tx,
+            extensions,
             events: Vec::new(),
             written: Vec::new(),
+        }
+    }
+
+    /// The transaction's connection (for the extension row operations).
+    pub(super) fn conn(&self) -> &'c Connection {
+        self.tx
+    }
+
+    /// The extension tables registered with the store.
+    pub(super) fn extensions(&self) -> &'c Registry {
+        self.extensions
+    }
+
+    /// The name of a written table.
+    fn table_name(&self, table: Written) -> &'static str {
+        match table {
+            Written::Core(t) => t.name(),
+            Written::Extension(i) => self.extensions.name(i),
         }
     }
 
@@ -297,7 +279,7 @@ impl<'c> WriteTx<'c> {
             // the chain: refuse it (dropping the transaction rolls back).
             if let Some((table, id)) = self.written.first() {
                 return Err(Error::UnexplainedWrite {
-                    table: table.name(),
+                    table: self.table_name(*table),
                     id: id.clone(),
                     rows: self.written.len(),
                 });
@@ -310,7 +292,12 @@ impl<'c> WriteTx<'c> {
 
     /// Notes that this transaction wrote a state row.
     pub(super) fn wrote(&mut self, table: StateTable, id: &str) {
-        self.written.push((table, id.to_owned()));
+        self.written.push((Written::Core(table), id.to_owned()));
+    }
+
+    /// Notes that this transaction wrote a row of extension table `index`.
+    pub(super) fn wrote_extension_row(&mut self, index: usize, key: String) {
+        self.written.push((Written::Extension(index), key));
     }
 
     /// Chains the buffered events onto the log: digests the written rows
@@ -352,18 +339,24 @@ impl<'c> WriteTx<'c> {
         written.dedup();
         let mut entries = Vec::with_capacity(written.len());
         for (table, id) in written {
-            let mut stmt = self
-                .tx
-                .prepare_cached(mark_sql(table))
-                .map_err(Error::from_sqlite)?;
+            let (name, sql, columns) = match table {
+                Written::Core(t) => (t.name(), mark_sql(t), t.digested_columns().len()),
+                Written::Extension(i) => {
+                    let t = self.extensions.get(i)?;
+                    (t.table.name, t.mark_sql.as_str(), t.table.columns.len())
+                }
+            };
+            let mut stmt = self.tx.prepare_cached(sql).map_err(Error::from_sqlite)?;
             let digest = stmt
-                .query_row(rusqlite::params![last_seq, id], |r| digest_row(table, r))
+                .query_row(rusqlite::params![last_seq, id], |r| {
+                    digest_row(name, columns, r)
+                })
                 .optional()
                 .map_err(Error::from_sqlite)?;
             // A row written and gone again in the same transaction has
             // nothing to digest (the store never deletes one today).
             if let Some(digest) = digest {
-                entries.push((table.name(), id, digest));
+                entries.push((name, id, digest));
             }
         }
         Ok(chain::rows_json(&mut entries))

@@ -8,7 +8,7 @@
 //! incremental blob I/O in chunks of [`MAX_PAGE_TEXT`] bytes; state rows
 //! are looked up one at a time by id, and only the row counts are kept.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::io::Read;
 use std::ops::ControlFlow;
 use std::sync::LazyLock;
@@ -17,9 +17,10 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Row, Statement};
 
 use super::Store;
+use super::chained::{self, ChainedTable};
+use super::digest::hash_value;
 use super::page::MAX_PAGE_TEXT;
 use super::schema::{StateTable, UNCHAINED_SEQ};
-use super::tx::hash_value;
 use crate::chain::FieldHasher;
 use crate::clock::lock;
 use crate::error::{Error, Result};
@@ -99,8 +100,12 @@ pub(crate) struct EventRow<'r> {
 pub(crate) struct Snapshot<'c> {
     conn: &'c Connection,
     events: RefCell<Option<Statement<'c>>>,
-    written: [RefCell<Option<Statement<'c>>>; StateTable::ALL.len()],
-    rows: [RefCell<Option<Statement<'c>>>; StateTable::ALL.len()],
+    /// The tables the chain covers (read on first use) and the first
+    /// problem of the extension registry.
+    tables: OnceCell<(Vec<ChainedTable>, Option<String>)>,
+    /// Per table of `tables`: its `written_seq` and row statements.
+    written: RefCell<Vec<Option<Statement<'c>>>>,
+    rows: RefCell<Vec<Option<Statement<'c>>>>,
     hasher: RefCell<FieldHasher>,
 }
 
@@ -114,8 +119,9 @@ impl Store {
             let snap = Snapshot {
                 conn: &tx,
                 events: RefCell::new(None),
-                written: Default::default(),
-                rows: Default::default(),
+                tables: OnceCell::new(),
+                written: RefCell::default(),
+                rows: RefCell::default(),
                 hasher: RefCell::new(FieldHasher::new()),
             };
             f(&snap)?
@@ -143,9 +149,33 @@ fn prepared<'s, 'c>(
     })
 }
 
+/// The statement for table `index` in `slots`, prepared from `sql` on
+/// first use.
+fn prepared_at<'s, 'c>(
+    conn: &'c Connection,
+    slots: &'s RefCell<Vec<Option<Statement<'c>>>>,
+    index: usize,
+    sql: &str,
+) -> Result<std::cell::RefMut<'s, Statement<'c>>> {
+    let mut slots = slots.borrow_mut();
+    if slots.len() <= index {
+        slots.resize_with(index + 1, || None);
+    }
+    if slots[index].is_none() {
+        slots[index] = Some(conn.prepare(sql).map_err(Error::from_sqlite)?);
+    }
+    // Just filled: the error branch is never taken.
+    std::cell::RefMut::filter_map(slots, |s| s.get_mut(index).and_then(Option::as_mut)).map_err(
+        |_| Error::InvalidInput {
+            what: "verify statement",
+            detail: format!("{sql} was not prepared"),
+        },
+    )
+}
+
 /// The column, or NULL when it is longer than [`INLINE_FIELD`] (the
 /// columns read this way are NOT NULL, so NULL means long).
-fn capped_select(column: &str) -> String {
+pub(crate) fn capped_select(column: &str) -> String {
     format!("CASE WHEN octet_length({column}) > {INLINE_FIELD} THEN NULL ELSE {column} END")
 }
 
@@ -161,55 +191,6 @@ static EVENTS_SQL: LazyLock<String> = LazyLock::new(|| {
         fields.join(", ")
     )
 });
-
-/// Per state table: `rowid`, then each digested column (capped).
-fn row_sql(table: StateTable) -> &'static str {
-    static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
-        StateTable::ALL
-            .into_iter()
-            .map(|t| {
-                let cols: Vec<String> = t
-                    .digested_columns()
-                    .iter()
-                    .map(|c| capped_select(c))
-                    .collect();
-                format!(
-                    "SELECT rowid, {} FROM {} WHERE {} = ?1",
-                    cols.join(", "),
-                    t.name(),
-                    t.key_column()
-                )
-            })
-            .collect()
-    });
-    SQL.get(table.index()).map_or("", String::as_str)
-}
-
-fn written_sql(table: StateTable) -> &'static str {
-    static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
-        StateTable::ALL
-            .into_iter()
-            .map(|t| {
-                format!(
-                    "SELECT written_seq FROM {} WHERE {} = ?1",
-                    t.name(),
-                    t.key_column()
-                )
-            })
-            .collect()
-    });
-    SQL.get(table.index()).map_or("", String::as_str)
-}
-
-/// The rows of `table` a walk accounts for: every row, but for the rows a
-/// migration marked as older than their table's place on the chain.
-fn chained_rows(table: StateTable, alias: &str) -> String {
-    if table.joined_later() {
-        format!("{alias}written_seq <> {UNCHAINED_SEQ}")
-    } else {
-        "1".to_owned()
-    }
-}
 
 /// The text of a field that is not a long one: text and blobs as stored,
 /// anything else empty (the chain then fails to match, as it should).
@@ -297,12 +278,15 @@ impl Snapshot<'_> {
         seq: i64,
         f: impl FnMut(Piece<'_>),
     ) -> Result<()> {
-        self.read_long("events", column.name(), seq, f)
+        self.read_long("events", "events", column.name(), seq, f)
     }
 
+    /// Reads column `column` of the row at `rowid` of `table` in chunks;
+    /// `label` names the kind of row in an error.
     fn read_long(
         &self,
-        table: &'static str,
+        label: &'static str,
+        table: &str,
         column: &str,
         rowid: i64,
         mut f: impl FnMut(Piece<'_>),
@@ -315,8 +299,12 @@ impl Snapshot<'_> {
         let mut buf = vec![0u8; MAX_PAGE_TEXT];
         loop {
             let n = blob.read(&mut buf).map_err(|e| Error::Corrupt {
-                table,
-                id: format!("rowid {rowid}"),
+                table: label,
+                id: if label == table {
+                    format!("rowid {rowid}")
+                } else {
+                    format!("{table} rowid {rowid}")
+                },
                 detail: format!("reading {column}: {e}"),
             })?;
             if n == 0 {
@@ -326,19 +314,52 @@ impl Snapshot<'_> {
         }
     }
 
-    /// The `written_seq` of row `id` of `table`; `None` when there is no
-    /// such row.
-    pub(crate) fn row_written_seq(&self, table: StateTable, id: &str) -> Result<Option<i64>> {
-        let mut stmt = prepared(self.conn, &self.written[table.index()], written_sql(table))?;
+    /// The tables the chain covers, in name order: the core's state tables
+    /// and the extension tables the file's registry names (read on first
+    /// use).
+    pub(crate) fn tables(&self) -> Result<&[ChainedTable]> {
+        Ok(&self.loaded()?.0)
+    }
+
+    /// The first problem of the extension registry: an entry that is not
+    /// a valid extension table (left out of [`Snapshot::tables`]).
+    pub(crate) fn registry_problem(&self) -> Result<Option<&str>> {
+        Ok(self.loaded()?.1.as_deref())
+    }
+
+    fn loaded(&self) -> Result<&(Vec<ChainedTable>, Option<String>)> {
+        if let Some(loaded) = self.tables.get() {
+            return Ok(loaded);
+        }
+        let loaded = chained::load(self.conn)?;
+        Ok(self.tables.get_or_init(|| loaded))
+    }
+
+    /// The table at `index` of [`Snapshot::tables`].
+    fn table(&self, index: usize) -> Result<&ChainedTable> {
+        self.tables()?
+            .get(index)
+            .ok_or_else(|| Error::InvalidInput {
+                what: "verify table",
+                detail: format!("no chained table at {index}"),
+            })
+    }
+
+    /// The `written_seq` of row `id` of table `index`; `None` when there
+    /// is no such row.
+    pub(crate) fn row_written_seq(&self, index: usize, id: &str) -> Result<Option<i64>> {
+        let table = self.table(index)?;
+        let mut stmt = prepared_at(self.conn, &self.written, index, &table.written_sql)?;
         stmt.query_row([id], |r| r.get(0))
             .optional()
             .map_err(Error::from_sqlite)
     }
 
-    /// The digest of row `id` of `table` now (see [`crate::chain`]), long
-    /// columns read in chunks; `None` when there is no such row.
-    pub(crate) fn row_digest(&self, table: StateTable, id: &str) -> Result<Option<blake3::Hash>> {
-        let mut stmt = prepared(self.conn, &self.rows[table.index()], row_sql(table))?;
+    /// The digest of row `id` of table `index` now (see [`crate::chain`]),
+    /// long columns read in chunks; `None` when there is no such row.
+    pub(crate) fn row_digest(&self, index: usize, id: &str) -> Result<Option<blake3::Hash>> {
+        let table = self.table(index)?;
+        let mut stmt = prepared_at(self.conn, &self.rows, index, &table.row_sql)?;
         let mut rows = stmt.query([id]).map_err(Error::from_sqlite)?;
         let Some(row) = rows.next().map_err(Error::from_sqlite)? else {
             return Ok(None);
@@ -346,15 +367,21 @@ impl Snapshot<'_> {
         let rowid: i64 = row.get(0).map_err(Error::from_sqlite)?;
         let mut h = self.hasher.borrow_mut();
         h.reset();
-        h.field(table.name().as_bytes());
-        for (i, column) in table.digested_columns().iter().enumerate() {
+        h.field(table.name.as_bytes());
+        for (i, column) in table.columns.iter().enumerate() {
             let at = 1 + i;
             match field(row, at).map_err(Error::from_sqlite)? {
                 Field::Long => {
-                    self.read_long(table.name(), column, rowid, |piece| match piece {
-                        Piece::Len(len) => h.begin(len),
-                        Piece::Bytes(bytes) => h.piece(bytes),
-                    })?;
+                    self.read_long(
+                        "state row",
+                        &table.name,
+                        column,
+                        rowid,
+                        |piece| match piece {
+                            Piece::Len(len) => h.begin(len),
+                            Piece::Bytes(bytes) => h.piece(bytes),
+                        },
+                    )?;
                     h.end();
                 }
                 Field::Inline(_) => {
@@ -365,21 +392,22 @@ impl Snapshot<'_> {
         Ok(Some(h.finish()))
     }
 
-    /// How many rows of `table` there are, or how many have a
+    /// How many rows of table `index` there are, or how many have a
     /// `written_seq` within `range`.
-    pub(crate) fn count_rows(&self, table: StateTable, range: Option<(i64, i64)>) -> Result<u64> {
-        let name = table.name();
+    pub(crate) fn count_rows(&self, index: usize, range: Option<(i64, i64)>) -> Result<u64> {
+        let table = self.table(index)?;
+        let name = &table.sql_name;
         let n: i64 = match range {
             // No WHERE on the first tables: SQLite counts the smallest
             // index's entries.
-            None if !table.joined_later() => {
+            None if !table.joined_later => {
                 self.conn
                     .query_row(&format!("SELECT COUNT(*) FROM {name}"), [], |r| r.get(0))
             }
             None => self.conn.query_row(
                 &format!(
                     "SELECT COUNT(*) FROM {name} WHERE {}",
-                    chained_rows(table, "")
+                    table.chained_rows("")
                 ),
                 [],
                 |r| r.get(0),
@@ -425,27 +453,31 @@ impl Snapshot<'_> {
         Ok((marked, recorded))
     }
 
-    /// The row of `table` (within `range`, by `written_seq`) with the
-    /// lowest `written_seq` whose event does not list it: `(id, seq)`.
+    /// The row of table `index` (within `range`, by `written_seq`) with
+    /// the lowest `written_seq` whose event does not list it: `(id, seq)`.
     pub(crate) fn first_unlisted_row(
         &self,
-        table: StateTable,
+        index: usize,
         range: Option<(i64, i64)>,
     ) -> Result<Option<(String, i64)>> {
+        let table = self.table(index)?;
         let (clause, a, b) = match range {
             Some((from, to)) => ("WHERE t.written_seq BETWEEN ?1 AND ?2", from, to),
             None => ("WHERE ?1 <= ?2", 0, 0),
         };
+        // The name is an identifier (core, or checked when the registry
+        // was read): it needs no escaping as a string literal.
         let sql = format!(
-            "SELECT substr(t.{key}, 1, 128), t.written_seq FROM {name} t {clause}
+            "SELECT substr(t.{key}, 1, 128), t.written_seq FROM {sql_name} t {clause}
              AND {chained}
              AND NOT EXISTS (
                  SELECT 1 FROM events e, json_each(CASE WHEN json_valid(e.rows_json) THEN e.rows_json ELSE '[]' END) j
                  WHERE e.seq = t.written_seq AND j.value ->> 0 = '{name}' AND j.value ->> 1 = t.{key})
              ORDER BY t.written_seq LIMIT 1",
-            name = table.name(),
-            key = table.key_column(),
-            chained = chained_rows(table, "t."),
+            sql_name = table.sql_name,
+            name = table.name,
+            key = table.sql_key,
+            chained = table.chained_rows("t."),
         );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
         stmt.query_row([a, b], |r| Ok((text(r.get_ref(0)?), r.get(1)?)))

@@ -20,6 +20,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
 use super::WriteTx;
+use super::extension::Registry;
 use super::watch::Head;
 use crate::clock::lock;
 use crate::error::{Error, Result};
@@ -141,11 +142,12 @@ impl Writer {
         conn: Arc<Mutex<Connection>>,
         counters: Arc<Counters>,
         head: Arc<Head>,
+        extensions: Arc<Registry>,
     ) -> Result<Writer> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let thread = std::thread::Builder::new()
             .name("agentrt-writer".into())
-            .spawn(move || serve(&conn, rx, &counters, &head))
+            .spawn(move || serve(&conn, rx, &counters, &head, &extensions))
             .map_err(|e| Error::Internal {
                 detail: format!("cannot start the writer thread: {e}"),
             })?;
@@ -290,6 +292,7 @@ fn serve(
     mut queue: mpsc::Receiver<Job>,
     counters: &Counters,
     head: &Head,
+    extensions: &Registry,
 ) {
     loop {
         let first = match spin_recv(&mut queue) {
@@ -306,7 +309,13 @@ fn serve(
                 Job::Group(g) => groups.push(g),
                 Job::Between(f) => {
                     // Everything queued before it commits first.
-                    commit_batch(conn, std::mem::take(&mut groups), counters, head);
+                    commit_batch(
+                        conn,
+                        std::mem::take(&mut groups),
+                        counters,
+                        head,
+                        extensions,
+                    );
                     f(&lock(conn));
                 }
             }
@@ -314,7 +323,7 @@ fn serve(
                 next = queue.try_recv().ok();
             }
         }
-        commit_batch(conn, groups, counters, head);
+        commit_batch(conn, groups, counters, head, extensions);
     }
 }
 
@@ -343,6 +352,7 @@ fn commit_batch(
     groups: Vec<Box<dyn Group>>,
     counters: &Counters,
     head: &Head,
+    extensions: &Registry,
 ) {
     if groups.is_empty() {
         return;
@@ -366,7 +376,7 @@ fn commit_batch(
         for mut g in groups {
             if alone {
                 let outcome = {
-                    let mut wtx = WriteTx::new(&tx);
+                    let mut wtx = WriteTx::new(&tx, extensions);
                     g.run(&mut wtx).and_then(|()| wtx.finish())
                 };
                 if let Err(e) = &outcome {
@@ -377,7 +387,7 @@ fn commit_batch(
             }
             let outcome = match &broken {
                 Some(e) => Err(e.for_each_group()),
-                None => match run_group(&mut tx, g.as_mut()) {
+                None => match run_group(&mut tx, g.as_mut(), extensions) {
                     Ok(r) => r,
                     Err(e) => {
                         // The savepoint could not be released or rolled back:
@@ -425,10 +435,11 @@ fn commit_batch(
 fn run_group(
     tx: &mut rusqlite::Transaction<'_>,
     group: &mut dyn Group,
+    extensions: &Registry,
 ) -> Result<Result<Vec<Event>>> {
     let savepoint = tx.savepoint().map_err(Error::from_sqlite)?;
     let outcome = {
-        let mut wtx = WriteTx::new(&savepoint);
+        let mut wtx = WriteTx::new(&savepoint, extensions);
         group.run(&mut wtx).and_then(|()| wtx.finish())
     };
     match outcome {

@@ -8,14 +8,13 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use crate::store::schema::StateTable;
-
 /// Slots in the table.
 const SLOTS: usize = 1024;
 
 #[derive(Debug, Default)]
 struct Slot {
-    table: Option<StateTable>,
+    /// The table's index among the snapshot's chained tables.
+    table: Option<usize>,
     id: String,
     written: i64,
 }
@@ -34,7 +33,7 @@ impl Default for Seen {
     }
 }
 
-fn slot_of(table: StateTable, id: &str) -> usize {
+fn slot_of(table: usize, id: &str) -> usize {
     let mut h = DefaultHasher::new();
     table.hash(&mut h);
     id.hash(&mut h);
@@ -43,13 +42,13 @@ fn slot_of(table: StateTable, id: &str) -> usize {
 
 impl Seen {
     /// The remembered `written_seq` of the row, if it is still here.
-    pub(super) fn get(&self, table: StateTable, id: &str) -> Option<i64> {
+    pub(super) fn get(&self, table: usize, id: &str) -> Option<i64> {
         let slot = self.slots.get(slot_of(table, id))?;
         (slot.table == Some(table) && slot.id == id).then_some(slot.written)
     }
 
     /// Remembers the row's `written_seq` (evicting whatever shared its slot).
-    pub(super) fn put(&mut self, table: StateTable, id: &str, written: i64) {
+    pub(super) fn put(&mut self, table: usize, id: &str, written: i64) {
         if let Some(slot) = self.slots.get_mut(slot_of(table, id)) {
             slot.table = Some(table);
             slot.id.clear();
@@ -63,17 +62,20 @@ impl Seen {
 mod tests {
     use super::*;
 
+    const RUNS: usize = 3;
+    const STEPS: usize = 4;
+
     #[test]
     fn remembers_the_last_rows_and_nothing_else() {
         let mut seen = Seen::default();
-        assert_eq!(seen.get(StateTable::Runs, "r1"), None);
-        seen.put(StateTable::Runs, "r1", 7);
-        assert_eq!(seen.get(StateTable::Runs, "r1"), Some(7));
-        assert_eq!(seen.get(StateTable::Steps, "r1"), None, "the table counts");
-        seen.put(StateTable::Runs, "r1", 9);
-        assert_eq!(seen.get(StateTable::Runs, "r1"), Some(9));
+        assert_eq!(seen.get(RUNS, "r1"), None);
+        seen.put(RUNS, "r1", 7);
+        assert_eq!(seen.get(RUNS, "r1"), Some(7));
+        assert_eq!(seen.get(STEPS, "r1"), None, "the table counts");
+        seen.put(RUNS, "r1", 9);
+        assert_eq!(seen.get(RUNS, "r1"), Some(9));
         for i in 0..10 * SLOTS {
-            seen.put(StateTable::Steps, &format!("s{i}"), i as i64);
+            seen.put(STEPS, &format!("s{i}"), i as i64);
         }
         assert_eq!(seen.slots.len(), SLOTS, "it never grows");
     }
@@ -84,10 +86,10 @@ mod tests {
         let mut seen = Seen::default();
         let rows = SLOTS / 4;
         for i in 0..rows {
-            seen.put(StateTable::Steps, &format!("s{i}"), i as i64);
+            seen.put(STEPS, &format!("s{i}"), i as i64);
         }
         let remembered = (0..rows)
-            .filter(|&i| seen.get(StateTable::Steps, &format!("s{i}")) == Some(i as i64))
+            .filter(|&i| seen.get(STEPS, &format!("s{i}")) == Some(i as i64))
             .count();
         assert!(remembered > rows / 2, "{remembered} of {rows}");
     }
