@@ -436,3 +436,56 @@ async fn a_decision_proposed_after_an_operator_cancel_writes_nothing_and_reports
     }
     assert_eq!(push.count() + rm.count() + broken.count(), 0);
 }
+
+/// A caller that drops a call's future while its write is in flight (a
+/// timeout around `execute`) may leave a commit the session never applied:
+/// the session refuses every later call rather than act on a stale view,
+/// and the run is left as a crash would leave it, for the next attach.
+#[tokio::test]
+async fn a_session_whose_call_was_dropped_mid_write_refuses_further_calls() {
+    let store = Store::open(":memory:").unwrap();
+    let read = Arc::new(Counting::new("read", SideEffect::ReadOnly));
+    let gate = Gate::new(config(
+        &store,
+        DefaultPolicy,
+        shared(vec![read.clone()]),
+        &stepping_clock(),
+        &Recorder::default(),
+    ))
+    .unwrap();
+    let mut session = gate.begin(Some("r"), "g", Limits::default()).await.unwrap();
+    session.step().await.unwrap().unwrap();
+    let verdict = session
+        .propose(Decision::tool_call("read", "{}"))
+        .await
+        .unwrap();
+    assert_eq!(verdict.outcome, VerdictOutcome::Allowed);
+    // Polled once: the tool-start write is submitted (a commit takes far
+    // longer than the rest of that poll), then the future is dropped.
+    {
+        let mut call = Box::pin(session.execute());
+        let first =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx).is_pending()))
+                .await;
+        assert!(first, "the call was still waiting for its write");
+    }
+    let refused = session.step().await.unwrap_err();
+    assert!(
+        matches!(&refused, Error::SessionClosed { cause: Some(c) } if c.contains("dropped")),
+        "{refused:?}"
+    );
+    assert!(session.execute().await.is_err());
+    assert_eq!(read.count(), 0, "the tool never ran");
+    // The write still commits on its own: the step is executing, as after
+    // a crash between the start and the tool.
+    let step = store.list_steps("r").unwrap().pop().unwrap();
+    for _ in 0..100 {
+        if store.list_steps("r").unwrap().pop().unwrap().status == StepStatus::Executing {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let now = store.list_steps("r").unwrap().pop().unwrap();
+    assert_eq!(now.id, step.id);
+    assert_eq!(now.status, StepStatus::Executing);
+}

@@ -32,6 +32,13 @@ impl Session {
     /// WAITING); with one, the hook settles it. A read-only tool's unknown
     /// outcome is a tool error, and the run goes on.
     pub async fn execute(&mut self) -> Result<Observation> {
+        self.begin_call()?;
+        let r = self.execute_inner().await;
+        self.in_call = false;
+        r
+    }
+
+    async fn execute_inner(&mut self) -> Result<Observation> {
         self.usable()?;
         let Some(allowed) = self.allowed.take() else {
             return Err(misuse(

@@ -123,6 +123,9 @@ pub struct Session {
     pub(crate) caller: Option<crate::budget::ModelCaller>,
     /// Model totals the callers wrote, to fold into the cached run.
     pub(crate) totals: crate::budget::SharedTotals,
+    /// A call (`step`, `propose`, `execute`, `fail`) is in progress. Left
+    /// set when the caller dropped the call's future before it returned.
+    pub(crate) in_call: bool,
     pub(crate) _claim: Claim,
 }
 
@@ -221,6 +224,7 @@ impl Session {
             lease: Lease::none(),
             caller: None,
             totals: crate::budget::SharedTotals::default(),
+            in_call: false,
             _claim: claim,
         }
     }
@@ -392,6 +396,22 @@ impl Session {
         Draft::new(&self.run, None)
     }
 
+    /// Starts a call. A call whose future was dropped before it returned
+    /// may have had a write committed that the session never applied: its
+    /// cached state can no longer be trusted, so it closes.
+    pub(super) fn begin_call(&mut self) -> Result<()> {
+        if self.in_call {
+            self.lease.stop();
+            self.state = State::Closed(Some(
+                "an earlier call on this session was dropped before it returned; attach the run again"
+                    .into(),
+            ));
+        }
+        self.usable()?;
+        self.in_call = true;
+        Ok(())
+    }
+
     /// Refuses calls on a closed session.
     pub(super) fn usable(&self) -> Result<()> {
         match &self.state {
@@ -484,7 +504,13 @@ impl Session {
     /// Opens the next step (limits checked first). `None` when a limit or
     /// an earlier outcome ended the run.
     pub async fn step(&mut self) -> Result<Option<StepInfo>> {
-        self.usable()?;
+        self.begin_call()?;
+        let r = self.step_inner().await;
+        self.in_call = false;
+        r
+    }
+
+    async fn step_inner(&mut self) -> Result<Option<StepInfo>> {
         if self.state == State::Over {
             return Ok(None);
         }
@@ -527,6 +553,13 @@ impl Session {
     /// completion or failure ends the run, an approval pauses it, an
     /// allowed request waits for [`Session::execute`].
     pub async fn propose(&mut self, decision: crate::model::Decision) -> Result<Verdict> {
+        self.begin_call()?;
+        let r = self.propose_and_mark(decision).await;
+        self.in_call = false;
+        r
+    }
+
+    async fn propose_and_mark(&mut self, decision: crate::model::Decision) -> Result<Verdict> {
         let verdict = self.propose_inner(decision).await?;
         let point = match verdict.outcome {
             VerdictOutcome::Allowed => CrashPoint::PolicyAllowed,
@@ -664,6 +697,13 @@ impl Session {
     /// Ends the run because the agent could not decide (like an agent
     /// error in the Driver). A cancellation leaves the step in flight.
     pub async fn fail(&mut self, error: AgentError) -> Result<Run> {
+        self.begin_call()?;
+        let r = self.fail_inner(error).await;
+        self.in_call = false;
+        r
+    }
+
+    async fn fail_inner(&mut self, error: AgentError) -> Result<Run> {
         self.active()?;
         self.sync_totals();
         if error == AgentError::Cancelled {
