@@ -4,7 +4,7 @@
 //! does: the tool must be registered, the arguments must pass the boundary
 //! check and then the tool's schema, and only then is the policy asked. Every
 //! case whose answer differs from the one it wants lands in one
-//! [`Disagreements`] table. [`never`] asserts a policy never gives one
+//! [`Disagreements`] table. [`never()`] asserts a policy never gives one
 //! outcome to a class of tools over fuzzed arguments, and [`stand_in`] gives
 //! tests registered tools without their effects.
 //!
@@ -408,7 +408,7 @@ pub fn check_policy(
     }
 }
 
-/// A request that got the outcome [`never`] forbids.
+/// A request that got the outcome [`never()`] forbids.
 ///
 /// ```
 /// use agentrt::json::Canonical;
@@ -427,7 +427,7 @@ pub struct Hit {
     pub reason: String,
 }
 
-/// What [`never`] found: every (tool, arguments) that got the forbidden
+/// What [`never()`] found: every (tool, arguments) that got the forbidden
 /// outcome, and whatever could not be checked.
 ///
 /// `Display` (and `Debug`, so a failed `unwrap` shows it) lists the hits
