@@ -31,7 +31,7 @@ impl Store {
         expires_at: Timestamp,
     ) -> Result<bool> {
         let Some(path) = &self.inner.file else {
-            return self.read(|c| renew(c, run_id, owner, &expires_at));
+            return self.read_conn(|c| renew(c, run_id, owner, &expires_at));
         };
         let mut slot = lock(&self.inner.heartbeat);
         if slot.is_none() {

@@ -1,22 +1,31 @@
-//! The SQLite store: every SQL statement of the runtime lives under this
+//! The store: every SQL statement of the runtime lives under this
 //! module. It records what it is given, atomically, and refuses what breaks
 //! a rule of the file; it knows nothing of agents, tools or policies.
 //!
 //! Writes go through [`Store::write`]: one IMMEDIATE transaction per write
 //! group, whose events are returned only after the commit.
+//!
+//! The store reaches its engine through two backend-neutral traits,
+//! [`ReadRows`] and [`GroupRows`]; [`WriteTx`] and the public reads are the
+//! fronts over them. SQLite (`store::sqlite`) is the one engine today.
 
 mod calls;
 mod chained;
 mod digest;
 pub mod extension;
 mod files;
+pub mod group_rows;
 mod lease;
 mod open;
 mod page;
 mod read;
+mod read_rows;
 mod readers;
 mod recheck_read;
 pub mod schema;
+#[cfg(test)]
+mod second_engine_tests;
+mod sqlite;
 mod tx;
 pub(crate) mod verify_read;
 mod watch;
@@ -33,8 +42,10 @@ use crate::error::{Error, Result};
 use crate::model::{Event, Run};
 
 pub use extension::{Extension, ExtensionRow, ExtensionTable, SqlValue};
+pub use group_rows::GroupRows;
 pub use page::{MAX_PAGE_TEXT, PAGE_READ_ROWS, PendingCount};
 pub use read::Page;
+pub use read_rows::{Cut, ReadRows};
 pub use tx::{
     ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
     WriteTx,
@@ -227,7 +238,8 @@ impl Store {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(Error::from_sqlite)?;
         let (value, events) = {
-            let mut wtx = WriteTx::new(&tx, &self.inner.extensions);
+            let mut rows = sqlite::SqliteRows::new(&tx);
+            let mut wtx = WriteTx::new(&mut rows, &self.inner.extensions);
             let value = f(&mut wtx)?;
             (value, wtx.finish()?)
         };
@@ -308,10 +320,12 @@ impl Store {
     {
         self.writer()?
             .between(move |conn| {
-                let run = read::get_run(conn, &run_id)?.ok_or_else(|| Error::NotFound {
-                    what: "run",
-                    id: run_id.clone(),
-                })?;
+                let run = sqlite::SqliteRows::new(conn)
+                    .run(&run_id, Cut::Whole)?
+                    .ok_or_else(|| Error::NotFound {
+                        what: "run",
+                        id: run_id.clone(),
+                    })?;
                 f(&run)
             })
             .await
@@ -377,7 +391,7 @@ impl Store {
 
     /// The seq of run `run_id`'s latest event (0 when it has none).
     pub(crate) fn run_head(&self, run_id: &str) -> Result<i64> {
-        self.read(|c| read::run_head(c, run_id))
+        self.read(|rows| rows.run_head(run_id))
     }
 
     /// How many transactions this store (and its clones) has committed
@@ -405,9 +419,15 @@ impl Store {
         self.inner.counters.groups.load(Ordering::Relaxed)
     }
 
-    /// Runs `f` for reads: on a pooled read connection of a writable file
-    /// store (it does not wait for the writer), else on the connection.
-    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    /// Runs `f` with the engine's reads: on a pooled read connection of a
+    /// writable file store (it does not wait for the writer), else on the
+    /// connection.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&dyn ReadRows) -> Result<T>) -> Result<T> {
+        self.read_conn(|conn| f(&sqlite::SqliteRows::new(conn)))
+    }
+
+    /// [`Store::read`] on the SQLite connection itself.
+    pub(crate) fn read_conn<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         match &self.inner.readers {
             Some(readers) => readers.with(f),
             None => f(&lock(&self.inner.conn)),

@@ -26,13 +26,11 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
+use rusqlite::Row;
 
 use super::Store;
-use super::read::{
-    RUN_FROM, approval_from_row, event_from_row, label_filter, run_from_row, step_from_row,
-};
+use super::read::{approval_from_row, run_from_row, step_from_row};
+use super::read_rows::Cut;
 use crate::error::{Error, Result};
 use crate::model::{Approval, Event, Labels, Run, Step};
 
@@ -165,10 +163,10 @@ fn select_list(cols: &[Col]) -> String {
     parts.join(", ")
 }
 
-static RUN_SELECT: LazyLock<String> = LazyLock::new(|| select_list(RUN_COLS));
-static STEP_SELECT: LazyLock<String> = LazyLock::new(|| select_list(STEP_COLS));
-static APPROVAL_SELECT: LazyLock<String> = LazyLock::new(|| select_list(APPROVAL_COLS));
-static EVENT_SELECT: LazyLock<String> = LazyLock::new(|| select_list(EVENT_COLS));
+pub(super) static RUN_SELECT: LazyLock<String> = LazyLock::new(|| select_list(RUN_COLS));
+pub(super) static STEP_SELECT: LazyLock<String> = LazyLock::new(|| select_list(STEP_COLS));
+pub(super) static APPROVAL_SELECT: LazyLock<String> = LazyLock::new(|| select_list(APPROVAL_COLS));
+pub(super) static EVENT_SELECT: LazyLock<String> = LazyLock::new(|| select_list(EVENT_COLS));
 
 /// The cut note of a row selected with [`select_list`]: the last column.
 fn cut_note(r: &Row<'_>, cols: &[Col]) -> rusqlite::Result<Option<String>> {
@@ -187,7 +185,7 @@ fn with_note(existing: Option<String>, note: Option<String>) -> Option<String> {
     }
 }
 
-fn capped_run(r: &Row<'_>) -> rusqlite::Result<Run> {
+pub(super) fn capped_run(r: &Row<'_>) -> rusqlite::Result<Run> {
     let run = run_from_row(r)?;
     let note = cut_note(r, RUN_COLS)?;
     Ok(Run {
@@ -196,7 +194,7 @@ fn capped_run(r: &Row<'_>) -> rusqlite::Result<Run> {
     })
 }
 
-fn capped_step(r: &Row<'_>) -> rusqlite::Result<Step> {
+pub(super) fn capped_step(r: &Row<'_>) -> rusqlite::Result<Step> {
     let step = step_from_row(r)?;
     let note = cut_note(r, STEP_COLS)?;
     Ok(Step {
@@ -205,43 +203,13 @@ fn capped_step(r: &Row<'_>) -> rusqlite::Result<Step> {
     })
 }
 
-fn capped_approval(r: &Row<'_>) -> rusqlite::Result<Approval> {
+pub(super) fn capped_approval(r: &Row<'_>) -> rusqlite::Result<Approval> {
     let approval = approval_from_row(r)?;
     let note = cut_note(r, APPROVAL_COLS)?;
     Ok(Approval {
         decode_error: with_note(approval.decode_error.clone(), note),
         ..approval
     })
-}
-
-fn count(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<u64> {
-    let n: i64 = conn
-        .query_row(sql, params, |r| r.get(0))
-        .map_err(Error::from_sqlite)?;
-    Ok(u64::try_from(n).unwrap_or(0))
-}
-
-/// SQLite `LIMIT`/`OFFSET` values: limit 0 means all (`-1`).
-fn bounds(limit: u64, offset: u64) -> (i64, i64) {
-    let limit = if limit == 0 {
-        -1
-    } else {
-        i64::try_from(limit).unwrap_or(i64::MAX)
-    };
-    (limit, i64::try_from(offset).unwrap_or(i64::MAX))
-}
-
-fn rows<T>(
-    conn: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-    f: fn(&Row<'_>) -> rusqlite::Result<T>,
-) -> Result<Vec<T>> {
-    let mut stmt = conn.prepare_cached(sql).map_err(Error::from_sqlite)?;
-    stmt.query_map(params, f)
-        .map_err(Error::from_sqlite)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(Error::from_sqlite)
 }
 
 /// How many pending approvals a run has, as counted by
@@ -258,17 +226,11 @@ pub struct PendingCount {
 impl Store {
     /// The run with this id, with every text column capped.
     pub fn get_run_capped(&self, run_id: &str) -> Result<Run> {
-        let sql = format!("SELECT {} FROM {RUN_FROM} WHERE runs.id = ?", *RUN_SELECT);
-        self.read(|c| {
-            let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-            stmt.query_row([run_id], capped_run)
-                .optional()
-                .map_err(Error::from_sqlite)
-        })?
-        .ok_or_else(|| Error::NotFound {
-            what: "run",
-            id: run_id.to_owned(),
-        })
+        self.read(|rows| rows.run(run_id, Cut::Capped))?
+            .ok_or_else(|| Error::NotFound {
+                what: "run",
+                id: run_id.to_owned(),
+            })
     }
 
     /// A page of runs, newest first (insertion order), capped; `limit` 0
@@ -286,43 +248,12 @@ impl Store {
         offset: u64,
         labels: &Labels,
     ) -> Result<Page<Run>> {
-        let (filter, mut params) = label_filter(labels);
-        let sql = format!(
-            "SELECT {} FROM {RUN_FROM}{filter} ORDER BY runs.rowid DESC LIMIT ? OFFSET ?",
-            *RUN_SELECT
-        );
-        self.read(|c| {
-            let total = if filter.is_empty() {
-                count(c, "SELECT COUNT(*) FROM runs", [])?
-            } else {
-                let sql = format!("SELECT COUNT(*) FROM {RUN_FROM}{filter}");
-                count(c, &sql, params_from_iter(params.iter()))?
-            };
-            let (limit, offset) = bounds(limit, offset);
-            params.push(Value::Integer(limit));
-            params.push(Value::Integer(offset));
-            let items = rows(c, &sql, params_from_iter(params), capped_run)?;
-            Ok(Page { items, total })
-        })
+        self.read(|rows| rows.runs(labels, limit, offset, Cut::Capped))
     }
 
     /// A page of a run's steps in index order, capped; `limit` 0 means all.
     pub fn steps_page_capped(&self, run_id: &str, limit: u64, offset: u64) -> Result<Page<Step>> {
-        let sql = format!(
-            "SELECT {} FROM steps WHERE run_id = ?1 ORDER BY idx LIMIT ?2 OFFSET ?3",
-            *STEP_SELECT
-        );
-        self.read(|c| {
-            let total = count(c, "SELECT COUNT(*) FROM steps WHERE run_id = ?", [run_id])?;
-            let (limit, offset) = bounds(limit, offset);
-            let items = rows(
-                c,
-                &sql,
-                rusqlite::params![run_id, limit, offset],
-                capped_step,
-            )?;
-            Ok(Page { items, total })
-        })
+        self.read(|rows| rows.steps_page(run_id, limit, offset, Cut::Capped))
     }
 
     /// A page of a run's pending approvals in creation order, capped;
@@ -333,44 +264,16 @@ impl Store {
         limit: u64,
         offset: u64,
     ) -> Result<Page<Approval>> {
-        let sql = format!(
-            "SELECT {} FROM approvals WHERE run_id = ?1 AND status = 'pending' \
-             ORDER BY rowid LIMIT ?2 OFFSET ?3",
-            *APPROVAL_SELECT
-        );
-        self.read(|c| {
-            let total = count(
-                c,
-                "SELECT COUNT(*) FROM approvals WHERE run_id = ? AND status = 'pending'",
-                [run_id],
-            )?;
-            let (limit, offset) = bounds(limit, offset);
-            let items = rows(
-                c,
-                &sql,
-                rusqlite::params![run_id, limit, offset],
-                capped_approval,
-            )?;
-            Ok(Page { items, total })
-        })
+        self.read(|rows| rows.pending_approvals_page(run_id, limit, offset, Cut::Capped))
     }
 
     /// One approval of `run_id`, capped.
     pub fn get_approval_capped(&self, run_id: &str, approval_id: &str) -> Result<Approval> {
-        let sql = format!(
-            "SELECT {} FROM approvals WHERE id = ?1 AND run_id = ?2",
-            *APPROVAL_SELECT
-        );
-        self.read(|c| {
-            let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-            stmt.query_row([approval_id, run_id], capped_approval)
-                .optional()
-                .map_err(Error::from_sqlite)
-        })?
-        .ok_or_else(|| Error::NotFound {
-            what: "approval",
-            id: approval_id.to_owned(),
-        })
+        self.read(|rows| rows.approval(run_id, approval_id, Cut::Capped))?
+            .ok_or_else(|| Error::NotFound {
+                what: "approval",
+                id: approval_id.to_owned(),
+            })
     }
 
     /// The ids of a run's pending approvals in creation order (at most
@@ -380,72 +283,25 @@ impl Store {
         run_id: &str,
         limit: u64,
     ) -> Result<(Vec<String>, u64)> {
-        let sql = format!(
-            "SELECT substr(id, 1, {MAX_PAGE_TEXT}) FROM approvals \
-             WHERE run_id = ?1 AND status = 'pending' ORDER BY rowid LIMIT ?2"
-        );
-        self.read(|c| {
-            let total = count(
-                c,
-                "SELECT COUNT(*) FROM approvals WHERE run_id = ? AND status = 'pending'",
-                [run_id],
-            )?;
-            let ids = rows(
-                c,
-                &sql,
-                rusqlite::params![run_id, bounds(limit, 0).0],
-                |r| r.get::<_, String>(0),
-            )?;
-            Ok((ids, total))
-        })
+        self.read(|rows| rows.pending_approval_ids(run_id, limit, Cut::Capped))
     }
 
     /// For each of `run_ids` that has pending approvals: how many, and the
-    /// id when there is exactly one. One query per 500 ids.
+    /// id when there is exactly one.
     pub fn pending_counts_capped(&self, run_ids: &[&str]) -> Result<HashMap<String, PendingCount>> {
-        let mut out = HashMap::new();
-        for chunk in run_ids.chunks(500) {
-            if chunk.is_empty() {
-                continue;
-            }
-            let marks = vec!["?"; chunk.len()].join(", ");
-            let sql = format!(
-                "SELECT run_id, COUNT(*), substr(MIN(id), 1, {MAX_PAGE_TEXT}) FROM approvals \
-                 WHERE status = 'pending' AND run_id IN ({marks}) GROUP BY run_id"
-            );
-            let found = self.read(|c| {
-                rows(c, &sql, rusqlite::params_from_iter(chunk.iter()), |r| {
-                    let run_id: String = r.get(0)?;
-                    let n: i64 = r.get(1)?;
-                    let id: String = r.get(2)?;
-                    Ok((run_id, u64::try_from(n).unwrap_or(0), id))
-                })
-            })?;
-            for (run_id, count, id) in found {
+        let found = self.read(|rows| rows.pending_counts(run_ids))?;
+        Ok(found
+            .into_iter()
+            .map(|(run_id, count, id)| {
                 let only_id = (count == 1).then_some(id);
-                out.insert(run_id, PendingCount { count, only_id });
-            }
-        }
-        Ok(out)
+                (run_id, PendingCount { count, only_id })
+            })
+            .collect())
     }
 
     /// A page of a run's events in seq order, capped; `limit` 0 means all.
     pub fn events_page_capped(&self, run_id: &str, limit: u64, offset: u64) -> Result<Page<Event>> {
-        let sql = format!(
-            "SELECT {} FROM events WHERE run_id = ?1 ORDER BY seq LIMIT ?2 OFFSET ?3",
-            *EVENT_SELECT
-        );
-        self.read(|c| {
-            let total = count(c, "SELECT COUNT(*) FROM events WHERE run_id = ?", [run_id])?;
-            let (limit, offset) = bounds(limit, offset);
-            let items = rows(
-                c,
-                &sql,
-                rusqlite::params![run_id, limit, offset],
-                event_from_row,
-            )?;
-            Ok(Page { items, total })
-        })
+        self.read(|rows| rows.events_page(run_id, limit, offset, Cut::Capped))
     }
 
     /// Events with a seq above `after_seq`, in seq order, capped: of one run,
@@ -457,28 +313,7 @@ impl Store {
         after_seq: i64,
         limit: u64,
     ) -> Result<Vec<Event>> {
-        let (limit, _) = bounds(limit, 0);
-        self.read(|c| match run_id {
-            Some(run_id) => {
-                let sql = format!(
-                    "SELECT {} FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-                    *EVENT_SELECT
-                );
-                rows(
-                    c,
-                    &sql,
-                    rusqlite::params![run_id, after_seq, limit],
-                    event_from_row,
-                )
-            }
-            None => {
-                let sql = format!(
-                    "SELECT {} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-                    *EVENT_SELECT
-                );
-                rows(c, &sql, rusqlite::params![after_seq, limit], event_from_row)
-            }
-        })
+        self.read(|rows| rows.events_after(run_id, after_seq, limit))
     }
 }
 

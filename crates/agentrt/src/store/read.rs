@@ -2,10 +2,11 @@
 //! in the value's `decode_error` instead of failing the read, so a damaged
 //! run can still be listed, shown and cancelled.
 
+use rusqlite::Row;
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 
 use super::Store;
+use super::read_rows::Cut;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
@@ -283,66 +284,10 @@ pub(super) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<Event> {
     })
 }
 
-pub(super) fn get_run(conn: &Connection, run_id: &str) -> Result<Option<Run>> {
-    let sql = format!("SELECT {RUN_COLUMNS} FROM {RUN_FROM} WHERE runs.id = ?");
-    let mut stmt = conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-    stmt.query_row([run_id], run_from_row)
-        .optional()
-        .map_err(Error::from_sqlite)
-}
-
-pub(super) fn list_steps(conn: &Connection, run_id: &str) -> Result<Vec<Step>> {
-    let sql = format!("SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY idx");
-    let mut stmt = conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-    let rows = stmt
-        .query_map([run_id], step_from_row)
-        .map_err(Error::from_sqlite)?;
-    rows.collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(Error::from_sqlite)
-}
-
-pub(super) fn list_approvals(conn: &Connection, run_id: &str) -> Result<Vec<Approval>> {
-    let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? ORDER BY rowid");
-    let mut stmt = conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-    let rows = stmt
-        .query_map([run_id], approval_from_row)
-        .map_err(Error::from_sqlite)?;
-    rows.collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(Error::from_sqlite)
-}
-
-pub(super) fn get_approval(
-    conn: &Connection,
-    run_id: &str,
-    approval_id: &str,
-) -> Result<Option<Approval>> {
-    let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ? AND run_id = ?");
-    let mut stmt = conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-    stmt.query_row([approval_id, run_id], approval_from_row)
-        .optional()
-        .map_err(Error::from_sqlite)
-}
-
-fn count(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<u64> {
-    let n: i64 = conn
-        .query_row(sql, params, |r| r.get(0))
-        .map_err(Error::from_sqlite)?;
-    Ok(u64::try_from(n).unwrap_or(0))
-}
-
-fn page_bounds(limit: u64, offset: u64) -> (i64, i64) {
-    let limit = if limit == 0 {
-        -1
-    } else {
-        i64::try_from(limit).unwrap_or(i64::MAX)
-    };
-    (limit, i64::try_from(offset).unwrap_or(i64::MAX))
-}
-
 impl Store {
     /// The run with this id.
     pub fn get_run(&self, run_id: &str) -> Result<Run> {
-        self.read(|c| get_run(c, run_id))?
+        self.read(|rows| rows.run(run_id, Cut::Whole))?
             .ok_or_else(|| Error::NotFound {
                 what: "run",
                 id: run_id.to_owned(),
@@ -378,56 +323,22 @@ impl Store {
         offset: u64,
         labels: &Labels,
     ) -> Result<Page<Run>> {
-        let (filter, mut params) = label_filter(labels);
-        self.read(|c| {
-            let total = if filter.is_empty() {
-                count(c, "SELECT COUNT(*) FROM runs", [])?
-            } else {
-                let sql = format!("SELECT COUNT(*) FROM {RUN_FROM}{filter}");
-                count(c, &sql, params_from_iter(params.iter()))?
-            };
-            let (limit, offset) = page_bounds(limit, offset);
-            params.push(Value::Integer(limit));
-            params.push(Value::Integer(offset));
-            let sql = format!(
-                "SELECT {RUN_COLUMNS} FROM {RUN_FROM}{filter} ORDER BY runs.rowid DESC LIMIT ? OFFSET ?"
-            );
-            let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-            let items = stmt
-                .query_map(params_from_iter(params), run_from_row)
-                .map_err(Error::from_sqlite)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(Error::from_sqlite)?;
-            Ok(Page { items, total })
-        })
+        self.read(|rows| rows.runs(labels, limit, offset, Cut::Whole))
     }
 
     /// A run's steps in index order.
     pub fn list_steps(&self, run_id: &str) -> Result<Vec<Step>> {
-        self.read(|c| list_steps(c, run_id))
+        self.read(|rows| rows.steps(run_id))
     }
 
     /// A page of a run's steps in index order; `limit` 0 means all.
     pub fn steps_page(&self, run_id: &str, limit: u64, offset: u64) -> Result<Page<Step>> {
-        self.read(|c| {
-            let total = count(c, "SELECT COUNT(*) FROM steps WHERE run_id = ?", [run_id])?;
-            let (limit, offset) = page_bounds(limit, offset);
-            let sql = format!(
-                "SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ?1 ORDER BY idx LIMIT ?2 OFFSET ?3"
-            );
-            let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-            let items = stmt
-                .query_map(rusqlite::params![run_id, limit, offset], step_from_row)
-                .map_err(Error::from_sqlite)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(Error::from_sqlite)?;
-            Ok(Page { items, total })
-        })
+        self.read(|rows| rows.steps_page(run_id, limit, offset, Cut::Whole))
     }
 
     /// A run's approvals in creation order.
     pub fn list_approvals(&self, run_id: &str) -> Result<Vec<Approval>> {
-        self.read(|c| list_approvals(c, run_id))
+        self.read(|rows| rows.approvals(run_id))
     }
 
     /// A page of a run's pending approvals in creation order, with the total.
@@ -437,53 +348,18 @@ impl Store {
         limit: u64,
         offset: u64,
     ) -> Result<Page<Approval>> {
-        self.read(|c| {
-            let total = count(
-                c,
-                "SELECT COUNT(*) FROM approvals WHERE run_id = ? AND status = 'pending'",
-                [run_id],
-            )?;
-            let (limit, offset) = page_bounds(limit, offset);
-            let sql = format!(
-                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ?1 AND status = 'pending'
-                 ORDER BY rowid LIMIT ?2 OFFSET ?3"
-            );
-            let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-            let items = stmt
-                .query_map(rusqlite::params![run_id, limit, offset], approval_from_row)
-                .map_err(Error::from_sqlite)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(Error::from_sqlite)?;
-            Ok(Page { items, total })
-        })
+        self.read(|rows| rows.pending_approvals_page(run_id, limit, offset, Cut::Whole))
     }
 
     /// The ids of a run's pending approvals (at most `limit`), and how many
     /// there are.
     pub fn pending_approval_ids(&self, run_id: &str, limit: u64) -> Result<(Vec<String>, u64)> {
-        self.read(|c| {
-            let total = count(
-                c,
-                "SELECT COUNT(*) FROM approvals WHERE run_id = ? AND status = 'pending'",
-                [run_id],
-            )?;
-            let mut stmt = c
-                .prepare_cached(
-                    "SELECT id FROM approvals WHERE run_id = ?1 AND status = 'pending' ORDER BY rowid LIMIT ?2",
-                )
-                .map_err(Error::from_sqlite)?;
-            let ids = stmt
-                .query_map(rusqlite::params![run_id, page_bounds(limit, 0).0], |r| r.get(0))
-                .map_err(Error::from_sqlite)?
-                .collect::<rusqlite::Result<Vec<String>>>()
-                .map_err(Error::from_sqlite)?;
-            Ok((ids, total))
-        })
+        self.read(|rows| rows.pending_approval_ids(run_id, limit, Cut::Whole))
     }
 
     /// One approval, which must belong to `run_id`.
     pub fn get_approval(&self, run_id: &str, approval_id: &str) -> Result<Approval> {
-        self.read(|c| get_approval(c, run_id, approval_id))?
+        self.read(|rows| rows.approval(run_id, approval_id, Cut::Whole))?
             .ok_or_else(|| Error::NotFound {
                 what: "approval",
                 id: approval_id.to_owned(),
@@ -497,34 +373,13 @@ impl Store {
 
     /// A page of a run's events in seq order; `limit` 0 means all.
     pub fn events_page(&self, run_id: &str, limit: u64, offset: u64) -> Result<Page<Event>> {
-        self.read(|c| {
-            let total = count(c, "SELECT COUNT(*) FROM events WHERE run_id = ?", [run_id])?;
-            let (limit, offset) = page_bounds(limit, offset);
-            let sql = format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ?1 ORDER BY seq LIMIT ?2 OFFSET ?3"
-            );
-            let mut stmt = c.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-            let items = stmt
-                .query_map(rusqlite::params![run_id, limit, offset], event_from_row)
-                .map_err(Error::from_sqlite)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(Error::from_sqlite)?;
-            Ok(Page { items, total })
-        })
+        self.read(|rows| rows.events_page(run_id, limit, offset, Cut::Whole))
     }
 
     /// The spec recorded under `hash`; refuses JSON that no longer hashes to
     /// its key.
     pub fn tool_spec(&self, hash: &str) -> Result<ToolSpec> {
-        let json: Option<String> = self.read(|c| {
-            c.query_row(
-                "SELECT spec_json FROM tool_specs WHERE hash = ?",
-                [hash],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(Error::from_sqlite)
-        })?;
+        let json = self.read(|rows| rows.tool_spec(hash))?;
         let json = json.ok_or_else(|| Error::NotFound {
             what: "tool spec",
             id: hash.to_owned(),
@@ -545,25 +400,10 @@ impl Store {
 
     /// The run's lease owner and expiry text (empty when not leased).
     pub fn lease(&self, run_id: &str) -> Result<(String, String)> {
-        self.read(|c| {
-            c.query_row(
-                "SELECT lease_owner, lease_expires_at FROM runs WHERE id = ?",
-                [run_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(Error::from_sqlite)
-        })?
-        .ok_or_else(|| Error::NotFound {
-            what: "run",
-            id: run_id.to_owned(),
-        })
+        self.read(|rows| rows.lease(run_id))?
+            .ok_or_else(|| Error::NotFound {
+                what: "run",
+                id: run_id.to_owned(),
+            })
     }
-}
-
-/// The seq of run `run_id`'s latest event (0 when it has none).
-pub(super) fn run_head(c: &Connection, run_id: &str) -> Result<i64> {
-    c.prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?")
-        .and_then(|mut stmt| stmt.query_row([run_id], |r| r.get(0)))
-        .map_err(Error::from_sqlite)
 }

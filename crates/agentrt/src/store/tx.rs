@@ -1,9 +1,5 @@
-//! Write groups: the typed row operations of one IMMEDIATE transaction.
-
-use std::sync::LazyLock;
-
-use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, ToSql, params_from_iter};
+//! Write groups: the typed row operations of one transaction, in front of
+//! the engine that stores them ([`GroupRows`]).
 
 use crate::chain;
 use crate::clock::Timestamp;
@@ -14,9 +10,10 @@ use crate::model::{
     TerminalReason,
 };
 
-use super::digest::{Written, digest_row, mark_sql};
+use super::digest::Written;
 use super::extension::Registry;
-use super::read;
+use super::group_rows::{GroupRows, RowTable, SealedEvent};
+use super::read_rows::Cut;
 use super::schema::StateTable;
 
 /// A run to insert.
@@ -169,7 +166,8 @@ pub struct ApprovalChange<'a> {
 /// Rows of extension tables ([`WriteTx::insert_row`],
 /// [`WriteTx::update_row`]) are state rows like the core's.
 pub struct WriteTx<'c> {
-    tx: &'c Connection,
+    /// The engine's side of the group.
+    rows: &'c mut (dyn GroupRows + 'c),
     /// The extension tables registered with the store.
     extensions: &'c Registry,
     /// Appended events, without seq until commit.
@@ -178,84 +176,25 @@ pub struct WriteTx<'c> {
     written: Vec<(Written, String)>,
 }
 
-/// Events per multi-row `INSERT` (8 parameters each).
-const EVENTS_PER_INSERT: usize = 32;
-
-/// `INSERT INTO events … VALUES (…), …` for 1 to [`EVENTS_PER_INSERT`]
-/// events, at index `n - 1`.
-static INSERT_EVENTS: LazyLock<Vec<String>> = LazyLock::new(|| {
-    (1..=EVENTS_PER_INSERT)
-        .map(|n| {
-            let mut sql = String::from(
-                "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, rows_json, hash) VALUES ",
-            );
-            for i in 0..n {
-                if i > 0 {
-                    sql.push_str(", ");
-                }
-                sql.push_str("(?, ?, ?, ?, ?, ?, ?, ?)");
-            }
-            sql
-        })
-        .collect()
-});
-
-fn text(t: &Timestamp) -> Value {
-    Value::Text(t.to_string())
-}
-
-fn int(n: u64) -> Value {
-    Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))
-}
-
-/// Appends `AND col IN (?, …)` for a non-empty status list.
-fn push_in(sql: &mut String, params: &mut Vec<Value>, col: &str, statuses: &[&str]) {
-    if statuses.is_empty() {
-        return;
-    }
-    sql.push_str(" AND ");
-    sql.push_str(col);
-    sql.push_str(" IN (");
-    for (i, s) in statuses.iter().enumerate() {
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        sql.push('?');
-        params.push(Value::Text((*s).to_owned()));
-    }
-    sql.push(')');
-}
-
-fn push_run_guard(sql: &mut String, params: &mut Vec<Value>, prefix: &str, g: &RunGuard<'_>) {
-    let statuses: Vec<&str> = g.statuses.iter().map(RunStatus::as_str).collect();
-    push_in(sql, params, &format!("{prefix}status"), &statuses);
-    if let Some(owner) = g.lease_owner {
-        sql.push_str(&format!(" AND {prefix}lease_owner = ?"));
-        params.push(Value::Text(owner.to_owned()));
-    }
-    if let Some(at) = &g.lease_live_at {
-        sql.push_str(&format!(" AND {prefix}lease_expires_at > ?"));
-        params.push(text(at));
-    }
-    if let Some(n) = g.step_count {
-        sql.push_str(&format!(" AND {prefix}step_count = ?"));
-        params.push(int(n));
-    }
-}
-
 impl<'c> WriteTx<'c> {
-    pub(super) fn new(tx: &'c Connection, extensions: &'c Registry) -> WriteTx<'c> {
+    /// A group over an engine's open transaction.
+    pub(super) fn new(rows: &'c mut (dyn GroupRows + 'c), extensions: &'c Registry) -> WriteTx<'c> {
         WriteTx {
-            tx,
+            rows,
             extensions,
             events: Vec::new(),
             written: Vec::new(),
         }
     }
 
-    /// The transaction's connection (for the extension row operations).
-    pub(super) fn conn(&self) -> &'c Connection {
-        self.tx
+    /// The engine's side of the group (for the extension row operations).
+    pub(super) fn rows(&mut self) -> &mut (dyn GroupRows + 'c) {
+        self.rows
+    }
+
+    /// The engine's side of the group, for reads.
+    pub(super) fn rows_read(&self) -> &(dyn GroupRows + 'c) {
+        self.rows
     }
 
     /// The extension tables registered with the store.
@@ -302,9 +241,9 @@ impl<'c> WriteTx<'c> {
 
     /// Chains the buffered events onto the log: digests the written rows
     /// into the last event, gives every event its seq and link, and
-    /// inserts them.
+    /// stores them.
     fn seal(&mut self) -> Result<()> {
-        let (head_seq, mut prev) = self.read_head()?;
+        let (head_seq, mut prev) = self.rows.chain_head()?;
         let count = i64::try_from(self.events.len()).unwrap_or(i64::MAX);
         let last_seq = head_seq.saturating_add(count);
         let rows = self.digest_written(last_seq)?;
@@ -325,11 +264,22 @@ impl<'c> WriteTx<'c> {
             prev.clone_from(&hash);
             links.push(hash);
         }
-        self.insert_events(&links, &rows)
+        let sealed: Vec<SealedEvent<'_>> = self
+            .events
+            .iter()
+            .zip(&links)
+            .enumerate()
+            .map(|(i, (event, hash))| SealedEvent {
+                event,
+                rows: if i == last { &rows } else { "" },
+                hash,
+            })
+            .collect();
+        self.rows.insert_events(&sealed)
     }
 
-    /// Reads back every state row written, marks it with `last_seq` and
-    /// returns the `rows_json` listing of their digests.
+    /// Marks every state row written with `last_seq` and returns the
+    /// `rows_json` listing of their digests.
     fn digest_written(&mut self, last_seq: i64) -> Result<String> {
         let mut written = std::mem::take(&mut self.written);
         if written.is_empty() {
@@ -339,80 +289,22 @@ impl<'c> WriteTx<'c> {
         written.dedup();
         let mut entries = Vec::with_capacity(written.len());
         for (table, id) in written {
-            let (name, sql, columns) = match table {
-                Written::Core(t) => (t.name(), mark_sql(t), t.digested_columns().len()),
-                Written::Extension(i) => {
-                    let t = self.extensions.get(i)?;
-                    (t.table.name, t.mark_sql.as_str(), t.table.columns.len())
-                }
+            let table = match table {
+                Written::Core(t) => RowTable::Core(t),
+                Written::Extension(i) => RowTable::Extension(&self.extensions.get(i)?.table),
             };
-            let mut stmt = self.tx.prepare_cached(sql).map_err(Error::from_sqlite)?;
-            let digest = stmt
-                .query_row(rusqlite::params![last_seq, id], |r| {
-                    digest_row(name, columns, r)
-                })
-                .optional()
-                .map_err(Error::from_sqlite)?;
             // A row written and gone again in the same transaction has
             // nothing to digest (the store never deletes one today).
-            if let Some(digest) = digest {
-                entries.push((name, id, digest));
+            if let Some(digest) = self.rows.mark_written(table, &id, last_seq)? {
+                entries.push((table.name(), id, digest));
             }
         }
         Ok(chain::rows_json(&mut entries))
     }
 
-    /// Inserts the sealed events, up to [`EVENTS_PER_INSERT`] per statement.
-    fn insert_events(&self, links: &[String], rows: &str) -> Result<()> {
-        let last = self.events.len() - 1;
-        let mut start = 0;
-        for chunk in self.events.chunks(EVENTS_PER_INSERT) {
-            let types: Vec<&str> = chunk.iter().map(|e| e.event_type.as_str()).collect();
-            let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * 8);
-            for (i, (event, kind)) in chunk.iter().zip(&types).enumerate() {
-                let index = start + i;
-                params.push(&event.seq);
-                params.push(&event.run_id);
-                params.push(&event.step_id);
-                params.push(&event.at);
-                params.push(kind);
-                params.push(&event.payload);
-                params.push(if index == last { &rows } else { &"" });
-                params.push(&links[index]);
-            }
-            let mut stmt = self
-                .tx
-                .prepare_cached(&INSERT_EVENTS[chunk.len() - 1])
-                .map_err(Error::from_sqlite)?;
-            stmt.execute(params.as_slice())
-                .map_err(Error::from_sqlite)?;
-            start += chunk.len();
-        }
-        Ok(())
-    }
-
-    pub(super) fn exec(&self, sql: &str, params: Vec<Value>) -> Result<usize> {
-        let mut stmt = self.tx.prepare_cached(sql).map_err(Error::from_sqlite)?;
-        stmt.execute(params_from_iter(params))
-            .map_err(Error::from_sqlite)
-    }
-
     /// Inserts a run as RUNNING with its lease.
     pub fn insert_run(&mut self, run: &NewRun<'_>) -> Result<()> {
-        self.exec(
-            "INSERT INTO runs (id, goal, status, limits_json, created_at, started_at, lease_owner, lease_expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            vec![
-                Value::Text(run.id.to_owned()),
-                Value::Text(run.goal.to_owned()),
-                Value::Text(RunStatus::Running.as_str().to_owned()),
-                Value::Text(run.limits_json.to_owned()),
-                text(&run.created_at),
-                text(&run.created_at),
-                Value::Text(run.lease_owner.to_owned()),
-                text(&run.lease_expires_at),
-            ],
-        )?;
+        self.rows.insert_run(run)?;
         self.wrote(StateTable::Runs, run.id);
         Ok(())
     }
@@ -424,13 +316,8 @@ impl<'c> WriteTx<'c> {
         if labels.is_empty() {
             return Ok(());
         }
-        self.exec(
-            "INSERT INTO run_labels (run_id, labels_json) VALUES (?, ?)",
-            vec![
-                Value::Text(run_id.to_owned()),
-                Value::Text(labels.to_canonical().into_string()),
-            ],
-        )?;
+        self.rows
+            .insert_run_labels(run_id, labels.to_canonical().as_str())?;
         self.wrote(StateTable::RunLabels, run_id);
         Ok(())
     }
@@ -442,73 +329,16 @@ impl<'c> WriteTx<'c> {
         guard: &RunGuard<'_>,
         change: &RunChange<'_>,
     ) -> Result<bool> {
-        let mut sql = String::from("UPDATE runs SET ");
-        let mut sets: Vec<&str> = Vec::new();
-        let mut params: Vec<Value> = Vec::new();
-        if let Some(s) = change.status {
-            sets.push("status = ?");
-            params.push(Value::Text(s.as_str().to_owned()));
-        }
-        if let Some((reason, detail)) = change.reason {
-            sets.push("reason = ?");
-            params.push(Value::Text(reason.as_str().to_owned()));
-            sets.push("reason_detail = ?");
-            params.push(Value::Text(detail.to_owned()));
-        }
-        if let Some(t) = &change.finished_at {
-            sets.push("finished_at = ?");
-            params.push(text(t));
-        }
-        if let Some(r) = change.result {
-            sets.push("result_json = ?");
-            params.push(Value::Text(r.as_str().to_owned()));
-        }
-        match &change.lease {
-            LeaseChange::Keep => {}
-            LeaseChange::Set { owner, expires_at } => {
-                sets.push("lease_owner = ?");
-                params.push(Value::Text((*owner).to_owned()));
-                sets.push("lease_expires_at = ?");
-                params.push(text(expires_at));
-            }
-            LeaseChange::Clear => {
-                sets.push("lease_owner = ''");
-                sets.push("lease_expires_at = ''");
-            }
-        }
-        if change.step_count_add > 0 {
-            sets.push("step_count = step_count + ?");
-            params.push(int(change.step_count_add));
-        }
-        if change.active_ms_add > 0 {
-            sets.push("active_ms = MIN(active_ms + ?, 9223372036854775807)");
-            params.push(int(change.active_ms_add.min(i64::MAX as u64 / 2)));
-        }
-        if let Some((calls, usage, cost)) = change.totals {
-            sets.push("model_calls = ?");
-            params.push(int(calls));
-            sets.push("input_tokens = ?");
-            params.push(int(usage.input_tokens));
-            sets.push("output_tokens = ?");
-            params.push(int(usage.output_tokens));
-            sets.push("cached_input_tokens = ?");
-            params.push(int(usage.cached_input_tokens));
-            sets.push("estimated_cost_micros = ?");
-            params.push(Value::Integer(cost.max(0)));
-        }
+        let changed = self.rows.update_run(run_id, guard, change)?;
         // The lease columns are outside the row digest: a change of the
         // lease alone (a heartbeat, a release) needs no event.
-        let digested = sets
-            .iter()
-            .any(|set| !set.starts_with("lease_owner") && !set.starts_with("lease_expires_at"));
-        if sets.is_empty() {
-            sets.push("id = id");
-        }
-        sql.push_str(&sets.join(", "));
-        sql.push_str(" WHERE id = ?");
-        params.push(Value::Text(run_id.to_owned()));
-        push_run_guard(&mut sql, &mut params, "", guard);
-        let changed = self.exec(&sql, params)? == 1;
+        let digested = change.status.is_some()
+            || change.reason.is_some()
+            || change.finished_at.is_some()
+            || change.result.is_some()
+            || change.step_count_add > 0
+            || change.active_ms_add > 0
+            || change.totals.is_some();
         if changed && digested {
             self.wrote(StateTable::Runs, run_id);
         }
@@ -517,16 +347,7 @@ impl<'c> WriteTx<'c> {
 
     /// Inserts a step.
     pub fn insert_step(&mut self, step: &NewStep<'_>) -> Result<()> {
-        self.exec(
-            "INSERT INTO steps (id, run_id, idx, status, started_at) VALUES (?, ?, ?, ?, ?)",
-            vec![
-                Value::Text(step.id.to_owned()),
-                Value::Text(step.run_id.to_owned()),
-                int(step.index),
-                Value::Text(step.status.as_str().to_owned()),
-                text(&step.started_at),
-            ],
-        )?;
+        self.rows.insert_step(step)?;
         self.wrote(StateTable::Steps, step.id);
         Ok(())
     }
@@ -538,65 +359,15 @@ impl<'c> WriteTx<'c> {
         guard: &StepGuard<'_>,
         change: &StepChange<'_>,
     ) -> Result<bool> {
-        let mut sql = String::from("UPDATE steps SET ");
-        let mut sets: Vec<&str> = Vec::new();
-        let mut params: Vec<Value> = Vec::new();
-        if let Some(s) = change.status {
-            sets.push("status = ?");
-            params.push(Value::Text(s.as_str().to_owned()));
-        }
-        let texts = [
-            ("decision_json = ?", change.decision_json),
-            ("policy_json = ?", change.policy_json),
-            ("spec_hash = ?", change.spec_hash),
-            ("policy_id = ?", change.policy_id),
-        ];
-        for (set, value) in texts {
-            if let Some(v) = value {
-                sets.push(set);
-                params.push(Value::Text(v.to_owned()));
-            }
-        }
-        if let Some((json, hash)) = change.observation {
-            sets.push("observation_json = ?");
-            params.push(Value::Text(json.to_owned()));
-            sets.push("observation_hash = ?");
-            params.push(Value::Text(hash.to_owned()));
-        }
-        if let Some(t) = &change.started_at {
-            sets.push("started_at = ?");
-            params.push(text(t));
-        }
-        if let Some(t) = &change.finished_at {
-            sets.push("finished_at = ?");
-            params.push(t.as_ref().map(text).unwrap_or(Value::Text(String::new())));
-        }
-        let digested = !sets.is_empty();
-        if sets.is_empty() {
-            sets.push("id = id");
-        }
-        sql.push_str(&sets.join(", "));
-        sql.push_str(" WHERE id = ?");
-        params.push(Value::Text(step_id.to_owned()));
-        let statuses: Vec<&str> = guard.statuses.iter().map(StepStatus::as_str).collect();
-        push_in(&mut sql, &mut params, "status", &statuses);
-        if let Some((run_id, run_guard)) = &guard.run {
-            sql.push_str(" AND EXISTS (SELECT 1 FROM runs r WHERE r.id = ?");
-            params.push(Value::Text((*run_id).to_owned()));
-            push_run_guard(&mut sql, &mut params, "r.", run_guard);
-            sql.push(')');
-        }
-        if let Some(approval_id) = guard.granted_by {
-            sql.push_str(
-                " AND EXISTS (SELECT 1 FROM approvals a WHERE a.id = ? AND a.run_id = steps.run_id
-                   AND a.step_id = steps.id AND a.status = ?
-                   AND NOT EXISTS (SELECT 1 FROM approvals b WHERE b.run_id = a.run_id
-                       AND b.step_id = a.step_id AND b.rowid > a.rowid))",
-            );
-            params.push(Value::Text(approval_id.to_owned()));
-            params.push(Value::Text(ApprovalStatus::Approved.as_str().to_owned()));
-        }
-        let changed = self.exec(&sql, params)? == 1;
+        let changed = self.rows.update_step(step_id, guard, change)?;
+        let digested = change.status.is_some()
+            || change.decision_json.is_some()
+            || change.policy_json.is_some()
+            || change.observation.is_some()
+            || change.started_at.is_some()
+            || change.finished_at.is_some()
+            || change.spec_hash.is_some()
+            || change.policy_id.is_some();
         if changed && digested {
             self.wrote(StateTable::Steps, step_id);
         }
@@ -605,33 +376,7 @@ impl<'c> WriteTx<'c> {
 
     /// Inserts an approval.
     pub fn insert_approval(&mut self, a: &Approval) -> Result<()> {
-        self.exec(
-            "INSERT INTO approvals (id, run_id, step_id, kind, capability_json, presentation_json,
-                 request_json, hash, status, created_at, decided_at, decided_by, note, expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            vec![
-                Value::Text(a.id.clone()),
-                Value::Text(a.run_id.clone()),
-                Value::Text(a.step_id.clone()),
-                Value::Text(a.kind.clone()),
-                Value::Text(a.capability.as_str().to_owned()),
-                Value::Text(a.presentation.as_str().to_owned()),
-                Value::Text(a.request.as_str().to_owned()),
-                Value::Text(a.hash.clone()),
-                Value::Text(a.status.as_str().to_owned()),
-                text(&a.created_at),
-                a.decided_at
-                    .as_ref()
-                    .map(text)
-                    .unwrap_or(Value::Text(String::new())),
-                Value::Text(a.decided_by.clone()),
-                Value::Text(a.note.clone()),
-                a.expires_at
-                    .as_ref()
-                    .map(text)
-                    .unwrap_or(Value::Text(String::new())),
-            ],
-        )?;
+        self.rows.insert_approval(a)?;
         self.wrote(StateTable::Approvals, &a.id);
         Ok(())
     }
@@ -643,28 +388,7 @@ impl<'c> WriteTx<'c> {
         approval_id: &str,
         change: &ApprovalChange<'_>,
     ) -> Result<bool> {
-        let mut sets = vec!["status = ?"];
-        let mut params = vec![Value::Text(change.status.as_str().to_owned())];
-        if let Some(t) = &change.decided_at {
-            sets.push("decided_at = ?");
-            params.push(text(t));
-        }
-        if let Some(by) = change.decided_by {
-            sets.push("decided_by = ?");
-            params.push(Value::Text(by.to_owned()));
-        }
-        if let Some(note) = change.note {
-            sets.push("note = ?");
-            params.push(Value::Text(note.to_owned()));
-        }
-        let sql = format!(
-            "UPDATE approvals SET {} WHERE id = ? AND status = ? AND hash = ?",
-            sets.join(", ")
-        );
-        params.push(Value::Text(approval_id.to_owned()));
-        params.push(Value::Text(change.from.as_str().to_owned()));
-        params.push(Value::Text(change.hash.to_owned()));
-        let changed = self.exec(&sql, params)? == 1;
+        let changed = self.rows.update_approval(approval_id, change)?;
         if changed {
             self.wrote(StateTable::Approvals, approval_id);
         }
@@ -673,15 +397,8 @@ impl<'c> WriteTx<'c> {
 
     /// Records a tool spec under its hash (kept if already there).
     pub fn insert_spec(&mut self, hash: &str, spec_json: &str) -> Result<()> {
-        let inserted = self.exec(
-            "INSERT OR IGNORE INTO tool_specs (hash, spec_json) VALUES (?, ?)",
-            vec![
-                Value::Text(hash.to_owned()),
-                Value::Text(spec_json.to_owned()),
-            ],
-        )?;
         // A spec already stored keeps the event that first wrote it.
-        if inserted == 1 {
+        if self.rows.insert_spec(hash, spec_json)? {
             self.wrote(StateTable::ToolSpecs, hash);
         }
         Ok(())
@@ -709,50 +426,28 @@ impl<'c> WriteTx<'c> {
         Ok(())
     }
 
-    /// The chain head: the highest seq ever used and the hash of the
-    /// highest stored event ("" for an empty log).
-    fn read_head(&self) -> Result<(i64, String)> {
-        let mut stmt = self
-            .tx
-            .prepare_cached(
-                "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
-                            COALESCE((SELECT MAX(seq) FROM events), 0)),
-                        COALESCE((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), '')",
-            )
-            .map_err(Error::from_sqlite)?;
-        stmt.query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-            .map_err(Error::from_sqlite)
-    }
-
     /// Reads a run inside the transaction.
     pub fn run(&self, run_id: &str) -> Result<Option<Run>> {
-        read::get_run(self.tx, run_id)
+        self.rows.run(run_id, Cut::Whole)
     }
 
     /// Reads a run's steps inside the transaction.
     pub fn steps(&self, run_id: &str) -> Result<Vec<Step>> {
-        read::list_steps(self.tx, run_id)
+        self.rows.steps(run_id)
     }
 
     /// Reads a run's approvals inside the transaction.
     pub fn approvals(&self, run_id: &str) -> Result<Vec<Approval>> {
-        read::list_approvals(self.tx, run_id)
+        self.rows.approvals(run_id)
     }
 
     /// Reads one approval of a run inside the transaction.
     pub fn approval(&self, run_id: &str, approval_id: &str) -> Result<Option<Approval>> {
-        read::get_approval(self.tx, run_id, approval_id)
+        self.rows.approval(run_id, approval_id, Cut::Whole)
     }
 
     /// The run's lease: owner and expiry text.
     pub fn lease(&self, run_id: &str) -> Result<Option<(String, String)>> {
-        self.tx
-            .query_row(
-                "SELECT lease_owner, lease_expires_at FROM runs WHERE id = ?",
-                [run_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(Error::from_sqlite)
+        self.rows.lease(run_id)
     }
 }

@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::WriteTx;
 use super::extension::Registry;
+use super::sqlite::SqliteRows;
 use super::watch::Head;
 use crate::clock::lock;
 use crate::error::{Error, Result};
@@ -376,7 +377,8 @@ fn commit_batch(
         for mut g in groups {
             if alone {
                 let outcome = {
-                    let mut wtx = WriteTx::new(&tx, extensions);
+                    let mut rows = SqliteRows::new(&tx);
+                    let mut wtx = WriteTx::new(&mut rows, extensions);
                     g.run(&mut wtx).and_then(|()| wtx.finish())
                 };
                 if let Err(e) = &outcome {
@@ -439,7 +441,8 @@ fn run_group(
 ) -> Result<Result<Vec<Event>>> {
     let savepoint = tx.savepoint().map_err(Error::from_sqlite)?;
     let outcome = {
-        let mut wtx = WriteTx::new(&savepoint, extensions);
+        let mut rows = SqliteRows::new(&savepoint);
+        let mut wtx = WriteTx::new(&mut rows, extensions);
         group.run(&mut wtx).and_then(|()| wtx.finish())
     };
     match outcome {

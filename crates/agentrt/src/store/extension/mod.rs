@@ -200,13 +200,6 @@ impl SqlValue {
             SqlValue::Text(_) => ColumnType::Text,
         }
     }
-
-    fn to_sql(&self) -> rusqlite::types::Value {
-        match self {
-            SqlValue::Int(n) => rusqlite::types::Value::Integer(*n),
-            SqlValue::Text(t) => rusqlite::types::Value::Text(t.clone()),
-        }
-    }
 }
 
 /// Integers in decimal, text as it is: the form a key takes in the chain's
@@ -324,30 +317,17 @@ impl ColumnType {
     }
 }
 
-/// One registered table, as the store uses it: the declaration, its
-/// columns' types, and the statement that marks and reads back a written
-/// row.
+/// One registered table, as the store uses it: the declaration and its
+/// columns' types.
 #[derive(Debug)]
 pub(crate) struct Registered {
     pub(crate) table: ExtensionTable,
     types: Vec<ColumnType>,
-    /// `UPDATE … SET written_seq = ?1 WHERE key = ?2 RETURNING <columns>`.
-    pub(crate) mark_sql: String,
 }
 
 impl Registered {
     fn new(table: ExtensionTable, types: Vec<ColumnType>) -> Registered {
-        let mark_sql = format!(
-            "UPDATE {} SET written_seq = ?1 WHERE {} = ?2 RETURNING {}",
-            quoted(table.name),
-            quoted(table.key_column),
-            quoted_list(table.columns)
-        );
-        Registered {
-            table,
-            types,
-            mark_sql,
-        }
+        Registered { table, types }
     }
 
     /// The column named `name`: its position and its registered name.

@@ -1,128 +1,84 @@
 //! The typed row operations on extension tables: inserts and
 //! compare-and-set updates inside a write group, reads inside it and
 //! outside. Every identifier comes from the registered declaration (a
-//! caller's name is only looked up); every value is bound.
+//! caller's name is only looked up and checked); every value is bound by
+//! the engine.
 
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OptionalExtension, params_from_iter};
-
-use super::{ExtensionRow, Registered, SqlValue, quoted, quoted_list};
+use super::{ExtensionRow, Registered, SqlValue};
 use crate::error::{Error, Result};
+use crate::store::group_rows::{StoredRow, StoredValue};
 use crate::store::{Store, WriteTx};
 
-/// A value as stored, if it is of the column's kind.
-fn stored(value: ValueRef<'_>) -> Option<SqlValue> {
-    match value {
-        ValueRef::Integer(n) => Some(SqlValue::Int(n)),
-        ValueRef::Text(t) => std::str::from_utf8(t)
-            .ok()
-            .map(|t| SqlValue::Text(t.to_owned())),
-        _ => None,
-    }
-}
-
-/// Decodes a selected row: the digested columns, then `written_seq`.
-fn decode(t: &Registered, row: &rusqlite::Row<'_>) -> Result<ExtensionRow> {
+/// Decodes a row as read: every value of its column's kind.
+fn decode(t: &Registered, row: StoredRow) -> Result<ExtensionRow> {
     let columns = t.table.columns;
+    let key_at = columns.iter().position(|c| *c == t.table.key_column);
+    let key = key_at
+        .and_then(|k| row.values.get(k))
+        .map(|k| match k {
+            StoredValue::Int(n) => n.to_string(),
+            StoredValue::Text(t) => t.clone(),
+            StoredValue::Other(_) => String::new(),
+        })
+        .unwrap_or_default();
     let mut values = Vec::with_capacity(columns.len());
-    for (at, column) in columns.iter().enumerate() {
-        let value = row.get_ref(at).map_err(Error::from_sqlite)?;
+    for (at, (column, value)) in columns.iter().zip(row.values).enumerate() {
         let kind = t.types.get(at).copied();
-        match stored(value) {
+        let (value, type_name) = match value {
+            StoredValue::Int(n) => (Some(SqlValue::Int(n)), "Integer"),
+            StoredValue::Text(s) => (Some(SqlValue::Text(s)), "Text"),
+            StoredValue::Other(name) => (None, name),
+        };
+        match value {
             Some(v) if Some(v.kind()) == kind => values.push(v),
             _ => {
-                let key = columns
-                    .iter()
-                    .position(|c| *c == t.table.key_column)
-                    .and_then(|k| row.get_ref(k).ok())
-                    .and_then(stored)
-                    .map(|k| k.to_string())
-                    .unwrap_or_default();
                 return Err(Error::Corrupt {
                     table: t.table.name,
                     id: key,
                     detail: format!(
-                        "column {column:?} holds a {:?} value, not {}",
-                        value.data_type(),
+                        "column {column:?} holds a {type_name} value, not {}",
                         kind.map_or("", |k| k.name())
                     ),
                 });
             }
         }
     }
-    let written_seq = row
-        .get::<_, i64>(columns.len())
-        .map_err(Error::from_sqlite)?;
+    if values.len() != columns.len() {
+        return Err(Error::Internal {
+            detail: format!("a row of {} was read with too few columns", t.table.name),
+        });
+    }
     Ok(ExtensionRow {
         table: t.table.name,
         columns,
         values,
-        written_seq,
+        written_seq: row.written_seq,
     })
 }
 
-/// `"col" = ?` for each of `filter`, checked against `t`, and their values.
-fn conditions(
+/// `filter`'s columns, checked against `t`, with their values.
+fn checked<'v>(
     t: &Registered,
-    filter: &[(&str, SqlValue)],
-) -> Result<(Vec<String>, Vec<rusqlite::types::Value>)> {
-    let mut sql = Vec::with_capacity(filter.len());
-    let mut params = Vec::with_capacity(filter.len());
-    for (column, value) in filter {
-        let (_, name) = t.typed(column, value)?;
-        sql.push(format!("{} = ?", quoted(name)));
-        params.push(value.to_sql());
-    }
-    Ok((sql, params))
+    filter: &'v [(&str, SqlValue)],
+) -> Result<Vec<(&'static str, &'v SqlValue)>> {
+    filter
+        .iter()
+        .map(|(column, value)| Ok((t.typed(column, value)?.1, value)))
+        .collect()
 }
 
-fn select_row(conn: &Connection, t: &Registered, key: &SqlValue) -> Result<Option<ExtensionRow>> {
-    t.typed(t.table.key_column, key)?;
-    let sql = format!(
-        "SELECT {}, written_seq FROM {} WHERE {} = ?1",
-        quoted_list(t.table.columns),
-        quoted(t.table.name),
-        quoted(t.table.key_column)
-    );
-    let mut stmt = conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-    let mut rows = stmt.query([key.to_sql()]).map_err(Error::from_sqlite)?;
-    match rows.next().map_err(Error::from_sqlite)? {
-        Some(row) => decode(t, row).map(Some),
-        None => Ok(None),
-    }
+/// The row of `t` keyed `key`, checked to be of the key's kind.
+fn key_filter<'v>(t: &Registered, key: &'v SqlValue) -> Result<[(&'static str, &'v SqlValue); 1]> {
+    let (_, column) = t.typed(t.table.key_column, key)?;
+    Ok([(column, key)])
 }
 
-fn select_rows(
-    conn: &Connection,
-    t: &Registered,
-    filter: &[(&str, SqlValue)],
-    limit: u64,
-) -> Result<Vec<ExtensionRow>> {
-    let (mut wheres, mut params) = conditions(t, filter)?;
-    if wheres.is_empty() {
-        wheres.push("1".into());
-    }
-    let limit = if limit == 0 {
-        -1
-    } else {
-        i64::try_from(limit).unwrap_or(i64::MAX)
-    };
-    params.push(rusqlite::types::Value::Integer(limit));
-    let sql = format!(
-        "SELECT {}, written_seq FROM {} WHERE {} ORDER BY rowid LIMIT ?",
-        quoted_list(t.table.columns),
-        quoted(t.table.name),
-        wheres.join(" AND ")
-    );
-    let mut stmt = conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
-    let mut rows = stmt
-        .query(params_from_iter(params))
-        .map_err(Error::from_sqlite)?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().map_err(Error::from_sqlite)? {
-        out.push(decode(t, row)?);
-    }
-    Ok(out)
+/// The first of `rows`, decoded.
+fn first(t: &Registered, rows: Vec<StoredRow>) -> Result<Option<ExtensionRow>> {
+    rows.into_iter()
+        .next()
+        .map(|row| decode(t, row))
+        .transpose()
 }
 
 impl WriteTx<'_> {
@@ -166,47 +122,29 @@ impl WriteTx<'_> {
     /// ```
     pub fn insert_row(&mut self, table: &str, values: &[(&str, SqlValue)]) -> Result<SqlValue> {
         let (index, t) = self.extensions().find(table)?;
-        let mut names: Vec<&'static str> = Vec::with_capacity(values.len());
-        let mut params = Vec::with_capacity(values.len());
+        let mut checked: Vec<(&'static str, &SqlValue)> = Vec::with_capacity(values.len());
         for (column, value) in values {
             let (_, name) = t.typed(column, value)?;
-            if names.contains(&name) {
+            if checked.iter().any(|(n, _)| *n == name) {
                 return Err(Error::ColumnValue {
                     table: t.table.name,
                     column: name,
                     detail: "it is given twice".into(),
                 });
             }
-            names.push(name);
-            params.push(value.to_sql());
+            checked.push((name, value));
         }
-        let sql = if names.is_empty() {
-            format!(
-                "INSERT INTO {} DEFAULT VALUES RETURNING {}",
-                quoted(t.table.name),
-                quoted(t.table.key_column)
-            )
-        } else {
-            format!(
-                "INSERT INTO {} ({}) VALUES ({}) RETURNING {}",
-                quoted(t.table.name),
-                quoted_list(&names),
-                vec!["?"; names.len()].join(", "),
-                quoted(t.table.key_column)
-            )
+        let key = match self.rows().insert_extension_row(&t.table, &checked)? {
+            StoredValue::Int(n) => SqlValue::Int(n),
+            StoredValue::Text(s) => SqlValue::Text(s),
+            StoredValue::Other(_) => {
+                return Err(Error::Corrupt {
+                    table: t.table.name,
+                    id: String::new(),
+                    detail: "the inserted row's key is neither an integer nor text".into(),
+                });
+            }
         };
-        let mut stmt = self
-            .conn()
-            .prepare_cached(&sql)
-            .map_err(Error::from_sqlite)?;
-        let key = stmt
-            .query_row(params_from_iter(params), |r| Ok(stored(r.get_ref(0)?)))
-            .map_err(Error::from_sqlite)?
-            .ok_or_else(|| Error::Corrupt {
-                table: t.table.name,
-                id: String::new(),
-                detail: "the inserted row's key is neither an integer nor text".into(),
-            })?;
         self.wrote_extension_row(index, key.to_string());
         Ok(key)
     }
@@ -263,9 +201,7 @@ impl WriteTx<'_> {
                 detail: format!("nothing to set in {}", t.table.name),
             });
         }
-        let mut names: Vec<&'static str> = Vec::with_capacity(set.len());
-        let mut sets = Vec::with_capacity(set.len());
-        let mut params = Vec::with_capacity(set.len() + guard.len() + 1);
+        let mut sets: Vec<(&'static str, &SqlValue)> = Vec::with_capacity(set.len());
         for (column, value) in set {
             let (_, name) = t.typed(column, value)?;
             let refuse = |detail: &str| Error::ColumnValue {
@@ -278,27 +214,15 @@ impl WriteTx<'_> {
                     "it is the key, which never changes (the chain names the row by it)",
                 ));
             }
-            if names.contains(&name) {
+            if sets.iter().any(|(n, _)| *n == name) {
                 return Err(refuse("it is set twice"));
             }
-            names.push(name);
-            sets.push(format!("{} = ?", quoted(name)));
-            params.push(value.to_sql());
+            sets.push((name, value));
         }
-        params.push(key.to_sql());
-        let (guards, guard_params) = conditions(t, guard)?;
-        params.extend(guard_params);
-        let mut sql = format!(
-            "UPDATE {} SET {} WHERE {} = ?",
-            quoted(t.table.name),
-            sets.join(", "),
-            quoted(key_column)
-        );
-        for g in guards {
-            sql.push_str(" AND ");
-            sql.push_str(&g);
-        }
-        let changed = self.exec(&sql, params)? == 1;
+        let guard = checked(t, guard)?;
+        let changed = self
+            .rows()
+            .update_extension_row(&t.table, &key, &sets, &guard)?;
         if changed {
             self.wrote_extension_row(index, key.to_string());
         }
@@ -309,7 +233,9 @@ impl WriteTx<'_> {
     /// it.
     pub fn row(&self, table: &str, key: impl Into<SqlValue>) -> Result<Option<ExtensionRow>> {
         let (_, t) = self.extensions().find(table)?;
-        select_row(self.conn(), t, &key.into())
+        let key = key.into();
+        let filter = key_filter(t, &key)?;
+        first(t, self.rows_read().extension_rows(&t.table, &filter, 1)?)
     }
 
     /// The rows of extension table `table` whose columns hold every value
@@ -322,18 +248,16 @@ impl WriteTx<'_> {
         limit: u64,
     ) -> Result<Vec<ExtensionRow>> {
         let (_, t) = self.extensions().find(table)?;
-        select_rows(self.conn(), t, filter, limit)
+        let filter = checked(t, filter)?;
+        let rows = self.rows_read().extension_rows(&t.table, &filter, limit)?;
+        rows.into_iter().map(|row| decode(t, row)).collect()
     }
 
     /// Whether run `run_id` exists, as this group sees it: decided inside
     /// the group's transaction, so no other writer can begin or remove the
     /// run before the group commits.
     pub fn run_exists(&self, run_id: &str) -> Result<bool> {
-        self.conn()
-            .prepare_cached("SELECT 1 FROM runs WHERE id = ?1")
-            .and_then(|mut stmt| stmt.query_row([run_id], |_| Ok(())).optional())
-            .map(|found| found.is_some())
-            .map_err(Error::from_sqlite)
+        self.rows_read().run_exists(run_id)
     }
 }
 
@@ -356,7 +280,9 @@ impl Store {
     pub fn row(&self, table: &str, key: impl Into<SqlValue>) -> Result<Option<ExtensionRow>> {
         let key = key.into();
         let (_, t) = self.inner.extensions.find(table)?;
-        self.read(|conn| select_row(conn, t, &key))
+        let filter = key_filter(t, &key)?;
+        let rows = self.read(|rows| rows.extension_rows(&t.table, &filter, 1))?;
+        first(t, rows)
     }
 
     /// The rows of extension table `table` whose columns hold every value
@@ -384,6 +310,8 @@ impl Store {
         limit: u64,
     ) -> Result<Vec<ExtensionRow>> {
         let (_, t) = self.inner.extensions.find(table)?;
-        self.read(|conn| select_rows(conn, t, filter, limit))
+        let filter = checked(t, filter)?;
+        let rows = self.read(|rows| rows.extension_rows(&t.table, &filter, limit))?;
+        rows.into_iter().map(|row| decode(t, row)).collect()
     }
 }

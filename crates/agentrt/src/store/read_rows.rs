@@ -1,0 +1,100 @@
+//! The backend-neutral read surface: what a storage engine answers for the
+//! store's reads, inside a write group ([`GroupRows`](super::GroupRows)
+//! extends it) and outside one. The store's public reads
+//! ([`Store::get_run`](super::Store::get_run), the pages, the capped reads)
+//! are a front over it that turns missing rows into errors.
+
+use crate::error::Result;
+use crate::model::{Approval, Event, Labels, ModelCall, Run, Step};
+
+use super::extension::{ExtensionTable, SqlValue};
+use super::group_rows::StoredRow;
+use super::read::Page;
+
+/// Whether a read returns rows whole, or with every text column cut at
+/// [`MAX_PAGE_TEXT`](super::MAX_PAGE_TEXT) characters (the page reads of
+/// core §2.5: a row says so in its `decode_error`, a cut JSON column
+/// becomes a marker object or is left out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Every column as stored.
+    Whole,
+    /// Text columns cut at the page-read cap.
+    Capped,
+}
+
+/// The reads of a storage engine. `limit` 0 means all; a page's `total`
+/// counts every matching row, not just the page.
+///
+/// What an implementation must guarantee: one call reads one consistent
+/// state (a transaction or snapshot of its own, or the group's); rows come
+/// in the orders named below, which are the orders rows were inserted in
+/// (newest first for runs); a column that does not decode is reported in
+/// the value's `decode_error` instead of failing the read.
+pub trait ReadRows {
+    /// A run.
+    fn run(&self, run_id: &str, cut: Cut) -> Result<Option<Run>>;
+    /// The runs that carry every label of `labels` (all for none), newest
+    /// first.
+    fn runs(&self, labels: &Labels, limit: u64, offset: u64, cut: Cut) -> Result<Page<Run>>;
+    /// Whether a run exists.
+    fn run_exists(&self, run_id: &str) -> Result<bool>;
+    /// A run's lease: owner and expiry as stored (`""` when not leased).
+    fn lease(&self, run_id: &str) -> Result<Option<(String, String)>>;
+    /// The seq of a run's latest event (0 when it has none).
+    fn run_head(&self, run_id: &str) -> Result<i64>;
+
+    /// All of a run's steps, whole, by index.
+    fn steps(&self, run_id: &str) -> Result<Vec<Step>>;
+    /// A page of a run's steps, by index.
+    fn steps_page(&self, run_id: &str, limit: u64, offset: u64, cut: Cut) -> Result<Page<Step>>;
+
+    /// All of a run's approvals, whole, in insertion order.
+    fn approvals(&self, run_id: &str) -> Result<Vec<Approval>>;
+    /// The first `limit` approvals of a run, whole, in insertion order (0:
+    /// none), and how many the run has.
+    fn first_approvals(&self, run_id: &str, limit: u64) -> Result<(Vec<Approval>, u64)>;
+    /// One approval of a run.
+    fn approval(&self, run_id: &str, approval_id: &str, cut: Cut) -> Result<Option<Approval>>;
+    /// A page of a run's pending approvals, in insertion order.
+    fn pending_approvals_page(
+        &self,
+        run_id: &str,
+        limit: u64,
+        offset: u64,
+        cut: Cut,
+    ) -> Result<Page<Approval>>;
+    /// The ids of a run's first `limit` pending approvals, and how many are
+    /// pending.
+    fn pending_approval_ids(
+        &self,
+        run_id: &str,
+        limit: u64,
+        cut: Cut,
+    ) -> Result<(Vec<String>, u64)>;
+    /// For each of `run_ids` that has pending approvals: the run, how many,
+    /// and the smallest pending id (capped).
+    fn pending_counts(&self, run_ids: &[&str]) -> Result<Vec<(String, u64, String)>>;
+
+    /// A page of a run's events, in seq order.
+    fn events_page(&self, run_id: &str, limit: u64, offset: u64, cut: Cut) -> Result<Page<Event>>;
+    /// Events with a seq above `after_seq` (of one run, or of all), in seq
+    /// order, capped.
+    fn events_after(&self, run_id: Option<&str>, after_seq: i64, limit: u64) -> Result<Vec<Event>>;
+
+    /// The spec JSON stored under `hash`.
+    fn tool_spec(&self, hash: &str) -> Result<Option<String>>;
+    /// A run's model call attempts, in dispatch order.
+    fn model_calls(&self, run_id: &str) -> Result<Vec<ModelCall>>;
+    /// One model call attempt.
+    fn model_call(&self, call_id: &str) -> Result<Option<ModelCall>>;
+
+    /// The rows of an extension table whose (checked) columns hold every
+    /// value of `filter`, in insertion order.
+    fn extension_rows(
+        &self,
+        table: &ExtensionTable,
+        filter: &[(&'static str, &SqlValue)],
+        limit: u64,
+    ) -> Result<Vec<StoredRow>>;
+}

@@ -1,0 +1,503 @@
+//! The SQLite engine of a write group: every statement a group runs.
+
+use std::sync::LazyLock;
+
+use rusqlite::types::Value;
+use rusqlite::{OptionalExtension, ToSql, params_from_iter};
+
+use crate::clock::Timestamp;
+use crate::error::{Error, Result};
+use crate::model::{Approval, ApprovalStatus, CallStatus, ModelCall, RunStatus, StepStatus};
+
+use super::super::digest::{digest_row, mark_sql};
+use super::super::extension::{ExtensionTable, SqlValue, quoted, quoted_list};
+use super::super::group_rows::{GroupRows, RowTable, SealedEvent, StoredValue};
+use super::super::tx::{
+    ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
+};
+use super::{SqliteRows, sql_value, stored};
+
+/// Events per multi-row `INSERT` (8 parameters each).
+const EVENTS_PER_INSERT: usize = 32;
+
+/// `INSERT INTO events … VALUES (…), …` for 1 to [`EVENTS_PER_INSERT`]
+/// events, at index `n - 1`.
+static INSERT_EVENTS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    (1..=EVENTS_PER_INSERT)
+        .map(|n| {
+            let mut sql = String::from(
+                "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, rows_json, hash) VALUES ",
+            );
+            for i in 0..n {
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str("(?, ?, ?, ?, ?, ?, ?, ?)");
+            }
+            sql
+        })
+        .collect()
+});
+
+fn text(t: &Timestamp) -> Value {
+    Value::Text(t.to_string())
+}
+
+fn int(n: u64) -> Value {
+    Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// Appends `AND col IN (?, …)` for a non-empty status list.
+fn push_in(sql: &mut String, params: &mut Vec<Value>, col: &str, statuses: &[&str]) {
+    if statuses.is_empty() {
+        return;
+    }
+    sql.push_str(" AND ");
+    sql.push_str(col);
+    sql.push_str(" IN (");
+    for (i, s) in statuses.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('?');
+        params.push(Value::Text((*s).to_owned()));
+    }
+    sql.push(')');
+}
+
+fn push_run_guard(sql: &mut String, params: &mut Vec<Value>, prefix: &str, g: &RunGuard<'_>) {
+    let statuses: Vec<&str> = g.statuses.iter().map(RunStatus::as_str).collect();
+    push_in(sql, params, &format!("{prefix}status"), &statuses);
+    if let Some(owner) = g.lease_owner {
+        sql.push_str(&format!(" AND {prefix}lease_owner = ?"));
+        params.push(Value::Text(owner.to_owned()));
+    }
+    if let Some(at) = &g.lease_live_at {
+        sql.push_str(&format!(" AND {prefix}lease_expires_at > ?"));
+        params.push(text(at));
+    }
+    if let Some(n) = g.step_count {
+        sql.push_str(&format!(" AND {prefix}step_count = ?"));
+        params.push(int(n));
+    }
+}
+
+impl GroupRows for SqliteRows<'_> {
+    /// Inserts a run as RUNNING with its lease.
+    fn insert_run(&mut self, run: &NewRun<'_>) -> Result<()> {
+        self.exec(
+            "INSERT INTO runs (id, goal, status, limits_json, created_at, started_at, lease_owner, lease_expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            vec![
+                Value::Text(run.id.to_owned()),
+                Value::Text(run.goal.to_owned()),
+                Value::Text(RunStatus::Running.as_str().to_owned()),
+                Value::Text(run.limits_json.to_owned()),
+                text(&run.created_at),
+                text(&run.created_at),
+                Value::Text(run.lease_owner.to_owned()),
+                text(&run.lease_expires_at),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Records a run's labels (their canonical JSON), chained like the run's
+    /// row; writes nothing for no labels. Once per run: a second call for
+    /// the same run is refused by the table's key.
+    fn insert_run_labels(&mut self, run_id: &str, labels_json: &str) -> Result<()> {
+        self.exec(
+            "INSERT INTO run_labels (run_id, labels_json) VALUES (?, ?)",
+            vec![
+                Value::Text(run_id.to_owned()),
+                Value::Text(labels_json.to_owned()),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Updates a run if it meets `guard`; `false` if it did not.
+    fn update_run(
+        &mut self,
+        run_id: &str,
+        guard: &RunGuard<'_>,
+        change: &RunChange<'_>,
+    ) -> Result<bool> {
+        let mut sql = String::from("UPDATE runs SET ");
+        let mut sets: Vec<&str> = Vec::new();
+        let mut params: Vec<Value> = Vec::new();
+        if let Some(s) = change.status {
+            sets.push("status = ?");
+            params.push(Value::Text(s.as_str().to_owned()));
+        }
+        if let Some((reason, detail)) = change.reason {
+            sets.push("reason = ?");
+            params.push(Value::Text(reason.as_str().to_owned()));
+            sets.push("reason_detail = ?");
+            params.push(Value::Text(detail.to_owned()));
+        }
+        if let Some(t) = &change.finished_at {
+            sets.push("finished_at = ?");
+            params.push(text(t));
+        }
+        if let Some(r) = change.result {
+            sets.push("result_json = ?");
+            params.push(Value::Text(r.as_str().to_owned()));
+        }
+        match &change.lease {
+            LeaseChange::Keep => {}
+            LeaseChange::Set { owner, expires_at } => {
+                sets.push("lease_owner = ?");
+                params.push(Value::Text((*owner).to_owned()));
+                sets.push("lease_expires_at = ?");
+                params.push(text(expires_at));
+            }
+            LeaseChange::Clear => {
+                sets.push("lease_owner = ''");
+                sets.push("lease_expires_at = ''");
+            }
+        }
+        if change.step_count_add > 0 {
+            sets.push("step_count = step_count + ?");
+            params.push(int(change.step_count_add));
+        }
+        if change.active_ms_add > 0 {
+            sets.push("active_ms = MIN(active_ms + ?, 9223372036854775807)");
+            params.push(int(change.active_ms_add.min(i64::MAX as u64 / 2)));
+        }
+        if let Some((calls, usage, cost)) = change.totals {
+            sets.push("model_calls = ?");
+            params.push(int(calls));
+            sets.push("input_tokens = ?");
+            params.push(int(usage.input_tokens));
+            sets.push("output_tokens = ?");
+            params.push(int(usage.output_tokens));
+            sets.push("cached_input_tokens = ?");
+            params.push(int(usage.cached_input_tokens));
+            sets.push("estimated_cost_micros = ?");
+            params.push(Value::Integer(cost.max(0)));
+        }
+        if sets.is_empty() {
+            sets.push("id = id");
+        }
+        sql.push_str(&sets.join(", "));
+        sql.push_str(" WHERE id = ?");
+        params.push(Value::Text(run_id.to_owned()));
+        push_run_guard(&mut sql, &mut params, "", guard);
+        Ok(self.exec(&sql, params)? == 1)
+    }
+
+    /// Inserts a step.
+    fn insert_step(&mut self, step: &NewStep<'_>) -> Result<()> {
+        self.exec(
+            "INSERT INTO steps (id, run_id, idx, status, started_at) VALUES (?, ?, ?, ?, ?)",
+            vec![
+                Value::Text(step.id.to_owned()),
+                Value::Text(step.run_id.to_owned()),
+                int(step.index),
+                Value::Text(step.status.as_str().to_owned()),
+                text(&step.started_at),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Updates a step if it (and its run) meet `guard`; `false` if not.
+    fn update_step(
+        &mut self,
+        step_id: &str,
+        guard: &StepGuard<'_>,
+        change: &StepChange<'_>,
+    ) -> Result<bool> {
+        let mut sql = String::from("UPDATE steps SET ");
+        let mut sets: Vec<&str> = Vec::new();
+        let mut params: Vec<Value> = Vec::new();
+        if let Some(s) = change.status {
+            sets.push("status = ?");
+            params.push(Value::Text(s.as_str().to_owned()));
+        }
+        let texts = [
+            ("decision_json = ?", change.decision_json),
+            ("policy_json = ?", change.policy_json),
+            ("spec_hash = ?", change.spec_hash),
+            ("policy_id = ?", change.policy_id),
+        ];
+        for (set, value) in texts {
+            if let Some(v) = value {
+                sets.push(set);
+                params.push(Value::Text(v.to_owned()));
+            }
+        }
+        if let Some((json, hash)) = change.observation {
+            sets.push("observation_json = ?");
+            params.push(Value::Text(json.to_owned()));
+            sets.push("observation_hash = ?");
+            params.push(Value::Text(hash.to_owned()));
+        }
+        if let Some(t) = &change.started_at {
+            sets.push("started_at = ?");
+            params.push(text(t));
+        }
+        if let Some(t) = &change.finished_at {
+            sets.push("finished_at = ?");
+            params.push(t.as_ref().map(text).unwrap_or(Value::Text(String::new())));
+        }
+        if sets.is_empty() {
+            sets.push("id = id");
+        }
+        sql.push_str(&sets.join(", "));
+        sql.push_str(" WHERE id = ?");
+        params.push(Value::Text(step_id.to_owned()));
+        let statuses: Vec<&str> = guard.statuses.iter().map(StepStatus::as_str).collect();
+        push_in(&mut sql, &mut params, "status", &statuses);
+        if let Some((run_id, run_guard)) = &guard.run {
+            sql.push_str(" AND EXISTS (SELECT 1 FROM runs r WHERE r.id = ?");
+            params.push(Value::Text((*run_id).to_owned()));
+            push_run_guard(&mut sql, &mut params, "r.", run_guard);
+            sql.push(')');
+        }
+        if let Some(approval_id) = guard.granted_by {
+            sql.push_str(
+                " AND EXISTS (SELECT 1 FROM approvals a WHERE a.id = ? AND a.run_id = steps.run_id
+                   AND a.step_id = steps.id AND a.status = ?
+                   AND NOT EXISTS (SELECT 1 FROM approvals b WHERE b.run_id = a.run_id
+                       AND b.step_id = a.step_id AND b.rowid > a.rowid))",
+            );
+            params.push(Value::Text(approval_id.to_owned()));
+            params.push(Value::Text(ApprovalStatus::Approved.as_str().to_owned()));
+        }
+        Ok(self.exec(&sql, params)? == 1)
+    }
+
+    /// Inserts an approval.
+    fn insert_approval(&mut self, a: &Approval) -> Result<()> {
+        self.exec(
+            "INSERT INTO approvals (id, run_id, step_id, kind, capability_json, presentation_json,
+                 request_json, hash, status, created_at, decided_at, decided_by, note, expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            vec![
+                Value::Text(a.id.clone()),
+                Value::Text(a.run_id.clone()),
+                Value::Text(a.step_id.clone()),
+                Value::Text(a.kind.clone()),
+                Value::Text(a.capability.as_str().to_owned()),
+                Value::Text(a.presentation.as_str().to_owned()),
+                Value::Text(a.request.as_str().to_owned()),
+                Value::Text(a.hash.clone()),
+                Value::Text(a.status.as_str().to_owned()),
+                text(&a.created_at),
+                a.decided_at
+                    .as_ref()
+                    .map(text)
+                    .unwrap_or(Value::Text(String::new())),
+                Value::Text(a.decided_by.clone()),
+                Value::Text(a.note.clone()),
+                a.expires_at
+                    .as_ref()
+                    .map(text)
+                    .unwrap_or(Value::Text(String::new())),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Updates an approval that is still in `change.from` with `change.hash`;
+    /// `false` if it is not.
+    fn update_approval(&mut self, approval_id: &str, change: &ApprovalChange<'_>) -> Result<bool> {
+        let mut sets = vec!["status = ?"];
+        let mut params = vec![Value::Text(change.status.as_str().to_owned())];
+        if let Some(t) = &change.decided_at {
+            sets.push("decided_at = ?");
+            params.push(text(t));
+        }
+        if let Some(by) = change.decided_by {
+            sets.push("decided_by = ?");
+            params.push(Value::Text(by.to_owned()));
+        }
+        if let Some(note) = change.note {
+            sets.push("note = ?");
+            params.push(Value::Text(note.to_owned()));
+        }
+        let sql = format!(
+            "UPDATE approvals SET {} WHERE id = ? AND status = ? AND hash = ?",
+            sets.join(", ")
+        );
+        params.push(Value::Text(approval_id.to_owned()));
+        params.push(Value::Text(change.from.as_str().to_owned()));
+        params.push(Value::Text(change.hash.to_owned()));
+        Ok(self.exec(&sql, params)? == 1)
+    }
+
+    /// Records a tool spec under its hash (kept if already there).
+    fn insert_spec(&mut self, hash: &str, spec_json: &str) -> Result<bool> {
+        let inserted = self.exec(
+            "INSERT OR IGNORE INTO tool_specs (hash, spec_json) VALUES (?, ?)",
+            vec![
+                Value::Text(hash.to_owned()),
+                Value::Text(spec_json.to_owned()),
+            ],
+        )?;
+        Ok(inserted == 1)
+    }
+
+    fn insert_model_call(
+        &mut self,
+        call: &ModelCall,
+        owner: &str,
+        wall: &Timestamp,
+    ) -> Result<bool> {
+        let n = self.exec(
+            "INSERT INTO model_calls (id, run_id, step_id, attempt, status, model, dispatched_at)
+             SELECT ?, ?, ?, ?, ?, ?, ?
+             WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND status = 'RUNNING'
+                           AND lease_owner = ? AND lease_expires_at > ?)",
+            vec![
+                Value::Text(call.id.clone()),
+                Value::Text(call.run_id.clone()),
+                Value::Text(call.step_id.clone()),
+                Value::Integer(i64::from(call.attempt)),
+                Value::Text(CallStatus::Dispatched.as_str().to_owned()),
+                Value::Text(call.model.clone()),
+                Value::Text(call.dispatched_at.to_string()),
+                Value::Text(call.run_id.clone()),
+                Value::Text(owner.to_owned()),
+                Value::Text(wall.to_string()),
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    fn complete_model_call(&mut self, call: &ModelCall) -> Result<bool> {
+        let n = self.exec(
+            "UPDATE model_calls SET status = ?, input_tokens = ?, output_tokens = ?,
+                 cached_input_tokens = ?, cost_micros = ?, latency_ms = ?, error = ?, completed_at = ?
+             WHERE id = ? AND status = 'dispatched'",
+            vec![
+                Value::Text(call.status.as_str().to_owned()),
+                int(call.usage.input_tokens),
+                int(call.usage.output_tokens),
+                int(call.usage.cached_input_tokens),
+                Value::Integer(call.cost_micros),
+                int(call.latency_ms),
+                Value::Text(call.error.clone()),
+                Value::Text(call.completed_at.map(|t| t.to_string()).unwrap_or_default()),
+                Value::Text(call.id.clone()),
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    fn insert_extension_row(
+        &mut self,
+        table: &ExtensionTable,
+        values: &[(&'static str, &SqlValue)],
+    ) -> Result<StoredValue> {
+        let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
+        let sql = if names.is_empty() {
+            format!(
+                "INSERT INTO {} DEFAULT VALUES RETURNING {}",
+                quoted(table.name),
+                quoted(table.key_column)
+            )
+        } else {
+            format!(
+                "INSERT INTO {} ({}) VALUES ({}) RETURNING {}",
+                quoted(table.name),
+                quoted_list(&names),
+                vec!["?"; names.len()].join(", "),
+                quoted(table.key_column)
+            )
+        };
+        let params = values.iter().map(|(_, v)| sql_value(v));
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
+        stmt.query_row(params_from_iter(params), |r| Ok(stored(r.get_ref(0)?)))
+            .map_err(Error::from_sqlite)
+    }
+
+    fn update_extension_row(
+        &mut self,
+        table: &ExtensionTable,
+        key: &SqlValue,
+        set: &[(&'static str, &SqlValue)],
+        guard: &[(&'static str, &SqlValue)],
+    ) -> Result<bool> {
+        let mut params: Vec<Value> = set.iter().map(|(_, v)| sql_value(v)).collect();
+        params.push(sql_value(key));
+        params.extend(guard.iter().map(|(_, v)| sql_value(v)));
+        let sets: Vec<String> = set
+            .iter()
+            .map(|(name, _)| format!("{} = ?", quoted(name)))
+            .collect();
+        let mut sql = format!(
+            "UPDATE {} SET {} WHERE {} = ?",
+            quoted(table.name),
+            sets.join(", "),
+            quoted(table.key_column)
+        );
+        for (name, _) in guard {
+            sql.push_str(&format!(" AND {} = ?", quoted(name)));
+        }
+        Ok(self.exec(&sql, params)? == 1)
+    }
+
+    fn chain_head(&self) -> Result<(i64, String)> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
+                            COALESCE((SELECT MAX(seq) FROM events), 0)),
+                        COALESCE((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), '')",
+            )
+            .map_err(Error::from_sqlite)?;
+        stmt.query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(Error::from_sqlite)
+    }
+
+    fn mark_written(&mut self, table: RowTable<'_>, key: &str, seq: i64) -> Result<Option<String>> {
+        let extension_sql;
+        let (sql, columns) = match table {
+            RowTable::Core(t) => (mark_sql(t), t.digested_columns().len()),
+            RowTable::Extension(t) => {
+                extension_sql = format!(
+                    "UPDATE {} SET written_seq = ?1 WHERE {} = ?2 RETURNING {}",
+                    quoted(t.name),
+                    quoted(t.key_column),
+                    quoted_list(t.columns)
+                );
+                (extension_sql.as_str(), t.columns.len())
+            }
+        };
+        let name = table.name();
+        let mut stmt = self.conn.prepare_cached(sql).map_err(Error::from_sqlite)?;
+        stmt.query_row(rusqlite::params![seq, key], |r| {
+            digest_row(name, columns, r)
+        })
+        .optional()
+        .map_err(Error::from_sqlite)
+    }
+
+    fn insert_events(&mut self, events: &[SealedEvent<'_>]) -> Result<()> {
+        for chunk in events.chunks(EVENTS_PER_INSERT) {
+            let types: Vec<&str> = chunk.iter().map(|e| e.event.event_type.as_str()).collect();
+            let mut params: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * 8);
+            for (sealed, kind) in chunk.iter().zip(&types) {
+                let event = sealed.event;
+                params.push(&event.seq);
+                params.push(&event.run_id);
+                params.push(&event.step_id);
+                params.push(&event.at);
+                params.push(kind);
+                params.push(&event.payload);
+                params.push(&sealed.rows);
+                params.push(&sealed.hash);
+            }
+            let mut stmt = self
+                .conn
+                .prepare_cached(&INSERT_EVENTS[chunk.len() - 1])
+                .map_err(Error::from_sqlite)?;
+            stmt.execute(params.as_slice())
+                .map_err(Error::from_sqlite)?;
+        }
+        Ok(())
+    }
+}
