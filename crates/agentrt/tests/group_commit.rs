@@ -104,6 +104,91 @@ async fn groups_that_arrive_during_a_commit_share_the_next_transaction() {
     verify_intact(&store);
 }
 
+/// A group that writes a run, then fails.
+async fn failing_owned(store: Store, id: String) -> Result<()> {
+    store
+        .write_async(move |tx| {
+            tx.insert_run(&new_run(&id))?;
+            tx.append_event(&id, "", &t0(), EventType::RunCreated, "{}")?;
+            Err::<(), _>(Error::InvalidInput {
+                what: "test",
+                detail: "refused after writing".into(),
+            })
+        })
+        .await
+        .map(|((), _)| ())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_whose_every_group_fails_commits_nothing() {
+    let (dir, store) = file_store();
+    let release = hold_write_lock(&dir.path().join("group.db"));
+    // The first group reaches the writer, which waits for the lock with
+    // it; the others queue meanwhile and make the next batch together.
+    let mut calls = vec![tokio::spawn(failing_owned(store.clone(), "f0".into()))];
+    settle_queue().await;
+    for i in 1..6 {
+        calls.push(tokio::spawn(failing_owned(store.clone(), format!("f{i}"))));
+    }
+    settle_queue().await;
+    drop(release);
+    for call in calls {
+        let r = call.await.unwrap();
+        assert!(
+            matches!(r, Err(Error::InvalidInput { what: "test", .. })),
+            "{r:?}"
+        );
+    }
+    assert_eq!(store.write_groups(), 0);
+    assert_eq!(store.commits(), 0, "nothing to keep, nothing committed");
+    assert!(store.list_runs(0, 0).unwrap().items.is_empty());
+
+    // The next group commits as usual, with the first seq.
+    assert_eq!(create(&store, "after".into()).await.unwrap()[0].seq, 1);
+    assert_eq!(store.commits(), 1);
+    verify_intact(&store);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_that_arrive_while_the_writer_waits_for_the_connection_join_its_batch() {
+    let (_dir, store) = file_store();
+    // A blocking write holds the connection until released.
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let blocking = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            store.write(|tx| {
+                held_tx.send(()).unwrap();
+                let _ = release_rx.recv();
+                tx.insert_run(&new_run("held"))?;
+                tx.append_event("held", "", &t0(), EventType::RunCreated, "{}")
+            })
+        })
+    };
+    held_rx.recv().unwrap();
+    // The writer takes the first group and waits for the connection; the
+    // others arrive meanwhile.
+    let mut calls = vec![tokio::spawn(create_owned(store.clone(), "g0".into()))];
+    settle_queue().await;
+    for i in 1..6 {
+        calls.push(tokio::spawn(create_owned(store.clone(), format!("g{i}"))));
+    }
+    settle_queue().await;
+    release_tx.send(()).unwrap();
+    blocking.join().unwrap().unwrap();
+    for call in calls {
+        call.await.unwrap().unwrap();
+    }
+    assert_eq!(store.write_groups(), 7);
+    assert_eq!(
+        store.commits(),
+        2,
+        "the blocking write, then one batch of all six groups"
+    );
+    verify_intact(&store);
+}
+
 async fn create_owned(store: Store, id: String) -> Result<Vec<Event>> {
     create(&store, id).await
 }

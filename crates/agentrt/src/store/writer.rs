@@ -128,6 +128,14 @@ where
     }
 }
 
+/// The write connection and what a batch reports to.
+struct Shared {
+    conn: Arc<Mutex<Connection>>,
+    counters: Arc<Counters>,
+    head: Arc<Head>,
+    extensions: Arc<Registry>,
+}
+
 /// The handle on the writer thread; dropping it lets the thread finish the
 /// queue and end.
 pub(super) struct Writer {
@@ -146,9 +154,15 @@ impl Writer {
         extensions: Arc<Registry>,
     ) -> Result<Writer> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let shared = Shared {
+            conn,
+            counters,
+            head,
+            extensions,
+        };
         let thread = std::thread::Builder::new()
             .name("agentrt-writer".into())
-            .spawn(move || serve(&conn, rx, &counters, &head, &extensions))
+            .spawn(move || serve(&shared, rx))
             .map_err(|e| Error::Internal {
                 detail: format!("cannot start the writer thread: {e}"),
             })?;
@@ -198,11 +212,6 @@ impl Writer {
         }
     }
 
-    /// Queues `job` and waits for its answer, from one of the runtime's
-    /// blocking threads. Waiting there rather than on the executor keeps
-    /// the runtime from counting itself idle meanwhile: under a paused
-    /// test clock an idle runtime jumps time forward, which would fire
-    /// timeouts while a commit is merely in progress.
     /// Queues `job` and waits for its answer.
     ///
     /// A lone write (no other async write of this store in flight) waits
@@ -214,6 +223,10 @@ impl Writer {
     /// is in progress. Other tasks keep running in between. Several writes
     /// in flight park at once: they wake together when their batch
     /// commits.
+    ///
+    /// (A lone write committing itself inside `block_in_place` on a
+    /// multi-thread runtime was measured and dropped: handing the worker's
+    /// core to another thread costs more than the hand-off it saves.)
     async fn submit<R: Send + 'static>(
         &self,
         job: Job,
@@ -288,13 +301,13 @@ fn stopped() -> Error {
 }
 
 /// The writer thread: take what is queued, commit it as one batch, repeat.
-fn serve(
-    conn: &Mutex<Connection>,
-    mut queue: mpsc::Receiver<Job>,
-    counters: &Counters,
-    head: &Head,
-    extensions: &Registry,
-) {
+fn serve(shared: &Shared, mut queue: mpsc::Receiver<Job>) {
+    let Shared {
+        conn,
+        counters,
+        head,
+        extensions,
+    } = shared;
     loop {
         let first = match spin_recv(&mut queue) {
             Some(job) => job,
@@ -303,6 +316,9 @@ fn serve(
                 None => return,
             },
         };
+        // Waiting for the connection (a blocking `Store::write` may hold
+        // it) lets more groups arrive: they join this batch.
+        let mut conn = lock(conn);
         let mut groups: Vec<Box<dyn Group>> = Vec::new();
         let mut next = Some(first);
         while let Some(job) = next.take() {
@@ -311,20 +327,20 @@ fn serve(
                 Job::Between(f) => {
                     // Everything queued before it commits first.
                     commit_batch(
-                        conn,
+                        &mut conn,
                         std::mem::take(&mut groups),
                         counters,
                         head,
                         extensions,
                     );
-                    f(&lock(conn));
+                    f(&conn);
                 }
             }
             if groups.len() < MAX_BATCH {
                 next = queue.try_recv().ok();
             }
         }
-        commit_batch(conn, groups, counters, head, extensions);
+        commit_batch(&mut conn, groups, counters, head, extensions);
     }
 }
 
@@ -347,9 +363,11 @@ fn spin_recv(queue: &mut mpsc::Receiver<Job>) -> Option<Job> {
 }
 
 /// Commits `groups` in one IMMEDIATE transaction, each in its savepoint,
-/// then settles each with its events or its own error.
+/// then settles each with its events or its own error, still holding the
+/// connection: a group's after-commit work is done before any later work
+/// on the connection sees the commit.
 fn commit_batch(
-    conn: &Mutex<Connection>,
+    conn: &mut Connection,
     groups: Vec<Box<dyn Group>>,
     counters: &Counters,
     head: &Head,
@@ -358,9 +376,8 @@ fn commit_batch(
     if groups.is_empty() {
         return;
     }
-    let mut guard = lock(conn);
     let (outcomes, committed) = {
-        let mut tx = match guard.transaction_with_behavior(TransactionBehavior::Immediate) {
+        let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
             Ok(tx) => tx,
             Err(e) => {
                 let e = Error::from_sqlite(e);
@@ -405,15 +422,21 @@ fn commit_batch(
         }
         let committed = match broken {
             Some(e) => Err(e),
-            None => tx.commit().map_err(Error::from_sqlite),
+            // Nothing to keep: no commit (and no fsync) for a batch whose
+            // every group rolled back.
+            None if outcomes.iter().all(|(_, r)| r.is_err()) => {
+                tx.rollback().map_err(Error::from_sqlite).map(|()| false)
+            }
+            None => tx.commit().map_err(Error::from_sqlite).map(|()| true),
         };
         (outcomes, committed)
     };
-    drop(guard);
     match committed {
-        Ok(()) => {
+        Ok(written) => {
             let done = outcomes.iter().filter(|(_, r)| r.is_ok()).count() as u64;
-            counters.transactions.fetch_add(1, Ordering::Relaxed);
+            if written {
+                counters.transactions.fetch_add(1, Ordering::Relaxed);
+            }
             counters.groups.fetch_add(done, Ordering::Relaxed);
             for (_, r) in &outcomes {
                 if let Ok(events) = r {
