@@ -1,0 +1,30 @@
+//! `agentrt-mcp`: an MCP server's tools behind agentrt's policy.
+//!
+//! A server's annotations come from the server, so they never classify
+//! anything: the operator classifies every tool in a rules file
+//! ([`Rules`]), and the server's whole tool set is pinned in a manifest
+//! ([`Manifest`]) that every load compares with what the server lists.
+//!
+//! This slice holds the operator's files (the manifest and its hashes, the
+//! rules file and its durations, both read only when private to their
+//! owner) and load's checks of each pinned tool against its rule and the
+//! live listing ([`check_tools`]), with the report. Connecting to a server
+//! (rmcp) and calling its tools come next.
+
+mod check;
+mod duration;
+mod error;
+mod manifest;
+mod private_file;
+mod report;
+mod rules;
+
+pub use check::{OfferedTool, check_files, check_tools};
+pub use duration::parse_duration;
+pub use error::McpError;
+pub use manifest::{
+    ListedTool, Manifest, PinnedTool, description_hash, parse_manifest, read_manifest,
+};
+pub use private_file::read_private;
+pub use report::{Registered, Report};
+pub use rules::{Rule, Rules, parse_rules, read_rules};
