@@ -8,9 +8,12 @@
 //! This slice holds the operator's files (the manifest and its hashes, the
 //! rules file and its durations, both read only when private to their
 //! owner) and load's checks of each pinned tool against its rule and the
-//! live listing ([`check_tools`]), with the report. Connecting to a server
-//! (rmcp) and calling its tools come next.
+//! live listing ([`check_tools`]), with the report, and a call's two ends
+//! that need no connection: the arguments sent ([`call_arguments`]) and the
+//! result recorded ([`map_result`]). Connecting to a server (rmcp) comes
+//! next.
 
+mod call;
 mod check;
 mod duration;
 mod error;
@@ -19,6 +22,7 @@ mod private_file;
 mod report;
 mod rules;
 
+pub use call::{DEFAULT_MAX_CONTENT_BYTES, call_arguments, map_result};
 pub use check::{OfferedTool, check_files, check_tools};
 pub use duration::parse_duration;
 pub use error::McpError;
