@@ -75,4 +75,20 @@ pub enum McpError {
         /// Why.
         detail: String,
     },
+    /// A server description cannot work.
+    #[error("server {server:?}: {detail}")]
+    Server {
+        /// The server's name.
+        server: String,
+        /// Why.
+        detail: String,
+    },
+    /// A server's tool listing breaks the protocol's rules or our bounds.
+    #[error("server {server:?}: list tools: {detail}")]
+    Listing {
+        /// The server's name.
+        server: String,
+        /// What is wrong (server-chosen text sanitized).
+        detail: String,
+    },
 }

@@ -17,18 +17,22 @@ mod call;
 mod check;
 mod duration;
 mod error;
+mod listing;
 mod manifest;
 mod private_file;
 mod report;
 mod rules;
+mod server;
 
 pub use call::{DEFAULT_MAX_CONTENT_BYTES, call_arguments, map_result};
 pub use check::{OfferedTool, check_files, check_tools};
 pub use duration::parse_duration;
 pub use error::McpError;
+pub use listing::{Listing, MAX_PAGES, MAX_TOOLS};
 pub use manifest::{
     ListedTool, Manifest, PinnedTool, description_hash, parse_manifest, read_manifest,
 };
 pub use private_file::read_private;
 pub use report::{Registered, Report};
 pub use rules::{Rule, Rules, parse_rules, read_rules};
+pub use server::{DEFAULT_CONNECT_TIMEOUT, Endpoint, Server};
