@@ -91,4 +91,12 @@ pub enum McpError {
         /// What is wrong (server-chosen text sanitized).
         detail: String,
     },
+    /// Reaching a server, its handshake or its listing failed.
+    #[error("server {server:?}: {detail}")]
+    Connect {
+        /// The server's name.
+        server: String,
+        /// What failed (server-chosen text sanitized).
+        detail: String,
+    },
 }

@@ -15,6 +15,7 @@
 
 mod call;
 mod check;
+mod connect;
 mod duration;
 mod error;
 mod listing;
@@ -26,6 +27,7 @@ mod server;
 
 pub use call::{DEFAULT_MAX_CONTENT_BYTES, call_arguments, map_result};
 pub use check::{OfferedTool, check_files, check_tools};
+pub use connect::{Connection, connect, pin};
 pub use duration::parse_duration;
 pub use error::McpError;
 pub use listing::{Listing, MAX_PAGES, MAX_TOOLS};

@@ -139,6 +139,21 @@ impl Listing {
         })
     }
 
+    /// How many tools are listed so far.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether no tool is listed yet.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The names of the tools listed after the first `before`.
+    pub(crate) fn names_since(&self, before: usize) -> impl Iterator<Item = &str> {
+        self.tools.iter().skip(before).map(|t| t.name.as_str())
+    }
+
     /// The tools listed, in the order the server sent them.
     pub fn finish(self) -> Vec<ListedTool> {
         self.tools
