@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -15,7 +16,7 @@ use agentrt::text::sanitize;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, ProtocolVersion,
 };
-use rmcp::service::{RoleClient, RunningService, serve_client};
+use rmcp::service::{Peer, RoleClient, RunningService, serve_client};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
@@ -35,11 +36,15 @@ const STDERR_TAIL: usize = 4096;
 /// The longest JSON-RPC line captured (rmcp's own cap).
 const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// An open connection to one server.
+/// An open connection to one server, shared by the tools load offers;
+/// the consumer closes it (there is no reconnect).
 pub struct Connection {
     server: String,
-    client: Option<RunningService<RoleClient, ClientConfig>>,
-    child: Child,
+    cap: usize,
+    peer: Peer<RoleClient>,
+    running: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    child: tokio::sync::Mutex<Child>,
+    closed: AtomicBool,
     capture: Arc<Capture>,
     stderr: Arc<Mutex<Vec<u8>>>,
 }
@@ -130,38 +135,34 @@ pub async fn connect(server: &Server) -> Result<Connection, McpError> {
         capture: Arc::clone(&capture),
         line: Vec::new(),
     };
-    let mut connection = Connection {
-        server: server.name.clone(),
-        client: None,
-        child,
-        capture,
-        stderr: stderr_tail,
-    };
     let bound = server.connect_timeout();
     let handshake =
         tokio::time::timeout(bound, serve_client(client_config(), (reader, writer))).await;
     let client = match handshake {
         Ok(Ok(client)) => client,
         Ok(Err(e)) => {
-            let detail = connection
-                .with_stderr(format!("connect: {}", sanitize(&e.to_string())))
-                .await;
-            connection.close().await;
-            return Err(fail(detail));
+            let detail = format!("connect: {}", sanitize(&e.to_string()));
+            return Err(fail(stop_child(&mut child, &stderr_tail, detail).await));
         }
         Err(_) => {
-            let detail = connection
-                .with_stderr(format!("connect: timed out after {}", seconds(bound)))
-                .await;
-            connection.close().await;
-            return Err(fail(detail));
+            let detail = format!("connect: timed out after {}", seconds(bound));
+            return Err(fail(stop_child(&mut child, &stderr_tail, detail).await));
         }
     };
     let version = client
         .peer_info()
         .map(|info| info.protocol_version.clone())
         .unwrap_or_else(|| ProtocolVersion::V_2024_11_05);
-    connection.client = Some(client);
+    let connection = Connection {
+        server: server.name.clone(),
+        cap: server.max_content_bytes(),
+        peer: client.peer().clone(),
+        running: tokio::sync::Mutex::new(Some(client)),
+        child: tokio::sync::Mutex::new(child),
+        closed: AtomicBool::new(false),
+        capture,
+        stderr: stderr_tail,
+    };
     if version.as_str() < OLDEST_VERSION {
         connection.close().await;
         return Err(fail(format!(
@@ -170,6 +171,45 @@ pub async fn connect(server: &Server) -> Result<Connection, McpError> {
         )));
     }
     Ok(connection)
+}
+
+/// Kills a child whose handshake failed and returns `detail` with the
+/// tail of its stderr.
+async fn stop_child(child: &mut Child, stderr: &Arc<Mutex<Vec<u8>>>, detail: String) -> String {
+    kill_group(child);
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+    with_stderr_tail(stderr, detail).await
+}
+
+/// SIGKILLs the process group `child` leads (it was started in its own),
+/// so its descendants die too.
+fn kill_group(child: &Child) {
+    #[cfg(unix)]
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill has no memory preconditions; a negative pid names
+        // the group the child leads.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// `detail`, then the last of the child's stderr (quoted, sanitized),
+/// waiting up to 2 s for the pipe to close.
+async fn with_stderr_tail(stderr: &Arc<Mutex<Vec<u8>>>, detail: String) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while Arc::strong_count(stderr) > 1 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let tail = stderr.lock().map(|t| t.clone()).unwrap_or_default();
+    let tail = String::from_utf8_lossy(&tail);
+    let tail = tail.trim();
+    if tail.is_empty() {
+        detail
+    } else {
+        format!("{detail}; its stderr ends: {:?}", sanitize(tail))
+    }
 }
 
 /// `30s`, `1.5s`: a bound as people write it.
@@ -181,9 +221,10 @@ impl Connection {
     /// Lists every tool, page by page, from the raw results the server
     /// sent (see [`Listing`]); rmcp's own reading must name the same tools.
     pub async fn list_tools(&self) -> Result<Vec<ListedTool>, McpError> {
-        let Some(client) = &self.client else {
+        if self.closed.load(Ordering::SeqCst) {
             return Err(self.connect_error("the connection is closed".into()));
-        };
+        }
+        let client = &self.peer;
         let mut listing = Listing::new(&self.server);
         let mut cursor: Option<String> = None;
         loop {
@@ -220,8 +261,8 @@ impl Connection {
     }
 
     /// The server process's id, while it runs.
-    pub fn process_id(&self) -> Option<u32> {
-        self.child.id()
+    pub async fn process_id(&self) -> Option<u32> {
+        self.child.lock().await.id()
     }
 
     fn connect_error(&self, detail: String) -> McpError {
@@ -231,41 +272,47 @@ impl Connection {
         }
     }
 
-    /// `detail`, then the last of the child's stderr (quoted, sanitized),
-    /// waiting up to 2 s for the pipe to close.
-    async fn with_stderr(&mut self, detail: String) -> String {
-        let _ = self.child.start_kill();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-        while Arc::strong_count(&self.stderr) > 1 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let tail = self.stderr.lock().map(|t| t.clone()).unwrap_or_default();
-        let tail = String::from_utf8_lossy(&tail);
-        let tail = tail.trim();
-        if tail.is_empty() {
-            detail
-        } else {
-            format!("{detail}; its stderr ends: {:?}", sanitize(tail))
-        }
+    /// `detail` with the tail of the child's stderr, the child stopped.
+    async fn with_stderr(&self, detail: String) -> String {
+        kill_group(&*self.child.lock().await);
+        with_stderr_tail(&self.stderr, detail).await
+    }
+
+    /// The server's name.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// Whether [`Connection::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// The most bytes of a call's recorded content.
+    pub(crate) fn content_cap(&self) -> usize {
+        self.cap
+    }
+
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
+        &self.peer
+    }
+
+    pub(crate) fn capture(&self) -> &Capture {
+        &self.capture
     }
 
     /// Closes the connection: rmcp's shutdown, then the child's whole
     /// process group is killed, so its descendants die too. Safe to call
-    /// twice.
-    pub async fn close(&mut self) {
-        if let Some(client) = self.client.take() {
+    /// twice, concurrently, and during a call (which then fails).
+    pub async fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        if let Some(client) = self.running.lock().await.take() {
             let _ = tokio::time::timeout(Duration::from_secs(2), client.cancel()).await;
         }
-        #[cfg(unix)]
-        if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
-            // SAFETY: kill has no memory preconditions; a negative pid names
-            // the group the child leads (it was started in its own).
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-        }
-        let _ = self.child.start_kill();
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+        let mut child = self.child.lock().await;
+        kill_group(&child);
+        let _ = child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
     }
 }
 
@@ -273,7 +320,7 @@ impl Connection {
 /// them, closes; the connect and listing under the connect bound.
 pub async fn pin(server: &Server, pinned_at: Timestamp) -> Result<Manifest, McpError> {
     let bound = server.connect_timeout();
-    let mut connection = connect(server).await?;
+    let connection = connect(server).await?;
     let listed = tokio::time::timeout(bound, connection.list_tools()).await;
     let result = match listed {
         Ok(Ok(tools)) => Manifest::pin(&server.name, pinned_at, &tools),
@@ -310,10 +357,17 @@ fn keep_stderr_tail(mut stderr: ChildStderr) -> Arc<Mutex<Vec<u8>>> {
     tail
 }
 
-/// The raw results of the `tools/list` requests seen on the wire, by
-/// request id.
+/// The `_meta` key a call is marked with, so its raw result can be found
+/// on the wire.
+pub(crate) const CALL_MARK: &str = "agentrt/call";
+
+/// The most call results kept waiting for their callers.
+const MAX_WAITING_RESULTS: usize = 1024;
+
+/// The raw results of the `tools/list` and `tools/call` requests seen on
+/// the wire.
 #[derive(Default)]
-struct Capture {
+pub(crate) struct Capture {
     state: Mutex<CaptureState>,
 }
 
@@ -323,6 +377,10 @@ struct CaptureState {
     list_ids: Vec<String>,
     /// Raw results received for them.
     results: HashMap<String, String>,
+    /// The mark of each `tools/call` request sent, by id.
+    call_ids: HashMap<String, String>,
+    /// Raw call results received, by mark.
+    call_results: HashMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -331,6 +389,14 @@ struct Outgoing<'a> {
     id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<String>,
+    #[serde(default)]
+    params: Option<OutgoingParams>,
+}
+
+#[derive(Deserialize)]
+struct OutgoingParams {
+    #[serde(rename = "_meta", default)]
+    meta: Option<HashMap<String, serde_json::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -346,10 +412,20 @@ impl Capture {
         let Ok(msg) = serde_json::from_slice::<Outgoing<'_>>(line) else {
             return;
         };
-        if let (Some(id), Some("tools/list")) = (msg.id, msg.method.as_deref())
-            && let Ok(mut s) = self.state.lock()
-        {
-            s.list_ids.push(id.get().to_owned());
+        let Some(id) = msg.id else { return };
+        let Ok(mut s) = self.state.lock() else { return };
+        match msg.method.as_deref() {
+            Some("tools/list") => s.list_ids.push(id.get().to_owned()),
+            Some("tools/call") => {
+                let mark = msg
+                    .params
+                    .and_then(|p| p.meta)
+                    .and_then(|m| m.get(CALL_MARK).and_then(|v| v.as_str().map(str::to_owned)));
+                if let Some(mark) = mark {
+                    s.call_ids.insert(id.get().to_owned(), mark);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -357,12 +433,30 @@ impl Capture {
         let Ok(msg) = serde_json::from_slice::<Incoming<'_>>(line) else {
             return;
         };
-        if let (Some(id), Some(result)) = (msg.id, msg.result)
-            && let Ok(mut s) = self.state.lock()
-            && s.list_ids.iter().any(|i| i == id.get())
-        {
+        let (Some(id), Some(result)) = (msg.id, msg.result) else {
+            return;
+        };
+        let Ok(mut s) = self.state.lock() else { return };
+        if s.list_ids.iter().any(|i| i == id.get()) {
             s.results
                 .insert(id.get().to_owned(), result.get().to_owned());
+        } else if let Some(mark) = s.call_ids.remove(id.get())
+            && s.call_results.len() < MAX_WAITING_RESULTS
+        {
+            s.call_results.insert(mark, result.get().to_owned());
+        }
+    }
+
+    /// The raw result of the call marked `mark`, once received.
+    pub(crate) fn take_call_result(&self, mark: &str) -> Option<String> {
+        self.state.lock().ok()?.call_results.remove(mark)
+    }
+
+    /// Forgets a call whose caller stopped waiting.
+    pub(crate) fn forget_call(&self, mark: &str) {
+        if let Ok(mut s) = self.state.lock() {
+            s.call_ids.retain(|_, m| m != mark);
+            s.call_results.remove(mark);
         }
     }
 

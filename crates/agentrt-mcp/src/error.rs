@@ -99,4 +99,12 @@ pub enum McpError {
         /// What failed (server-chosen text sanitized).
         detail: String,
     },
+    /// Load offered no tool at all: the report says why each was not.
+    #[error("load {server:?}: no tool registered")]
+    NoToolOffered {
+        /// The server's name.
+        server: String,
+        /// Per tool, why not.
+        report: Box<crate::report::Report>,
+    },
 }

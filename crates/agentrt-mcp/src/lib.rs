@@ -19,11 +19,13 @@ mod connect;
 mod duration;
 mod error;
 mod listing;
+mod load;
 mod manifest;
 mod private_file;
 mod report;
 mod rules;
 mod server;
+mod tool;
 
 pub use call::{DEFAULT_MAX_CONTENT_BYTES, call_arguments, map_result};
 pub use check::{OfferedTool, check_files, check_tools};
@@ -31,6 +33,7 @@ pub use connect::{Connection, connect, pin};
 pub use duration::parse_duration;
 pub use error::McpError;
 pub use listing::{Listing, MAX_PAGES, MAX_TOOLS};
+pub use load::{Loaded, load};
 pub use manifest::{
     ListedTool, Manifest, PinnedTool, description_hash, parse_manifest, read_manifest,
 };
@@ -38,3 +41,4 @@ pub use private_file::read_private;
 pub use report::{Registered, Report};
 pub use rules::{Rule, Rules, parse_rules, read_rules};
 pub use server::{DEFAULT_CONNECT_TIMEOUT, Endpoint, Server};
+pub use tool::McpTool;

@@ -49,7 +49,7 @@ async fn a_server_that_changed_since_the_pin_is_refused_per_tool() {
         ("changed", "read_file", "description changed since the pin"),
         ("renamed", "write_file", "no longer offers it"),
     ] {
-        let mut connection = connect(&fixture(mode)).await.expect("connect");
+        let connection = connect(&fixture(mode)).await.expect("connect");
         let live = connection.list_tools().await.expect("list");
         connection.close().await;
         let (offered, report) = check_tools("fs", &manifest, &rules, &live, None);
@@ -62,7 +62,7 @@ async fn a_server_that_changed_since_the_pin_is_refused_per_tool() {
         }
     }
     // The unchanged server offers both, the write with its allowed mismatch.
-    let mut connection = connect(&fixture("plain")).await.expect("connect");
+    let connection = connect(&fixture("plain")).await.expect("connect");
     let live = connection.list_tools().await.expect("list");
     connection.close().await;
     let (offered, report) = check_tools("fs", &manifest, &rules, &live, None);
@@ -96,7 +96,7 @@ async fn closing_kills_the_servers_descendants() {
         "AGENTRT_MCP_FIXTURE_PID_FILE={}",
         pid_file.display()
     ));
-    let mut connection = connect(&server).await.expect("connect");
+    let connection = connect(&server).await.expect("connect");
     connection.list_tools().await.expect("list");
     let pid: u32 = std::fs::read_to_string(&pid_file)
         .expect("the fixture wrote its grandchild's pid")

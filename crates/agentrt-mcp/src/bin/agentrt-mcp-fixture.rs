@@ -1,7 +1,7 @@
 //! A small MCP server over stdio for the crate's tests: JSON-RPC lines in,
 //! lines out, behaviour chosen by `AGENTRT_MCP_FIXTURE` (`plain`, `paged`,
 //! `changed`, `renamed`, `old`, `hang`, `grandchild`, `stubborn`: plain
-//! but living on when its stdin closes), or, with `parent`,
+//! but living on when its stdin closes, `die-on-call`, `error-on-call`), or, with `parent`,
 //! a client that connects to another fixture, writes that server's pid and
 //! waits to be killed. Not for use.
 
@@ -52,7 +52,7 @@ fn parent() {
             return;
         };
         if let (Some(pid), Ok(file)) = (
-            connection.process_id(),
+            connection.process_id().await,
             std::env::var("AGENTRT_MCP_FIXTURE_PID_FILE"),
         ) {
             let _ = std::fs::write(file, pid.to_string());
@@ -115,6 +115,14 @@ fn main() {
                 } else {
                     json!({"tools": all})
                 }
+            }
+            "tools/call" if mode == "die-on-call" => std::process::exit(3),
+            "tools/call" if mode == "error-on-call" => {
+                let reply = json!({"jsonrpc": "2.0", "id": id,
+                                   "error": {"code": -32602, "message": "no such path"}});
+                let _ = writeln!(out, "{reply}");
+                let _ = out.flush();
+                continue;
             }
             "tools/call" => {
                 let args = msg

@@ -1,0 +1,135 @@
+//! A loaded server's tools behind the gate: a scripted run calls them over
+//! stdio (the crate's fixture server), through the core's Driver.
+
+use std::time::Duration;
+
+use agentrt::*;
+use agentrt_mcp::{Server, load, parse_rules, pin};
+
+fn fixture() -> Server {
+    let mut server = Server::command("fs", &[env!("CARGO_BIN_EXE_agentrt-mcp-fixture")]);
+    server.env.push("AGENTRT_MCP_FIXTURE=plain".into());
+    server.connect_timeout = Some(Duration::from_secs(10));
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_tool_runs_through_the_gate_with_the_operators_fixed_values() {
+    let server = fixture();
+    let manifest = pin(
+        &server,
+        Timestamp::parse("2026-12-01T09:00:00Z").expect("time"),
+    )
+    .await
+    .expect("pin");
+    let rules = parse_rules(
+        br#"{"read_file": {"side_effect": "read_only", "timeout": "5s"},
+             "write_file": {"side_effect": "local_mutation", "timeout": "5s",
+                            "allow_hint_mismatch": true, "fixed": {"content": "fixed by the operator"}}}"#,
+    )
+    .expect("rules");
+    let loaded = load(&server, &manifest, &rules).await.expect("load");
+    assert_eq!(loaded.tools.len(), 2, "{}", loaded.report.text());
+    let write_schema = loaded.tools[1].spec().input_schema;
+    assert!(
+        !write_schema.as_str().contains("content"),
+        "a fixed parameter is hidden from the model: {write_schema}"
+    );
+
+    let store = Store::open(":memory:").expect("store");
+    let config = GateConfig::new(store.clone(), DefaultPolicy, loaded.tools.clone());
+    let agent = ScriptedAgent::new([
+        Decision::tool_call("fs_read_file", r#"{"path":"a.txt"}"#),
+        Decision::tool_call(
+            "fs_write_file",
+            r#"{"path":"b.txt","content":"from the model"}"#,
+        ),
+        Decision::tool_call("fs_write_file", r#"{"path":"b.txt"}"#),
+        Decision::complete("true"),
+    ]);
+    let mut driver = Driver::new(config, agent).expect("driver");
+    let run = driver
+        .start(Some("r1"), "read and write", Limits::default())
+        .await
+        .expect("run");
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    let steps = store.list_steps("r1").expect("steps");
+    let observation = |i: usize| {
+        steps[i]
+            .observation
+            .as_ref()
+            .map(|o| {
+                format!(
+                    "{} {}",
+                    o.summary,
+                    o.content.as_ref().map_or("", |c| c.as_str())
+                )
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        observation(0).contains(r#"{\"path\":\"a.txt\"}"#),
+        "the server saw the arguments as approved: {}",
+        observation(0)
+    );
+    assert!(
+        observation(1).contains("is fixed by the operator"),
+        "a fixed parameter the model gave is a tool error: {}",
+        observation(1)
+    );
+    assert!(
+        observation(2).contains("fixed by the operator") && observation(2).contains("b.txt"),
+        "the fixed value was injected: {}",
+        observation(2)
+    );
+    loaded.connection.close().await;
+}
+
+/// Loads the fixture in `mode` and calls its write tool once, directly.
+async fn call_write(mode: &str) -> Result<ToolResult, ToolError> {
+    let mut server = fixture();
+    server.env = vec![format!("AGENTRT_MCP_FIXTURE={mode}")];
+    let manifest = pin(
+        &server,
+        Timestamp::parse("2026-12-01T09:00:00Z").expect("time"),
+    )
+    .await
+    .expect("pin");
+    let rules = parse_rules(
+        br#"{"write_file": {"side_effect": "local_mutation", "timeout": "5s", "allow_hint_mismatch": true}}"#,
+    )
+    .expect("rules");
+    let loaded = load(&server, &manifest, &rules).await.expect("load");
+    let result = loaded.tools[0]
+        .call(ToolCall {
+            run_id: "r1".into(),
+            step_id: "s1".into(),
+            args: Canonical::parse_str(r#"{"path":"b.txt"}"#).expect("args"),
+            cancel: Cancel::never(),
+        })
+        .await;
+    loaded.connection.close().await;
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_lost_during_a_call_is_an_unknown_outcome_and_its_refusal_a_known_failure() {
+    match call_write("die-on-call").await {
+        Err(ToolError::Unknown { message }) => {
+            assert!(
+                message.starts_with(r#"mcp: server "fs": tool "write_file": "#),
+                "{message}"
+            );
+        }
+        other => panic!("a lost connection after sending is unknown: {other:?}"),
+    }
+    match call_write("error-on-call").await {
+        Err(ToolError::Failed { message }) => {
+            assert_eq!(
+                message,
+                r#"mcp: server "fs": tool "write_file": no such path"#
+            );
+        }
+        other => panic!("a JSON-RPC error is a known failure: {other:?}"),
+    }
+}
