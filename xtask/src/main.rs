@@ -1,5 +1,9 @@
 //! Maintenance tasks: `cargo xtask <task>`.
 //!
+//! - `test`: the whole test suite: `cargo test --workspace`, then the
+//!   tests against real components, after installing what they need
+//!   (Node.js from Debian when missing and run as root; the npm MCP
+//!   filesystem server, pinned by its lockfile, into `target/`).
 //! - `ci`: what CI runs (format check, clippy with warnings as errors, the
 //!   whole test suite).
 //! - `mutants`: cargo-mutants over the files that hold the controls that
@@ -10,7 +14,11 @@ use std::process::{Command, ExitCode, Stdio};
 const USAGE: &str = "usage: cargo xtask <task> [args]
 
 tasks:
-  ci       format check, clippy -D warnings, cargo test --workspace
+  test     the whole test suite: cargo test --workspace, then the tests
+           against real components (installs Node.js from Debian when it
+           is missing and this runs as root, and the pinned npm MCP
+           filesystem server into target/real-servers)
+  ci       format check, clippy -D warnings, the whole test suite (test)
   mutants  cargo mutants -p agentrt over the control files, with only the
            core's tests, reusing target/ (--copy-target=true); any further
            arguments go to cargo mutants. With --file only the files named
@@ -88,29 +96,137 @@ fn mutants(extra: &[String]) -> ExitCode {
     }
 }
 
+/// The oldest Node.js major version the npm MCP servers run on.
+const NODE_MAJOR: u32 = 20;
+
+/// The major version of the `node` on PATH, if there is one.
+fn node_major() -> Option<u32> {
+    let out = Command::new("node").arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim()
+        .trim_start_matches('v')
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn run(program: &str, args: &[&str], dir: Option<&std::path::Path>) -> bool {
+    eprintln!("$ {program} {}", args.join(" "));
+    let mut command = Command::new(program);
+    command.args(args);
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    command.status().map(|s| s.success()).unwrap_or(false)
+}
+
+/// Node.js, installed from Debian when missing and this runs as root.
+fn ensure_node() -> Result<(), String> {
+    if node_major().is_some_and(|m| m >= NODE_MAJOR) {
+        return Ok(());
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if root {
+        let _ = run("apt-get", &["update"], None);
+        let _ = run("apt-get", &["install", "-y", "nodejs", "npm"], None);
+    }
+    match node_major() {
+        Some(m) if m >= NODE_MAJOR => Ok(()),
+        found => Err(format!(
+            "the real-server tests need Node.js {NODE_MAJOR} or newer with npm (found: {}); \
+             install it, or run `cargo test --workspace` for the tests that need only Rust",
+            found.map_or("none".to_owned(), |m| format!("v{m}"))
+        )),
+    }
+}
+
+/// Installs the npm MCP servers (`npm ci --ignore-scripts`, from the
+/// committed lockfile) into `target/real-servers/npm`; returns that
+/// directory.
+fn install_npm_servers() -> Result<std::path::PathBuf, String> {
+    let source = std::path::Path::new("crates/agentrt-mcp/tests/npm");
+    let dir = std::path::Path::new("target/real-servers/npm");
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(source.join(file), dir.join(file))
+            .map_err(|e| format!("copying {file}: {e}"))?;
+    }
+    if !run(
+        "npm",
+        &["ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+        Some(dir),
+    ) {
+        return Err("npm ci failed".into());
+    }
+    dir.canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// The whole test suite.
+fn test() -> ExitCode {
+    if !cargo(&["test", "--workspace"]) {
+        return ExitCode::FAILURE;
+    }
+    let npm = match ensure_node().and_then(|()| install_npm_servers()) {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let entry = npm.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    eprintln!(
+        "$ AGENTRT_MCP_FILESYSTEM_SERVER={} cargo test -p agentrt-mcp --features real-servers --test filesystem_server",
+        entry.display()
+    );
+    let ok = cargo_command()
+        .args([
+            "test",
+            "-p",
+            "agentrt-mcp",
+            "--features",
+            "real-servers",
+            "--test",
+            "filesystem_server",
+        ])
+        .env("AGENTRT_MCP_FILESYSTEM_SERVER", &entry)
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let task = args.first().map(String::as_str).unwrap_or_default();
     match task {
         "ci" => {
-            let steps: [&[&str]; 3] = [
+            let steps: [&[&str]; 2] = [
                 &["fmt", "--all", "--", "--check"],
                 &[
                     "clippy",
                     "--workspace",
                     "--all-targets",
+                    "--all-features",
                     "--",
                     "-D",
                     "warnings",
                 ],
-                &["test", "--workspace"],
             ];
             if steps.iter().all(|s| cargo(s)) {
-                ExitCode::SUCCESS
+                test()
             } else {
                 ExitCode::FAILURE
             }
         }
+        "test" => test(),
         "mutants" => mutants(&args[1..]),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");

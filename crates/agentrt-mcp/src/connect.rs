@@ -415,7 +415,9 @@ impl Capture {
         let Some(id) = msg.id else { return };
         let Ok(mut s) = self.state.lock() else { return };
         match msg.method.as_deref() {
-            Some("tools/list") => s.list_ids.push(id.get().to_owned()),
+            Some("tools/list") if !s.list_ids.iter().any(|i| i == id.get()) => {
+                s.list_ids.push(id.get().to_owned());
+            }
             Some("tools/call") => {
                 let mark = msg
                     .params
@@ -522,10 +524,16 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for TeeWriter<W> {
         bytes: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
+        // Note the requests these bytes complete before they can reach the
+        // server, whose answer may be read before this write returns. A
+        // line offered again after a short write is noted again, which
+        // changes nothing.
+        let mut ahead = this.line.clone();
+        let capture = Arc::clone(&this.capture);
+        feed(&mut ahead, bytes, |l| capture.sent(l));
         let polled = Pin::new(&mut this.inner).poll_write(cx, bytes);
         if let Poll::Ready(Ok(n)) = &polled {
-            let capture = Arc::clone(&this.capture);
-            feed(&mut this.line, &bytes[..*n], |l| capture.sent(l));
+            feed(&mut this.line, &bytes[..*n], |_| {});
         }
         polled
     }

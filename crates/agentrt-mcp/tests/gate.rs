@@ -52,8 +52,8 @@ async fn a_loaded_tool_runs_through_the_gate_with_the_operators_fixed_values() {
         .start(Some("r1"), "read and write", Limits::default())
         .await
         .expect("run");
-    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
     let steps = store.list_steps("r1").expect("steps");
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}\n{steps:#?}");
     let observation = |i: usize| {
         steps[i]
             .observation
