@@ -42,7 +42,7 @@ pub struct Connection {
     server: String,
     cap: usize,
     peer: Peer<RoleClient>,
-    running: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    running: tokio::sync::Mutex<Option<RunningService<RoleClient, Client>>>,
     child: tokio::sync::Mutex<Child>,
     closed: AtomicBool,
     capture: Arc<Capture>,
@@ -54,6 +54,33 @@ impl std::fmt::Debug for Connection {
         f.debug_struct("Connection")
             .field("server", &self.server)
             .finish()
+    }
+}
+
+/// This client's side of the protocol: it identifies itself and refuses
+/// every request a server makes of it that only a person could answer.
+/// Sampling is refused by rmcp's default; an elicitation, which rmcp
+/// would decline (an answer of a kind), is refused here as a method this
+/// client does not have.
+struct Client {
+    config: ClientConfig,
+}
+
+impl rmcp::ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::ElicitResult, rmcp::ErrorData>>
+    + rmcp::service::MaybeSendFuture
+    + '_ {
+        std::future::ready(Err(rmcp::ErrorData::method_not_found::<
+            rmcp::model::ElicitationCreateRequestMethod,
+        >()))
     }
 }
 
@@ -136,8 +163,16 @@ pub async fn connect(server: &Server) -> Result<Connection, McpError> {
         line: Vec::new(),
     };
     let bound = server.connect_timeout();
-    let handshake =
-        tokio::time::timeout(bound, serve_client(client_config(), (reader, writer))).await;
+    let handshake = tokio::time::timeout(
+        bound,
+        serve_client(
+            Client {
+                config: client_config(),
+            },
+            (reader, writer),
+        ),
+    )
+    .await;
     let client = match handshake {
         Ok(Ok(client)) => client,
         Ok(Err(e)) => {

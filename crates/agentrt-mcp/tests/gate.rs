@@ -133,3 +133,13 @@ async fn a_server_lost_during_a_call_is_an_unknown_outcome_and_its_refusal_a_kno
         other => panic!("a JSON-RPC error is a known failure: {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_asking_for_a_sample_or_for_user_input_is_refused_both() {
+    let result = call_write("asks").await.expect("the call completes");
+    let text = String::from_utf8(result.content).expect("utf-8");
+    assert_eq!(
+        text, r#""sampling/createMessage: error -32601; elicitation/create: error -32601""#,
+        "neither request is answered with content, nor declined: both are refused"
+    );
+}

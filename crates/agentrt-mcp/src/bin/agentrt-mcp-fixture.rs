@@ -1,7 +1,8 @@
 //! A small MCP server over stdio for the crate's tests: JSON-RPC lines in,
 //! lines out, behaviour chosen by `AGENTRT_MCP_FIXTURE` (`plain`, `paged`,
 //! `changed`, `renamed`, `old`, `hang`, `grandchild`, `stubborn`: plain
-//! but living on when its stdin closes, `die-on-call`, `error-on-call`), or, with `parent`,
+//! but living on when its stdin closes, `die-on-call`, `error-on-call`, `asks`: a call asks the client
+//! for sampling and elicitation and reports the answers), or, with `parent`,
 //! a client that connects to another fixture, writes that server's pid and
 //! waits to be killed. Not for use.
 
@@ -79,7 +80,8 @@ fn main() {
     }
     let stdin = std::io::stdin();
     let mut out = std::io::stdout();
-    for line in stdin.lock().lines() {
+    let mut lines = stdin.lock().lines();
+    while let Some(line) = lines.next() {
         let Ok(line) = line else { break };
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
             continue;
@@ -117,6 +119,37 @@ fn main() {
                 }
             }
             "tools/call" if mode == "die-on-call" => std::process::exit(3),
+            "tools/call" if mode == "asks" => {
+                // Ask the client for a sample and for user input, and
+                // report what came back.
+                let mut answers = Vec::new();
+                for (rid, method, params) in [
+                    (
+                        "ask-1",
+                        "sampling/createMessage",
+                        json!({"messages": [], "maxTokens": 1}),
+                    ),
+                    (
+                        "ask-2",
+                        "elicitation/create",
+                        json!({"message": "Your password?",
+                        "requestedSchema": {"type": "object", "properties": {}}}),
+                    ),
+                ] {
+                    let ask =
+                        json!({"jsonrpc": "2.0", "id": rid, "method": method, "params": params});
+                    let _ = writeln!(out, "{ask}");
+                    let _ = out.flush();
+                    let Some(Ok(reply)) = lines.next() else { break };
+                    let reply: Value = serde_json::from_str(&reply).unwrap_or(Value::Null);
+                    let code = reply.pointer("/error/code").and_then(Value::as_i64);
+                    answers.push(format!(
+                        "{method}: {}",
+                        code.map_or("answered".into(), |c| format!("error {c}"))
+                    ));
+                }
+                json!({"content": [{"type": "text", "text": answers.join("; ")}]})
+            }
             "tools/call" if mode == "error-on-call" => {
                 let reply = json!({"jsonrpc": "2.0", "id": id,
                                    "error": {"code": -32602, "message": "no such path"}});
