@@ -243,7 +243,7 @@ async fn with_stderr_tail(stderr: &Arc<Mutex<Vec<u8>>>, detail: String) -> Strin
     if tail.is_empty() {
         detail
     } else {
-        format!("{detail}; its stderr ends: {:?}", sanitize(tail))
+        format!("{detail}; its stderr ends: \"{}\"", sanitize(tail))
     }
 }
 

@@ -159,3 +159,16 @@ fn a_server_dies_with_the_process_that_started_it() {
         "the server {pid} outlived the process that started it"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_fails_to_start_is_reported_with_the_end_of_its_stderr() {
+    let e = connect(&fixture("crash")).await.expect_err("crashes");
+    let text = e.to_string();
+    assert!(text.contains("connect: "), "{text}");
+    assert!(
+        text.contains(
+            "its stderr ends: \"fixture: cannot start: the config file is missing\\x1b[31m\""
+        ),
+        "the tail is quoted and sanitized: {text}"
+    );
+}

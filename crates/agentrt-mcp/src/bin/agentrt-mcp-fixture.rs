@@ -1,7 +1,8 @@
 //! A small MCP server over stdio for the crate's tests: JSON-RPC lines in,
 //! lines out, behaviour chosen by `AGENTRT_MCP_FIXTURE` (`plain`, `paged`,
 //! `changed`, `renamed`, `old`, `hang`, `grandchild`, `stubborn`: plain
-//! but living on when its stdin closes, `die-on-call`, `error-on-call`, `asks`: a call asks the client
+//! but living on when its stdin closes, `die-on-call`, `error-on-call`, `crash`: exits at once with a
+//! line on stderr, `asks`: a call asks the client
 //! for sampling and elicitation and reports the answers), or, with `parent`,
 //! a client that connects to another fixture, writes that server's pid and
 //! waits to be killed. Not for use.
@@ -66,6 +67,10 @@ fn main() {
     let mode = std::env::var("AGENTRT_MCP_FIXTURE").unwrap_or_else(|_| "plain".into());
     if mode == "parent" {
         return parent();
+    }
+    if mode == "crash" {
+        eprintln!("fixture: cannot start: the config file is missing\u{1b}[31m");
+        std::process::exit(1);
     }
     if mode == "grandchild" {
         // A descendant that outlives nothing: close must kill it too.
