@@ -10,8 +10,16 @@ use rusqlite::types::ValueRef;
 
 use super::extension::{self, MAX_EXTENSION_NAME, is_identifier, quoted};
 use super::schema::{StateTable, UNCHAINED_SEQ};
-use super::verify_read::capped_select;
 use crate::error::{Error, Result};
+
+/// Longest field selected with its row; longer ones are read in chunks.
+pub(crate) const INLINE_FIELD: u64 = 4096;
+
+/// The column, or NULL when it is longer than [`INLINE_FIELD`] (the
+/// columns read this way are NOT NULL, so NULL means long).
+pub(crate) fn capped_select(column: &str) -> String {
+    format!("CASE WHEN octet_length({column}) > {INLINE_FIELD} THEN NULL ELSE {column} END")
+}
 
 /// One table the chain covers.
 #[derive(Debug, Clone)]

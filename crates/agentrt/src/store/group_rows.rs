@@ -8,10 +8,10 @@ use crate::clock::Timestamp;
 use crate::error::Result;
 use crate::model::{Approval, Event, ModelCall};
 
+use super::changes::{ApprovalChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard};
 use super::extension::{ExtensionTable, SqlValue};
-use super::read_rows::ReadRows;
+use super::read_rows::{ReadRows, StoredValue};
 use super::schema::StateTable;
-use super::tx::{ApprovalChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard};
 
 /// A table whose written rows a group digests into its last event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,28 +41,6 @@ pub struct SealedEvent<'a> {
     pub rows: &'a str,
     /// Its link in the chain.
     pub hash: &'a str,
-}
-
-/// A column value as a backend read it from an extension table: of one of
-/// the two kinds the store writes, or something else written by hand.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoredValue {
-    /// An integer.
-    Int(i64),
-    /// Text.
-    Text(String),
-    /// A value of another type (named as the engine names it, for errors).
-    Other(&'static str),
-}
-
-/// An extension row as a backend read it: its registered columns in order,
-/// then the seq of the event that last wrote it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredRow {
-    /// The registered (digested) columns' values, in registered order.
-    pub values: Vec<StoredValue>,
-    /// The row's `written_seq`.
-    pub written_seq: i64,
 }
 
 /// The row operations of one write group, as a storage engine performs

@@ -11,6 +11,7 @@
 
 mod calls;
 mod chained;
+mod changes;
 mod digest;
 pub mod extension;
 mod files;
@@ -41,15 +42,15 @@ use crate::clock::lock;
 use crate::error::{Error, Result};
 use crate::model::{Event, Run};
 
+pub use changes::{
+    ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
+};
 pub use extension::{Extension, ExtensionRow, ExtensionTable, SqlValue};
 pub use group_rows::GroupRows;
 pub use page::{MAX_PAGE_TEXT, PAGE_READ_ROWS, PendingCount};
 pub use read::Page;
 pub use read_rows::{Cut, ReadRows};
-pub use tx::{
-    ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
-    WriteTx,
-};
+pub use tx::WriteTx;
 
 /// How hard a commit works to survive failures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -297,7 +298,7 @@ impl Store {
     /// [`Store::write_async`], then `after` with the group's value on the
     /// writer thread as soon as the batch committed: nothing written after
     /// the commit can be seen before `after` has run by work that runs
-    /// between batches ([`Store::between_batches`]).
+    /// between batches (`Store::with_run_between_batches`).
     pub(crate) async fn write_then<T, F>(
         &self,
         f: F,

@@ -7,6 +7,7 @@ use rusqlite::types::Value;
 
 use super::Store;
 use super::read_rows::Cut;
+pub use super::read_rows::Page;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
@@ -14,15 +15,6 @@ use crate::model::{
     Approval, ApprovalStatus, Event, EventType, Labels, Limits, Run, RunStatus, Step, StepStatus,
     TerminalReason, ToolSpec, Usage,
 };
-
-/// A page of rows and the total the page was cut from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Page<T> {
-    /// The rows of this page.
-    pub items: Vec<T>,
-    /// How many rows there are in all.
-    pub total: u64,
-}
 
 /// Collects decode problems of one row.
 #[derive(Default)]

@@ -8,8 +8,37 @@ use crate::error::Result;
 use crate::model::{Approval, Event, Labels, ModelCall, Run, Step};
 
 use super::extension::{ExtensionTable, SqlValue};
-use super::group_rows::StoredRow;
-use super::read::Page;
+
+/// A page of rows and the total the page was cut from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    /// The rows of this page.
+    pub items: Vec<T>,
+    /// How many rows there are in all.
+    pub total: u64,
+}
+
+/// A column value as a backend read it from an extension table: of one of
+/// the two kinds the store writes, or something else written by hand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredValue {
+    /// An integer.
+    Int(i64),
+    /// Text.
+    Text(String),
+    /// A value of another type (named as the engine names it, for errors).
+    Other(&'static str),
+}
+
+/// An extension row as a backend read it: its registered columns in order,
+/// then the seq of the event that last wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRow {
+    /// The registered (digested) columns' values, in registered order.
+    pub values: Vec<StoredValue>,
+    /// The row's `written_seq`.
+    pub written_seq: i64,
+}
 
 /// Whether a read returns rows whole, or with every text column cut at
 /// [`MAX_PAGE_TEXT`](super::MAX_PAGE_TEXT) characters (the page reads of

@@ -5,14 +5,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::extension::{ExtensionTable, Registry, SqlValue};
-use super::group_rows::{GroupRows, RowTable, SealedEvent, StoredRow, StoredValue};
-use super::read::Page;
-use super::read_rows::{Cut, ReadRows};
-use super::schema::StateTable;
-use super::tx::{
+use super::changes::{
     ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
 };
+use super::extension::{ExtensionTable, Registry, SqlValue};
+use super::group_rows::{GroupRows, RowTable, SealedEvent};
+use super::read::Page;
+use super::read_rows::{Cut, ReadRows, StoredRow, StoredValue};
+use super::schema::StateTable;
 use super::{Store, WriteTx};
 use crate::chain::{RowValue, row_digest};
 use crate::clock::Timestamp;

@@ -4,7 +4,7 @@
 //!
 //! Memory stays flat whatever the file holds: events are read a page at a
 //! time and handed over as borrowed bytes; a field longer than
-//! [`INLINE_FIELD`] bytes is not selected but read through SQLite's
+//! [`INLINE_FIELD`](super::chained::INLINE_FIELD) bytes is not selected but read through SQLite's
 //! incremental blob I/O in chunks of [`MAX_PAGE_TEXT`] bytes; state rows
 //! are looked up one at a time by id, and only the row counts are kept.
 
@@ -17,6 +17,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Row, Statement};
 
 use super::Store;
+use super::chained::capped_select;
 use super::chained::{self, ChainedTable};
 use super::digest::hash_value;
 use super::page::MAX_PAGE_TEXT;
@@ -24,9 +25,6 @@ use super::schema::{StateTable, UNCHAINED_SEQ};
 use crate::chain::FieldHasher;
 use crate::clock::lock;
 use crate::error::{Error, Result};
-
-/// Longest field selected with its row; longer ones are read in chunks.
-pub(crate) const INLINE_FIELD: u64 = 4096;
 
 /// Most bytes of a stored link handed over (a tampered one may be huge).
 pub(crate) const MAX_LINK_SHOWN: usize = 128;
@@ -66,7 +64,7 @@ impl EventColumn {
 }
 
 /// One field as selected: its bytes, or nothing when it is longer than
-/// [`INLINE_FIELD`].
+/// [`INLINE_FIELD`](super::chained::INLINE_FIELD).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Field<'r> {
     /// The stored bytes.
@@ -171,12 +169,6 @@ fn prepared_at<'s, 'c>(
             detail: format!("{sql} was not prepared"),
         },
     )
-}
-
-/// The column, or NULL when it is longer than [`INLINE_FIELD`] (the
-/// columns read this way are NOT NULL, so NULL means long).
-pub(crate) fn capped_select(column: &str) -> String {
-    format!("CASE WHEN octet_length({column}) > {INLINE_FIELD} THEN NULL ELSE {column} END")
 }
 
 /// The page of events after a seq, up to a seq.

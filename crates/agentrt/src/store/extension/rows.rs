@@ -6,7 +6,7 @@
 
 use super::{ExtensionRow, Registered, SqlValue};
 use crate::error::{Error, Result};
-use crate::store::group_rows::{StoredRow, StoredValue};
+use crate::store::read_rows::{StoredRow, StoredValue};
 use crate::store::{Store, WriteTx};
 
 /// Decodes a row as read: every value of its column's kind.

@@ -9,12 +9,13 @@ use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::model::{Approval, ApprovalStatus, CallStatus, ModelCall, RunStatus, StepStatus};
 
-use super::super::digest::{digest_row, mark_sql};
-use super::super::extension::{ExtensionTable, SqlValue, quoted, quoted_list};
-use super::super::group_rows::{GroupRows, RowTable, SealedEvent, StoredValue};
-use super::super::tx::{
+use super::super::changes::{
     ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
 };
+use super::super::digest::{digest_row, mark_sql};
+use super::super::extension::{ExtensionTable, SqlValue, quoted, quoted_list};
+use super::super::group_rows::{GroupRows, RowTable, SealedEvent};
+use super::super::read_rows::StoredValue;
 use super::{SqliteRows, sql_value, stored};
 
 /// Events per multi-row `INSERT` (8 parameters each).

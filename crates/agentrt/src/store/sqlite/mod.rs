@@ -10,7 +10,7 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, Row, params_from_iter};
 
 use super::extension::{ExtensionTable, SqlValue, quoted, quoted_list};
-use super::group_rows::{StoredRow, StoredValue};
+use super::read_rows::{StoredRow, StoredValue};
 use crate::error::{Error, Result};
 
 /// The engine's statements on one connection.

@@ -5,7 +5,6 @@ use rusqlite::{OptionalExtension, params, params_from_iter};
 
 use super::super::calls::{CALL_COLUMNS, call_from_row};
 use super::super::extension::{ExtensionTable, SqlValue};
-use super::super::group_rows::StoredRow;
 use super::super::page::{
     APPROVAL_SELECT, EVENT_SELECT, MAX_PAGE_TEXT, RUN_SELECT, STEP_SELECT, capped_approval,
     capped_run, capped_step,
@@ -14,6 +13,7 @@ use super::super::read::{
     APPROVAL_COLUMNS, EVENT_COLUMNS, Page, RUN_COLUMNS, RUN_FROM, STEP_COLUMNS, approval_from_row,
     event_from_row, label_filter, run_from_row, step_from_row,
 };
+use super::super::read_rows::StoredRow;
 use super::super::read_rows::{Cut, ReadRows};
 use super::{SqliteRows, bounds, extension_rows};
 use crate::error::{Error, Result};
