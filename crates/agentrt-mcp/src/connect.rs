@@ -248,7 +248,7 @@ async fn with_stderr_tail(stderr: &Arc<Mutex<Vec<u8>>>, detail: String) -> Strin
 }
 
 /// `30s`, `1.5s`: a bound as people write it.
-fn seconds(d: Duration) -> String {
+pub(crate) fn seconds(d: Duration) -> String {
     format!("{}s", d.as_secs_f64())
 }
 

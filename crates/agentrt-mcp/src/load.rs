@@ -7,7 +7,7 @@ use std::sync::Arc;
 use agentrt::Tool;
 
 use crate::check::{check_files, check_tools};
-use crate::connect::{Connection, connect};
+use crate::connect::{Connection, connect, seconds};
 use crate::error::McpError;
 use crate::manifest::Manifest;
 use crate::report::Report;
@@ -57,7 +57,7 @@ pub async fn load(server: &Server, manifest: &Manifest, rules: &Rules) -> Result
             connection.close().await;
             return Err(McpError::Load {
                 server: server.name.clone(),
-                detail: format!("timed out after {}s", bound.as_secs_f64()),
+                detail: format!("timed out after {}", seconds(bound)),
             });
         }
     };

@@ -143,3 +143,20 @@ async fn a_server_asking_for_a_sample_or_for_user_input_is_refused_both() {
         "neither request is answered with content, nor declined: both are refused"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_that_offers_no_tool_fails_with_the_report() {
+    let server = fixture();
+    let manifest = pin(
+        &server,
+        Timestamp::parse("2026-12-01T09:00:00Z").expect("time"),
+    )
+    .await
+    .expect("pin");
+    match load(&server, &manifest, &agentrt_mcp::Rules::new()).await {
+        Err(agentrt_mcp::McpError::NoToolOffered { report, .. }) => {
+            assert_eq!(report.unclassified, ["read_file", "write_file"]);
+        }
+        other => panic!("nothing is classified, nothing offered: {other:?}"),
+    }
+}

@@ -13,6 +13,7 @@ use agentrt::chain::{RowValue, row_digest};
 use agentrt::store::{Extension, ExtensionTable, SqlValue};
 use agentrt::verify::{self, VerifyOptions};
 use agentrt::*;
+use common::hold_write_lock;
 use common::proxy::{self, CALLS, CALLS_DDL, NONCES_DDL, PROXY, PROXY_V1, options};
 
 fn raw(path: &Path) -> rusqlite::Connection {
@@ -810,23 +811,6 @@ fn a_write_group_writes_core_and_extension_rows_atomically_and_chains_them() {
     );
     drop(store);
     verify_intact(&Store::open_existing(&path, true).unwrap());
-}
-
-/// Holds the write lock of `db` until the returned sender is dropped;
-/// returns once the lock is held.
-fn hold_write_lock(db: &Path) -> std::sync::mpsc::Sender<()> {
-    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let db = db.to_owned();
-    std::thread::spawn(move || {
-        let conn = rusqlite::Connection::open(db).unwrap();
-        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-        locked_tx.send(()).unwrap();
-        let _ = release_rx.recv();
-        conn.execute_batch("ROLLBACK").unwrap();
-    });
-    locked_rx.recv().unwrap();
-    release_tx
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

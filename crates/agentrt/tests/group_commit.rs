@@ -8,30 +8,12 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentrt::store::{NewRun, NewStep, StepChange, StepGuard};
 use agentrt::*;
 use common::*;
-
-/// Holds the write lock of `db` until the returned sender is dropped or
-/// sent to; returns once the lock is held.
-fn hold_write_lock(db: &Path) -> std::sync::mpsc::Sender<()> {
-    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let db = db.to_owned();
-    std::thread::spawn(move || {
-        let conn = rusqlite::Connection::open(db).unwrap();
-        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-        locked_tx.send(()).unwrap();
-        let _ = release_rx.recv();
-        conn.execute_batch("ROLLBACK").unwrap();
-    });
-    locked_rx.recv().unwrap();
-    release_tx
-}
 
 fn new_run(id: &str) -> NewRun<'_> {
     NewRun {
