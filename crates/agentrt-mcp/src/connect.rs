@@ -1,14 +1,12 @@
-//! Reaching a server over stdio (periphery §3.1): a child process with
+//! Reaching a server (periphery §3.1): over stdio, a child process with
 //! only the environment the operator named, in its own process group and
-//! killed with its descendants on close; the handshake and the whole tool
-//! listing under one connect bound; the listing pinned from the raw bytes
-//! the server sent.
+//! killed with its descendants on close; over streamable HTTP, our own
+//! client. The handshake and the whole tool listing run under one connect
+//! bound; the listing is pinned from the raw bytes the server sent.
 
-use std::collections::{HashMap, HashSet};
-use std::pin::Pin;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use agentrt::Timestamp;
@@ -17,12 +15,15 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, ProtocolVersion,
 };
 use rmcp::service::{Peer, RoleClient, RunningService, serve_client};
-use serde::Deserialize;
-use serde_json::value::RawValue;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use rmcp::transport::IntoTransport;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr, Command};
 
+use crate::capture::{Capture, TeeReader, TeeWriter};
 use crate::error::McpError;
+use crate::http_client::{HttpClient, MAX_BODY};
 use crate::listing::Listing;
 use crate::manifest::{ListedTool, Manifest};
 use crate::server::{Endpoint, Server};
@@ -33,19 +34,25 @@ const OLDEST_VERSION: &str = "2025-06-18";
 /// How much of a child's stderr is kept for errors.
 const STDERR_TAIL: usize = 4096;
 
-/// The longest JSON-RPC line captured (rmcp's own cap).
-const MAX_LINE: usize = 16 * 1024 * 1024;
-
 /// An open connection to one server, shared by the tools load offers;
 /// the consumer closes it (there is no reconnect).
 pub struct Connection {
     server: String,
     cap: usize,
     peer: Peer<RoleClient>,
-    running: tokio::sync::Mutex<Option<RunningService<RoleClient, Client>>>,
-    child: tokio::sync::Mutex<Child>,
+    running: tokio::sync::Mutex<Option<Service>>,
+    /// The child, for a stdio server.
+    process: Option<ServerProcess>,
     closed: AtomicBool,
     capture: Arc<Capture>,
+}
+
+/// rmcp's running client.
+type Service = RunningService<RoleClient, Client>;
+
+/// A stdio server's process and the tail of its stderr.
+struct ServerProcess {
+    child: tokio::sync::Mutex<Child>,
     stderr: Arc<Mutex<Vec<u8>>>,
 }
 
@@ -96,25 +103,76 @@ fn client_config() -> ClientConfig {
     ClientConfig::new(ClientCapabilities::default(), identity)
 }
 
-/// Connects to `server` (stdio), negotiates, and checks the version; the
-/// whole under the server's connect bound.
+/// Connects to `server`, negotiates, and checks the version; the whole
+/// under the server's connect bound.
 ///
-/// The child gets only the environment [`Server::child_env`] names, runs
-/// in its own process group (a terminal's Ctrl-C reaches this process, not
-/// the server) and, on Linux, is killed when the thread that started it
-/// ends: call this from a thread that lives as long as the connection (a
-/// runtime worker or the main thread, not a blocking-pool thread, which
-/// ends when idle).
+/// Over stdio the child gets only the environment [`Server::child_env`]
+/// names, runs in its own process group (a terminal's Ctrl-C reaches this
+/// process, not the server) and, on Linux, is killed when the thread that
+/// started it ends: call this from a thread that lives as long as the
+/// connection (a runtime worker or the main thread, not a blocking-pool
+/// thread, which ends when idle). Over streamable HTTP the client follows
+/// no redirect, takes no proxy from the environment, caps every response
+/// body at 16 MiB, and never re-initializes an expired session.
 pub async fn connect(server: &Server) -> Result<Connection, McpError> {
     server.validate()?;
+    let capture = Arc::new(Capture::default());
+    let (client, process) = match &server.endpoint {
+        Endpoint::Command(argv) => {
+            let (client, process) = connect_stdio(server, argv, &capture).await?;
+            (client, Some(process))
+        }
+        Endpoint::Url(url) => (connect_http(server, url, &capture).await?, None),
+    };
+    let version = client
+        .peer_info()
+        .map(|info| info.protocol_version.clone())
+        .unwrap_or_else(|| ProtocolVersion::V_2024_11_05);
+    let connection = Connection {
+        server: server.name.clone(),
+        cap: server.max_content_bytes(),
+        peer: client.peer().clone(),
+        running: tokio::sync::Mutex::new(Some(client)),
+        process,
+        closed: AtomicBool::new(false),
+        capture,
+    };
+    if version.as_str() < OLDEST_VERSION {
+        connection.close().await;
+        return Err(connection.connect_error(format!(
+            "the server negotiated protocol version {}, older than {OLDEST_VERSION}",
+            sanitize(version.as_str())
+        )));
+    }
+    Ok(connection)
+}
+
+/// The initialize handshake over `transport`, under `bound`; a failure
+/// says which step and why.
+async fn handshake<T, E, A>(bound: Duration, transport: T) -> Result<Service, String>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let client = Client {
+        config: client_config(),
+    };
+    match tokio::time::timeout(bound, serve_client(client, transport)).await {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(e)) => Err(format!("connect: {}", sanitize(&e.to_string()))),
+        Err(_) => Err(format!("connect: timed out after {}", seconds(bound))),
+    }
+}
+
+/// Starts the server's command and runs the handshake over its stdio.
+async fn connect_stdio(
+    server: &Server,
+    argv: &[String],
+    capture: &Arc<Capture>,
+) -> Result<(Service, ServerProcess), McpError> {
     let fail = |detail: String| McpError::Connect {
         server: server.name.clone(),
         detail,
-    };
-    let Endpoint::Command(argv) = &server.endpoint else {
-        return Err(fail(
-            "streamable HTTP is not built yet; describe a command".into(),
-        ));
     };
     let (program, args) = argv
         .split_first()
@@ -150,62 +208,41 @@ pub async fn connect(server: &Server) -> Result<Connection, McpError> {
     else {
         return Err(fail("the child's pipes are missing".into()));
     };
-    let stderr_tail = keep_stderr_tail(stderr);
-    let capture = Arc::new(Capture::default());
-    let reader = TeeReader {
-        inner: stdout,
-        capture: Arc::clone(&capture),
-        line: Vec::new(),
-    };
-    let writer = TeeWriter {
-        inner: stdin,
-        capture: Arc::clone(&capture),
-        line: Vec::new(),
-    };
-    let bound = server.connect_timeout();
-    let handshake = tokio::time::timeout(
-        bound,
-        serve_client(
-            Client {
-                config: client_config(),
+    let stderr = keep_stderr_tail(stderr);
+    let reader = TeeReader::new(stdout, Arc::clone(capture));
+    let writer = TeeWriter::new(stdin, Arc::clone(capture));
+    match handshake(server.connect_timeout(), (reader, writer)).await {
+        Ok(service) => Ok((
+            service,
+            ServerProcess {
+                child: tokio::sync::Mutex::new(child),
+                stderr,
             },
-            (reader, writer),
-        ),
-    )
-    .await;
-    let client = match handshake {
-        Ok(Ok(client)) => client,
-        Ok(Err(e)) => {
-            let detail = format!("connect: {}", sanitize(&e.to_string()));
-            return Err(fail(stop_child(&mut child, &stderr_tail, detail).await));
-        }
-        Err(_) => {
-            let detail = format!("connect: timed out after {}", seconds(bound));
-            return Err(fail(stop_child(&mut child, &stderr_tail, detail).await));
-        }
-    };
-    let version = client
-        .peer_info()
-        .map(|info| info.protocol_version.clone())
-        .unwrap_or_else(|| ProtocolVersion::V_2024_11_05);
-    let connection = Connection {
-        server: server.name.clone(),
-        cap: server.max_content_bytes(),
-        peer: client.peer().clone(),
-        running: tokio::sync::Mutex::new(Some(client)),
-        child: tokio::sync::Mutex::new(child),
-        closed: AtomicBool::new(false),
-        capture,
-        stderr: stderr_tail,
-    };
-    if version.as_str() < OLDEST_VERSION {
-        connection.close().await;
-        return Err(fail(format!(
-            "the server negotiated protocol version {}, older than {OLDEST_VERSION}",
-            sanitize(version.as_str())
-        )));
+        )),
+        Err(detail) => Err(fail(stop_child(&mut child, &stderr, detail).await)),
     }
-    Ok(connection)
+}
+
+/// Runs the handshake with the server at `url` over our own HTTP client.
+async fn connect_http(
+    server: &Server,
+    url: &str,
+    capture: &Arc<Capture>,
+) -> Result<Service, McpError> {
+    let fail = |detail: String| McpError::Connect {
+        server: server.name.clone(),
+        detail,
+    };
+    let client = HttpClient::new(Arc::clone(capture))
+        .map_err(|e| fail(format!("cannot build the HTTP client: {e}")))?;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
+        .reinit_on_expired_session(false);
+    config.max_json_response_size = MAX_BODY;
+    config.max_sse_event_size = MAX_BODY;
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    handshake(server.connect_timeout(), transport)
+        .await
+        .map_err(fail)
 }
 
 /// Kills a child whose handshake failed and returns `detail` with the
@@ -295,9 +332,9 @@ impl Connection {
         Ok(listing.finish())
     }
 
-    /// The server process's id, while it runs.
+    /// The server process's id, while it runs (none over HTTP).
     pub async fn process_id(&self) -> Option<u32> {
-        self.child.lock().await.id()
+        self.process.as_ref()?.child.lock().await.id()
     }
 
     fn connect_error(&self, detail: String) -> McpError {
@@ -309,8 +346,13 @@ impl Connection {
 
     /// `detail` with the tail of the child's stderr, the child stopped.
     async fn with_stderr(&self, detail: String) -> String {
-        kill_group(&*self.child.lock().await);
-        with_stderr_tail(&self.stderr, detail).await
+        match &self.process {
+            Some(process) => {
+                kill_group(&*process.child.lock().await);
+                with_stderr_tail(&process.stderr, detail).await
+            }
+            None => detail,
+        }
     }
 
     /// The server's name.
@@ -336,18 +378,21 @@ impl Connection {
         &self.capture
     }
 
-    /// Closes the connection: rmcp's shutdown, then the child's whole
-    /// process group is killed, so its descendants die too. Safe to call
+    /// Closes the connection: rmcp's shutdown (over HTTP, the session is
+    /// deleted), then a child's whole process group is killed, so its
+    /// descendants die too. Safe to call
     /// twice, concurrently, and during a call (which then fails).
     pub async fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         if let Some(client) = self.running.lock().await.take() {
             let _ = tokio::time::timeout(Duration::from_secs(2), client.cancel()).await;
         }
-        let mut child = self.child.lock().await;
-        kill_group(&child);
-        let _ = child.start_kill();
-        let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        if let Some(process) = &self.process {
+            let mut child = process.child.lock().await;
+            kill_group(&child);
+            let _ = child.start_kill();
+            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        }
     }
 }
 
@@ -390,194 +435,4 @@ fn keep_stderr_tail(mut stderr: ChildStderr) -> Arc<Mutex<Vec<u8>>> {
         }
     });
     tail
-}
-
-/// The `_meta` key a call is marked with, so its raw result can be found
-/// on the wire.
-pub(crate) const CALL_MARK: &str = "agentrt/call";
-
-/// The most call results kept waiting for their callers.
-const MAX_WAITING_RESULTS: usize = 1024;
-
-/// The raw results of the `tools/list` and `tools/call` requests seen on
-/// the wire.
-#[derive(Default)]
-pub(crate) struct Capture {
-    state: Mutex<CaptureState>,
-}
-
-#[derive(Default)]
-struct CaptureState {
-    /// Ids (as JSON text) of `tools/list` requests sent, in order.
-    list_ids: Vec<String>,
-    /// Raw results received for them.
-    results: HashMap<String, String>,
-    /// The mark of each `tools/call` request sent, by id.
-    call_ids: HashMap<String, String>,
-    /// Raw call results received, by mark.
-    call_results: HashMap<String, String>,
-}
-
-#[derive(Deserialize)]
-struct Outgoing<'a> {
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(default)]
-    method: Option<String>,
-    #[serde(default)]
-    params: Option<OutgoingParams>,
-}
-
-#[derive(Deserialize)]
-struct OutgoingParams {
-    #[serde(rename = "_meta", default)]
-    meta: Option<HashMap<String, serde_json::Value>>,
-}
-
-#[derive(Deserialize)]
-struct Incoming<'a> {
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
-}
-
-impl Capture {
-    fn sent(&self, line: &[u8]) {
-        let Ok(msg) = serde_json::from_slice::<Outgoing<'_>>(line) else {
-            return;
-        };
-        let Some(id) = msg.id else { return };
-        let Ok(mut s) = self.state.lock() else { return };
-        match msg.method.as_deref() {
-            Some("tools/list") if !s.list_ids.iter().any(|i| i == id.get()) => {
-                s.list_ids.push(id.get().to_owned());
-            }
-            Some("tools/call") => {
-                let mark = msg
-                    .params
-                    .and_then(|p| p.meta)
-                    .and_then(|m| m.get(CALL_MARK).and_then(|v| v.as_str().map(str::to_owned)));
-                if let Some(mark) = mark {
-                    s.call_ids.insert(id.get().to_owned(), mark);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn received(&self, line: &[u8]) {
-        let Ok(msg) = serde_json::from_slice::<Incoming<'_>>(line) else {
-            return;
-        };
-        let (Some(id), Some(result)) = (msg.id, msg.result) else {
-            return;
-        };
-        let Ok(mut s) = self.state.lock() else { return };
-        if s.list_ids.iter().any(|i| i == id.get()) {
-            s.results
-                .insert(id.get().to_owned(), result.get().to_owned());
-        } else if let Some(mark) = s.call_ids.remove(id.get())
-            && s.call_results.len() < MAX_WAITING_RESULTS
-        {
-            s.call_results.insert(mark, result.get().to_owned());
-        }
-    }
-
-    /// The raw result of the call marked `mark`, once received.
-    pub(crate) fn take_call_result(&self, mark: &str) -> Option<String> {
-        self.state.lock().ok()?.call_results.remove(mark)
-    }
-
-    /// Forgets a call whose caller stopped waiting.
-    pub(crate) fn forget_call(&self, mark: &str) {
-        if let Ok(mut s) = self.state.lock() {
-            s.call_ids.retain(|_, m| m != mark);
-            s.call_results.remove(mark);
-        }
-    }
-
-    /// The raw result of the latest `tools/list` request.
-    fn take_list_result(&self) -> Option<String> {
-        let mut s = self.state.lock().ok()?;
-        let id = s.list_ids.last()?.clone();
-        s.results.remove(&id)
-    }
-}
-
-/// Feeds complete lines of `bytes` to `f`, keeping a partial line in
-/// `line` (dropped past [`MAX_LINE`]: rmcp refuses such a line anyway).
-fn feed(line: &mut Vec<u8>, bytes: &[u8], mut f: impl FnMut(&[u8])) {
-    for chunk in bytes.split_inclusive(|b| *b == b'\n') {
-        if line.len() + chunk.len() <= MAX_LINE {
-            line.extend_from_slice(chunk);
-        }
-        if chunk.ends_with(b"\n") {
-            f(line);
-            line.clear();
-        }
-    }
-}
-
-/// The child's stdout, seen on its way to rmcp.
-struct TeeReader<R> {
-    inner: R,
-    capture: Arc<Capture>,
-    line: Vec<u8>,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for TeeReader<R> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = &polled {
-            let capture = Arc::clone(&this.capture);
-            feed(&mut this.line, &buf.filled()[before..], |l| {
-                capture.received(l)
-            });
-        }
-        polled
-    }
-}
-
-/// The child's stdin, seen on its way from rmcp.
-struct TeeWriter<W> {
-    inner: W,
-    capture: Arc<Capture>,
-    line: Vec<u8>,
-}
-
-impl<W: AsyncWrite + Unpin> AsyncWrite for TeeWriter<W> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bytes: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        // Note the requests these bytes complete before they can reach the
-        // server, whose answer may be read before this write returns. A
-        // line offered again after a short write is noted again, which
-        // changes nothing.
-        let mut ahead = this.line.clone();
-        let capture = Arc::clone(&this.capture);
-        feed(&mut ahead, bytes, |l| capture.sent(l));
-        let polled = Pin::new(&mut this.inner).poll_write(cx, bytes);
-        if let Poll::Ready(Ok(n)) = &polled {
-            feed(&mut this.line, &bytes[..*n], |_| {});
-        }
-        polled
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
 }

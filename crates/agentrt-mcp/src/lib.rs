@@ -5,19 +5,23 @@
 //! ([`Rules`]), and the server's whole tool set is pinned in a manifest
 //! ([`Manifest`]) that every load compares with what the server lists.
 //!
-//! This slice holds the operator's files (the manifest and its hashes, the
-//! rules file and its durations, both read only when private to their
-//! owner) and load's checks of each pinned tool against its rule and the
-//! live listing ([`check_tools`]), with the report, and a call's two ends
-//! that need no connection: the arguments sent ([`call_arguments`]) and the
-//! result recorded ([`map_result`]). Connecting to a server (rmcp) comes
-//! next.
+//! [`pin`] connects to a server (a child process over stdio, or a
+//! streamable-HTTP URL), lists its tools from the raw bytes it sent and
+//! records them; [`load`] checks the operator's files, each pinned tool
+//! against its rule and the live listing ([`check_tools`]), reports per
+//! tool ([`Report`]), and offers the tools that pass as the core's `Tool`s
+//! ([`McpTool`]) over one [`Connection`]. A call sends exactly the
+//! arguments the policy approved ([`call_arguments`]) and records the
+//! result from the bytes the server sent ([`map_result`]); an answer lost
+//! after sending is an unknown outcome.
 
 mod call;
+mod capture;
 mod check;
 mod connect;
 mod duration;
 mod error;
+mod http_client;
 mod listing;
 mod load;
 mod manifest;
@@ -25,6 +29,7 @@ mod private_file;
 mod report;
 mod rules;
 mod server;
+mod sse;
 mod tool;
 
 pub use call::{DEFAULT_MAX_CONTENT_BYTES, call_arguments, map_result};

@@ -9,8 +9,9 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, MetaObject, RequestMe
 use rmcp::service::ServiceError;
 
 use crate::call::{call_arguments, map_result};
+use crate::capture::CALL_MARK;
 use crate::check::OfferedTool;
-use crate::connect::{CALL_MARK, Connection};
+use crate::connect::Connection;
 
 /// One of a server's tools, offered through the gate.
 pub struct McpTool {
