@@ -160,3 +160,22 @@ async fn a_load_that_offers_no_tool_fails_with_the_report() {
         other => panic!("nothing is classified, nothing offered: {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_answered_with_a_request_for_input_fails_and_one_made_a_task_is_unknown() {
+    match call_write("input-required").await {
+        Err(ToolError::Failed { message }) => {
+            assert!(
+                message.contains("asked for more input, which this client never gives"),
+                "{message}"
+            );
+        }
+        other => panic!("an input-required round is refused: {other:?}"),
+    }
+    match call_write("task").await {
+        Err(ToolError::Unknown { message }) => {
+            assert!(message.contains("made the call a task"), "{message}");
+        }
+        other => panic!("a task's outcome is not known: {other:?}"),
+    }
+}

@@ -1,7 +1,7 @@
 //! A small MCP server over stdio for the crate's tests: JSON-RPC lines in,
 //! lines out, behaviour chosen by `AGENTRT_MCP_FIXTURE` (`plain`, `paged`,
 //! `changed`, `renamed`, `old`, `hang`, `grandchild`, `stubborn`: plain
-//! but living on when its stdin closes, `die-on-call`, `error-on-call`, `crash`: exits at once with a
+//! but living on when its stdin closes, `die-on-call`, `error-on-call`, `input-required`, `task`, `crash`: exits at once with a
 //! line on stderr, `asks`: a call asks the client
 //! for sampling and elicitation and reports the answers), or, with `parent`,
 //! a client that connects to another fixture, writes that server's pid and
@@ -154,6 +154,17 @@ fn main() {
                     ));
                 }
                 json!({"content": [{"type": "text", "text": answers.join("; ")}]})
+            }
+            // A call answered with a request for more input, or made a task.
+            "tools/call" if mode == "input-required" => {
+                json!({"resultType": "input_required", "requestState": "round-1",
+                       "inputRequests": {"who": {"method": "elicitation/create",
+                           "params": {"message": "Your name?",
+                                      "requestedSchema": {"type": "object", "properties": {}}}}}})
+            }
+            "tools/call" if mode == "task" => {
+                json!({"resultType": "task", "taskId": "t-1", "status": "working",
+                       "createdAt": "2026-12-01T09:00:00Z", "lastUpdatedAt": "2026-12-01T09:00:00Z"})
             }
             "tools/call" if mode == "error-on-call" => {
                 let reply = json!({"jsonrpc": "2.0", "id": id,
