@@ -91,16 +91,23 @@ pub fn server(entry: &Path, sandbox: &Path) -> Result<Server, String> {
             .map(str::to_owned)
             .ok_or_else(|| format!("{} is not valid UTF-8", p.display()))
     };
-    if !entry.is_file() {
-        return Err(format!(
-            "no server entry point at {}: install it with npm ci (see the README)",
-            entry.display()
-        ));
-    }
+    check_entry(entry)?;
     let mut server = Server::command("fs", &["node", &utf8(entry)?, &utf8(sandbox)?]);
     // Node's first start on a cold machine can be slow.
     server.connect_timeout = Some(Duration::from_secs(60));
     Ok(server)
+}
+
+/// Refuses an entry point that is not there, before anything is done.
+fn check_entry(entry: &Path) -> Result<(), String> {
+    if entry.is_file() {
+        Ok(())
+    } else {
+        Err(format!(
+            "no server entry point at {}: install it with npm ci (see the README)",
+            entry.display()
+        ))
+    }
 }
 
 /// Creates `dir` (and its missing parents) private to the owner.
@@ -158,6 +165,7 @@ pub async fn pin(
     at: Timestamp,
     out: &mut dyn Write,
 ) -> Result<Manifest, String> {
+    check_entry(entry)?;
     private_dir(&layout.dir)?;
     let sandbox = layout.sandbox();
     seed(&sandbox, out)?;

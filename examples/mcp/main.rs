@@ -36,6 +36,7 @@ DIR holds the sandbox, manifest.json, rules.json and mcp.db (default: <cache dir
 enum Command {
     Pin(demo::Layout, PathBuf),
     Run(demo::Options),
+    Help,
 }
 
 /// `$XDG_CACHE_HOME/agentrt/mcp`, else `$HOME/.cache/agentrt/mcp`.
@@ -51,6 +52,9 @@ fn default_dir() -> Result<PathBuf, String> {
 fn parse() -> Result<Command, String> {
     let mut args = std::env::args().skip(1);
     let step = args.next().ok_or("name a step: pin or run")?;
+    if step == "-h" || step == "--help" {
+        return Ok(Command::Help);
+    }
     let (mut dir, mut entry, mut replay, mut url, mut model, mut key, mut record, mut resume) =
         (None, None, None, None, None, None, None, None);
     while let Some(arg) = args.next() {
@@ -114,7 +118,24 @@ fn next_steps(options: &demo::Options, finished: &demo::Finished) {
         println!(
             "approve it with: cargo run -p agentrt-cli -- --db {db} approve {run} --approval {approval} --by you"
         );
-        println!("then resume with: cargo run --example mcp -- run <same flags> --resume {run}");
+        // The exact command, less an API key: a secret is not printed.
+        let source = match &options.source {
+            demo::Source::Replay(dir) => format!("--replay {:?}", dir.display().to_string()),
+            demo::Source::Url {
+                base_url,
+                model,
+                api_key,
+                ..
+            } => format!(
+                "--url {base_url:?} --model {model:?}{}",
+                if api_key.is_some() { " --key KEY" } else { "" }
+            ),
+        };
+        println!(
+            "then resume with: cargo run --example mcp -- run --dir {:?} --server {:?} {source} --resume {run}",
+            options.layout.dir.display().to_string(),
+            options.entry.display().to_string(),
+        );
     } else {
         let written = options.layout.sandbox().join("todo.md");
         if written.is_file() {
@@ -135,6 +156,10 @@ async fn main() -> ExitCode {
     };
     let mut out = std::io::stdout();
     let done = match &command {
+        Command::Help => {
+            println!("{USAGE}");
+            Ok(())
+        }
         Command::Pin(layout, entry) => demo::pin(layout, entry, Timestamp::now(), &mut out)
             .await
             .map(|_| ()),
