@@ -1,7 +1,8 @@
 //! Maintenance tasks: `cargo xtask <task>`.
 //!
 //! - `test`: the whole test suite: `cargo test --workspace`, then the
-//!   tests against real components, after installing what they need
+//!   tests against real components (agentrt-mcp's `filesystem_server`,
+//!   the mcp example's `mcp_demo`), after installing what they need
 //!   (Node.js from Debian when missing and run as root; the npm MCP
 //!   filesystem server, pinned by its lockfile, into `target/`).
 //! - `ci`: what CI runs (format check, clippy with warnings as errors, the
@@ -179,28 +180,41 @@ fn test() -> ExitCode {
         }
     };
     let entry = npm.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    eprintln!(
-        "$ AGENTRT_MCP_FILESYSTEM_SERVER={} cargo test -p agentrt-mcp --features real-servers --test filesystem_server",
-        entry.display()
-    );
-    let ok = cargo_command()
-        .args([
-            "test",
-            "-p",
-            "agentrt-mcp",
-            "--features",
-            "real-servers",
-            "--test",
-            "filesystem_server",
-        ])
-        .env("AGENTRT_MCP_FILESYSTEM_SERVER", &entry)
-        .status()
-        .is_ok_and(|s| s.success());
+    // The mcp example's test approves with the `agentrt` binary, found
+    // beside it in target/: build it first.
+    let ok = real_server_test(&entry, "agentrt-mcp", "filesystem_server")
+        && cargo(&["build", "-p", "agentrt-cli"])
+        && real_server_test(&entry, "examples", "mcp_demo");
     if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// Runs one test target of `package` that needs the npm filesystem server,
+/// with the `real-servers` feature and the server's entry point in
+/// `AGENTRT_MCP_FILESYSTEM_SERVER`.
+fn real_server_test(entry: &std::path::Path, package: &str, target: &str) -> bool {
+    let args = [
+        "test",
+        "-p",
+        package,
+        "--features",
+        "real-servers",
+        "--test",
+        target,
+    ];
+    eprintln!(
+        "$ AGENTRT_MCP_FILESYSTEM_SERVER={} cargo {}",
+        entry.display(),
+        args.join(" ")
+    );
+    cargo_command()
+        .args(args)
+        .env("AGENTRT_MCP_FILESYSTEM_SERVER", entry)
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 fn main() -> ExitCode {
