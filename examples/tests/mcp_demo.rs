@@ -3,6 +3,10 @@
 //! run (it pauses at the write), `agentrt approve` (the CLI binary),
 //! resume, then `agentrt events`.
 //!
+//! The recording was made in another temporary directory than any replay
+//! runs in, so a replay that passes shows that no model request depends on
+//! where the sandbox is (replay keys hash the whole request).
+//!
 //! Needs Node and the server: `cargo xtask test` installs it, builds the
 //! CLI and runs this target with the `real-servers` feature, naming the
 //! server's entry point in `AGENTRT_MCP_FILESYSTEM_SERVER` (and the CLI in
