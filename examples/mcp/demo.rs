@@ -27,7 +27,7 @@ use agentrt::{
     Policy, PolicyDecision, PolicyError, RunStatus, RunView, SideEffect, StepInput, Store,
     Timestamp, Tool, ToolRequest, ToolResult, ToolSpec, tool_fn,
 };
-use agentrt_mcp::{Manifest, Server, read_manifest, read_rules};
+use agentrt_mcp::{Manifest, Server, read_manifest, read_rules, write_private};
 
 /// The model name recordings are kept under.
 pub const MODEL_NAME: &str = "mcp";
@@ -121,25 +121,6 @@ fn private_dir(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", dir.display()))
 }
 
-/// Writes `bytes` to `path`, readable and writable by its owner only.
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let problem = |e: std::io::Error| format!("{}: {e}", path.display());
-    let mut open = std::fs::OpenOptions::new();
-    open.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
-    let mut file = open.open(path).map_err(problem)?;
-    // A file that existed keeps its mode through open: set it.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(problem)?;
-    }
-    file.write_all(bytes).map_err(problem)?;
-    file.sync_all().map_err(problem)
-}
-
 /// Seeds a missing sandbox with [`NOTES`]; leaves an existing one alone.
 fn seed(sandbox: &Path, out: &mut dyn Write) -> Result<(), String> {
     if sandbox.exists() {
@@ -175,8 +156,8 @@ pub async fn pin(
     let manifest = agentrt_mcp::pin(&server(entry, &sandbox)?, at)
         .await
         .map_err(|e| e.to_string())?;
-    write_private(&layout.manifest(), manifest.to_json().as_bytes())?;
-    write_private(&layout.rules(), RULES.as_bytes())?;
+    write_private(&layout.manifest(), manifest.to_json().as_bytes()).map_err(|e| e.to_string())?;
+    write_private(&layout.rules(), RULES.as_bytes()).map_err(|e| e.to_string())?;
     for tool in manifest.tools.values() {
         let _ = writeln!(
             out,

@@ -42,8 +42,8 @@ pub use load::{Loaded, load};
 pub use manifest::{
     ListedTool, Manifest, PinnedTool, description_hash, parse_manifest, read_manifest,
 };
-pub use private_file::read_private;
+pub use private_file::{read_private, write_private};
 pub use report::{Registered, Report};
-pub use rules::{Rule, Rules, parse_rules, read_rules};
+pub use rules::{Rule, RuleEntry, Rules, parse_rules, read_rules};
 pub use server::{DEFAULT_CONNECT_TIMEOUT, Endpoint, Server};
 pub use tool::McpTool;

@@ -62,6 +62,49 @@ pub fn read_private(path: &Path) -> Result<Vec<u8>, McpError> {
     Ok(bytes)
 }
 
+/// Writes `bytes` to `path` as a file private to its owner (0600 on
+/// Unix): written to a new file beside it, flushed to disk, then renamed
+/// over `path`, so a reader sees the old file or the whole new one.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("fs.manifest.json");
+/// agentrt_mcp::write_private(&path, b"{}\n")?;
+/// assert_eq!(agentrt_mcp::read_private(&path)?, b"{}\n");
+/// # Ok::<(), agentrt_mcp::McpError>(())
+/// ```
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), McpError> {
+    use std::io::Write;
+
+    let file_error = |detail: String| McpError::File {
+        path: path.to_owned(),
+        detail,
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| file_error("names no file".into()))?;
+    let mut temporary = name.to_owned();
+    temporary.push(format!(".{}.tmp", std::process::id()));
+    let temporary = path.with_file_name(temporary);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let written = options.open(&temporary).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&temporary, path));
+    if let Err(e) = renamed {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(file_error(e.to_string()));
+    }
+    Ok(())
+}
+
 /// The effective uid of this process.
 #[cfg(unix)]
 fn current_uid() -> u32 {
@@ -93,6 +136,18 @@ mod tests {
             assert!(matches!(e, McpError::NotPrivate { .. }), "{mode:o}: {e}");
             assert!(e.to_string().contains(&format!("{mode:04o}")), "{e}");
         }
+    }
+
+    #[test]
+    fn a_written_file_is_private_and_replaces_the_old_one_whole() {
+        let (dir, path) = file(0o644);
+        write_private(&path, b"new").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left");
+        assert!(write_private(&dir.path().join("none/x"), b"x").is_err());
     }
 
     #[test]

@@ -60,25 +60,45 @@ impl Rule {
 /// The rules of one server, keyed by the **server's own** tool name.
 pub type Rules = BTreeMap<String, Rule>;
 
-/// One entry of a rules file, as written.
-#[derive(Deserialize)]
+/// One rule as an operator writes it (a rules file's entry), before it is
+/// checked: for files that embed rules with fields of their own (the
+/// proxy's configuration), which read these fields and call
+/// [`RuleEntry::into_rule`].
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RuleFile<'a> {
-    side_effect: String,
+pub struct RuleEntry<'a> {
+    /// `read_only`, `local_mutation`, `remote_mutation` or `destructive`.
+    pub side_effect: String,
+    /// A duration in Go's syntax.
     #[serde(default)]
-    timeout: Option<String>,
+    pub timeout: Option<String>,
+    /// Whether a call ends the run.
     #[serde(default)]
-    terminal: bool,
+    pub terminal: bool,
+    /// A description for the model.
     #[serde(default)]
-    description: Option<String>,
+    pub description: Option<String>,
+    /// Parameters the model may not give.
     #[serde(default)]
-    deny: Vec<String>,
+    pub deny: Vec<String>,
+    /// Parameters the operator fixes, as written.
     #[serde(default, borrow)]
-    fixed: BTreeMap<String, &'a RawValue>,
+    pub fixed: BTreeMap<String, &'a RawValue>,
+    /// The name the model sees.
     #[serde(default)]
-    rename: Option<String>,
+    pub rename: Option<String>,
+    /// Register the tool even when the server's hints contradict the class.
     #[serde(default)]
-    allow_hint_mismatch: bool,
+    pub allow_hint_mismatch: bool,
+}
+
+impl RuleEntry<'_> {
+    /// The checked rule, or what is wrong with the entry (a bad class or
+    /// timeout, a fixed value that is not acceptable JSON, an empty or
+    /// both denied and fixed parameter).
+    pub fn into_rule(self) -> Result<Rule, String> {
+        rule_from(self)
+    }
 }
 
 /// Parses a rules file's bytes: a JSON object keyed by the server's tool
@@ -123,7 +143,7 @@ fn rules_from(bytes: &[u8], path: &Path) -> Result<Rules, McpError> {
             "the file must hold one JSON object keyed by tool name".into()
         ));
     }
-    let entries: BTreeMap<String, RuleFile<'_>> =
+    let entries: BTreeMap<String, RuleEntry<'_>> =
         serde_json::from_str(canonical.as_str()).map_err(|e| bad(e.to_string()))?;
     let mut rules = Rules::new();
     for (tool, entry) in entries {
@@ -133,7 +153,7 @@ fn rules_from(bytes: &[u8], path: &Path) -> Result<Rules, McpError> {
     Ok(rules)
 }
 
-fn rule_from(entry: RuleFile<'_>) -> Result<Rule, String> {
+fn rule_from(entry: RuleEntry<'_>) -> Result<Rule, String> {
     let side_effect = SideEffect::parse(&entry.side_effect).ok_or_else(|| {
         format!(
             "side_effect {:?} is not one of read_only, local_mutation, remote_mutation, destructive",
