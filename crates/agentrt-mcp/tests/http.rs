@@ -1,9 +1,7 @@
 //! Pin, load and call over streamable HTTP against the fixture server in
-//! `support` (127.0.0.1): answers as JSON or as an event stream, and the
+//! `agentrt-mcp-fixture` (127.0.0.1): answers as JSON or as an event stream, and the
 //! misbehaviours the client must meet (a redirect, a hang, an old
 //! protocol, an expired session, an answer past the cap, an answer lost).
-
-mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -11,7 +9,7 @@ use std::time::Duration;
 
 use agentrt::{Cancel, Canonical, Timestamp, ToolCall, ToolError, ToolResult};
 use agentrt_mcp::*;
-use support::{Mode, Seen, serve};
+use agentrt_mcp_fixture::{Mode, Seen, serve};
 
 fn server(url: &str) -> Server {
     let mut server = Server::url("fs", url);

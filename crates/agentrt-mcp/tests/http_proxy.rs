@@ -2,13 +2,11 @@
 //! variable naming a closed port, the server on 127.0.0.1 is reached
 //! directly. Its own target, as it sets the process's environment.
 
-mod support;
-
 use std::time::Duration;
 
 use agentrt::Timestamp;
 use agentrt_mcp::{Server, pin};
-use support::{Mode, serve};
+use agentrt_mcp_fixture::{Mode, serve};
 
 #[test]
 fn no_proxy_is_taken_from_the_environment() {

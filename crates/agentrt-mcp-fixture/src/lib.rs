@@ -1,9 +1,8 @@
 //! A small MCP server over streamable HTTP on 127.0.0.1 (axum), for the
-//! HTTP tests: answers as JSON or as an event stream, or misbehaves as
-//! its [`Mode`] says, and notes what it saw.
-
-// Each test target uses part of the fixture.
-#![allow(dead_code)]
+//! workspace's tests: answers as JSON or as an event stream, or misbehaves
+//! as its [`Mode`] says, and notes what it saw. It lists one tool,
+//! `read_file` (its schema holds a `1e2`, a number spelling `serde_json`
+//! would rewrite), and answers a call with its arguments as text.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,155 @@
+//! `agentrt-proxy check` (periphery §4.1): everything opened and loaded as
+//! serving would, and each server's report printed.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use agentrt::{Store, Tool};
+use agentrt_mcp::{Connection, McpError, Rules, load, read_manifest};
+
+use crate::config::Config;
+use crate::error::ProxyError;
+use crate::pin::output_error;
+use crate::reach::check_reach;
+
+/// What a load of every server gives.
+pub struct LoadedServers {
+    /// Each server's report text, in the configuration's order.
+    pub reports: Vec<String>,
+    /// The servers that offer nothing, with why.
+    pub failed: Vec<(String, String)>,
+    /// Every tool offered, by its model-visible name.
+    pub tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// The open connections.
+    pub connections: Vec<Arc<Connection>>,
+}
+
+impl LoadedServers {
+    /// Closes every connection.
+    pub async fn close(&self) {
+        for c in &self.connections {
+            c.close().await;
+        }
+    }
+}
+
+/// The adapter's rules of a server's configured rules.
+fn mcp_rules(server: &crate::config::ServerConfig) -> Rules {
+    server
+        .rules
+        .iter()
+        .map(|(tool, rule)| (tool.clone(), rule.rule.clone()))
+        .collect()
+}
+
+/// Loads every server of `config`. A server that offers nothing (or
+/// cannot be reached) is reported in `failed`; a model-visible name
+/// offered twice, or taken by the status tool, refuses the whole load.
+pub async fn load_all(config: &Config) -> Result<LoadedServers, ProxyError> {
+    let mut loaded = LoadedServers {
+        reports: Vec::new(),
+        failed: Vec::new(),
+        tools: BTreeMap::new(),
+        connections: Vec::new(),
+    };
+    for server in &config.servers {
+        let name = server.server.name.clone();
+        let manifest = read_manifest(&server.manifest)?;
+        match load(&server.server, &manifest, &mcp_rules(server)).await {
+            Ok(l) => {
+                loaded.reports.push(l.report.text());
+                loaded.connections.push(Arc::clone(&l.connection));
+                for tool in l.tools {
+                    let visible = tool.spec().name.clone();
+                    if visible == config.status_tool {
+                        loaded.close().await;
+                        return Err(clash(config, &visible, "the status tool"));
+                    }
+                    if loaded.tools.insert(visible.clone(), tool).is_some() {
+                        loaded.close().await;
+                        return Err(clash(config, &visible, "another server's tool"));
+                    }
+                }
+            }
+            Err(McpError::NoToolOffered { report, .. }) => {
+                loaded.reports.push(report.text());
+                loaded.failed.push((name, "registers no tool".to_owned()));
+            }
+            Err(e) => {
+                loaded.failed.push((name, e.to_string()));
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+fn clash(config: &Config, name: &str, other: &str) -> ProxyError {
+    ProxyError::Config {
+        path: config.path.clone(),
+        detail: format!("the tool name {name:?} is also {other}'s; rename one"),
+    }
+}
+
+/// Refuses a database path that names a symlink or anything but a
+/// regular file (a missing one is created by the store). Checked before
+/// the store opens it and again after, so a file swapped in between is
+/// caught; the store checks who owns and may write it.
+fn check_database_file(path: &std::path::Path) -> Result<(), ProxyError> {
+    let bad = |detail: String| ProxyError::Database {
+        path: path.to_owned(),
+        detail,
+    };
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(bad(e.to_string())),
+        Ok(meta) if meta.file_type().is_symlink() => Err(bad(
+            "is a symbolic link; name the database file itself".into(),
+        )),
+        Ok(meta) if !meta.is_file() => Err(bad("is not a regular file".into())),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Opens the database as serving does (created owner-only when missing),
+/// the path checked before and after.
+pub async fn open_store(config: &Config) -> Result<Store, ProxyError> {
+    let path = config.database.clone();
+    tokio::task::spawn_blocking(move || {
+        check_database_file(&path)?;
+        let store = Store::open(&path)?;
+        check_database_file(&path)?;
+        Ok::<_, ProxyError>(store)
+    })
+    .await
+    .map_err(|e| ProxyError::Database {
+        path: config.database.clone(),
+        detail: e.to_string(),
+    })?
+}
+
+/// Runs `check`: the reach check, the database, every server; prints each
+/// report, the status tool, the session and the database. Whether every
+/// server offers at least one tool.
+pub async fn check(config: &Config, out: &mut dyn Write) -> Result<bool, ProxyError> {
+    check_reach(config)?;
+    open_store(config).await?;
+    let loaded = load_all(config).await?;
+    loaded.close().await;
+    for report in &loaded.reports {
+        out.write_all(report.as_bytes()).map_err(output_error)?;
+    }
+    for (server, why) in &loaded.failed {
+        writeln!(
+            out,
+            "server {}: {}",
+            agentrt::text::sanitize(server),
+            agentrt::text::sanitize(why)
+        )
+        .map_err(output_error)?;
+    }
+    writeln!(out, "status tool: {}", config.status_tool).map_err(output_error)?;
+    writeln!(out, "session: {}", config.session).map_err(output_error)?;
+    writeln!(out, "database: {}", config.database.display()).map_err(output_error)?;
+    Ok(loaded.failed.is_empty())
+}

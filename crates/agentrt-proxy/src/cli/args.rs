@@ -1,0 +1,239 @@
+//! The command line (periphery §4.1, README decision 10): the first
+//! argument that does not start with `-` is the command (`serve` when
+//! none), `--config FILE` is required, nothing else may follow.
+
+use std::path::PathBuf;
+
+/// A command and its options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Serve one host over stdin and stdout.
+    Serve,
+    /// Pin every server into its manifest.
+    Pin,
+    /// Load everything and print the reports.
+    Check,
+    /// Re-check recorded calls under the configuration's policy.
+    Recheck(RecheckOptions),
+}
+
+impl Command {
+    /// The command's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Serve => "serve",
+            Command::Pin => "pin",
+            Command::Check => "check",
+            Command::Recheck(_) => "recheck",
+        }
+    }
+}
+
+/// `recheck`'s options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecheckOptions {
+    /// One run.
+    pub run: Option<String>,
+    /// Another session's runs (else the configuration's).
+    pub session: Option<String>,
+    /// The most runs (default 50).
+    pub limit: u32,
+    /// Connect to the servers and re-check against the tools as loaded now.
+    pub current_tools: bool,
+    /// Print the reports as one JSON array.
+    pub json: bool,
+}
+
+/// What the command line asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    /// Print the usage (to stderr) and succeed.
+    Help,
+    /// Run `command` with the configuration file `config`.
+    Run {
+        /// The command.
+        command: Command,
+        /// The configuration file.
+        config: PathBuf,
+    },
+}
+
+/// A command line that cannot run, with the one line saying why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+/// Parses the arguments after the program name.
+pub fn parse(args: &[String]) -> Result<Parsed, UsageError> {
+    let bad = |m: String| Err(UsageError(m));
+    let mut command: Option<&str> = None;
+    let mut config: Option<PathBuf> = None;
+    let (mut run, mut session, mut limit, mut current_tools, mut json) =
+        (None, None, None, false, false);
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].as_str();
+        i += 1;
+        if !arg.starts_with('-') {
+            if command.is_some() || config.is_some() {
+                return bad(format!("unexpected argument {arg:?}"));
+            }
+            command = Some(arg);
+            continue;
+        }
+        if matches!(arg, "-h" | "--help") {
+            return Ok(Parsed::Help);
+        }
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_owned())),
+            None => (arg, None),
+        };
+        let mut value = |name: &str| -> Result<String, UsageError> {
+            if let Some(v) = inline.clone() {
+                return Ok(v);
+            }
+            let v = args
+                .get(i)
+                .ok_or_else(|| UsageError(format!("{name} needs a value")))?;
+            i += 1;
+            Ok(v.clone())
+        };
+        match flag {
+            "--config" => {
+                let v = value("--config")?;
+                if v.is_empty() {
+                    return bad("--config is empty".into());
+                }
+                config = Some(PathBuf::from(v));
+            }
+            "--run" => run = Some(value("--run")?),
+            "--session" => session = Some(value("--session")?),
+            "--limit" => {
+                let v = value("--limit")?;
+                let n: i64 = v
+                    .parse()
+                    .map_err(|_| UsageError(format!("--limit {v:?} is not a number")))?;
+                if n <= 0 {
+                    return bad(format!("--limit {n}: give a positive number"));
+                }
+                limit = Some(u32::try_from(n).unwrap_or(u32::MAX));
+            }
+            "--current-tools" if inline.is_none() => current_tools = true,
+            "--json" if inline.is_none() => json = true,
+            _ => return bad(format!("unknown flag {arg:?}")),
+        }
+    }
+    let command = match command.unwrap_or("serve") {
+        "serve" => Command::Serve,
+        "pin" => Command::Pin,
+        "check" => Command::Check,
+        "recheck" => {
+            if run.is_some() && session.is_some() {
+                return bad("give --run or --session, not both".into());
+            }
+            Command::Recheck(RecheckOptions {
+                run: run.take(),
+                session: session.take(),
+                limit: limit.take().unwrap_or(50),
+                current_tools,
+                json,
+            })
+        }
+        other => return bad(format!("unknown command {other:?}")),
+    };
+    if !matches!(command, Command::Recheck(_))
+        && (run.is_some() || session.is_some() || limit.is_some() || current_tools || json)
+    {
+        return bad(format!(
+            "--run, --session, --limit, --current-tools and --json belong to recheck, not {}",
+            command.name()
+        ));
+    }
+    let Some(config) = config else {
+        return bad("--config is required".into());
+    };
+    Ok(Parsed::Run { command, config })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Parsed, UsageError> {
+        parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>())
+    }
+
+    fn run(command: Command) -> Result<Parsed, UsageError> {
+        Ok(Parsed::Run {
+            command,
+            config: PathBuf::from("c.json"),
+        })
+    }
+
+    #[test]
+    fn the_first_plain_argument_is_the_command_serve_by_default() {
+        assert_eq!(p(&["--config", "c.json"]), run(Command::Serve));
+        assert_eq!(p(&["--config=c.json"]), run(Command::Serve));
+        assert_eq!(p(&["pin", "--config", "c.json"]), run(Command::Pin));
+        assert_eq!(p(&["check", "--config", "c.json"]), run(Command::Check));
+        assert_eq!(
+            p(&[
+                "recheck",
+                "--config",
+                "c.json",
+                "--session",
+                "s",
+                "--limit",
+                "3",
+                "--json"
+            ]),
+            run(Command::Recheck(RecheckOptions {
+                run: None,
+                session: Some("s".into()),
+                limit: 3,
+                current_tools: false,
+                json: true,
+            }))
+        );
+        assert_eq!(p(&["check", "-h"]), Ok(Parsed::Help));
+    }
+
+    #[test]
+    fn a_command_line_that_cannot_run_says_why() {
+        for (args, want) in [
+            (&["pin"][..], "--config is required"),
+            (&["--config"][..], "--config needs a value"),
+            (&["--config", ""][..], "--config is empty"),
+            (
+                &["--config", "c.json", "extra"][..],
+                "unexpected argument \"extra\"",
+            ),
+            (
+                &["serve", "pin", "--config", "c"][..],
+                "unexpected argument \"pin\"",
+            ),
+            (&["bake", "--config", "c"][..], "unknown command \"bake\""),
+            (&["-config", "c"][..], "unknown flag \"-config\""),
+            (
+                &["recheck", "--config", "c", "--limit", "0"][..],
+                "--limit 0",
+            ),
+            (
+                &["recheck", "--config", "c", "--limit", "x"][..],
+                "not a number",
+            ),
+            (
+                &["recheck", "--config", "c", "--run", "r", "--session", "s"][..],
+                "not both",
+            ),
+            (
+                &["check", "--config", "c", "--json"][..],
+                "belong to recheck",
+            ),
+        ] {
+            match p(args) {
+                Err(UsageError(m)) => assert!(m.contains(want), "{args:?}: {m}"),
+                other => panic!("{args:?}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! The `agentrt-proxy` binary's logic, callable in process: parse, run
+//! the command, report an error as one sanitized line, give the exit
+//! status.
+
+mod args;
+mod usage;
+
+use std::io::Write;
+
+use agentrt::Timestamp;
+use agentrt::text::sanitize;
+
+pub use args::{Command, Parsed, RecheckOptions, UsageError, parse};
+pub use usage::USAGE;
+
+use crate::check::check;
+use crate::config::read_config;
+use crate::error::ProxyError;
+use crate::pin::pin_all;
+
+/// Runs the command line `args` (without the program name), writing to
+/// `out` and `err`; returns the exit status: 0 done, 1 failed, 2 usage.
+pub async fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let (command, config) = match parse(args) {
+        Ok(Parsed::Help) => {
+            let _ = err.write_all(USAGE.as_bytes());
+            return 0;
+        }
+        Ok(Parsed::Run { command, config }) => (command, config),
+        Err(UsageError(message)) => {
+            let _ = writeln!(err, "agentrt-proxy: {}", sanitize(&message));
+            let _ = err.write_all(USAGE.as_bytes());
+            return 2;
+        }
+    };
+    let result = async {
+        let config = read_config(&config)?;
+        match command {
+            Command::Pin => pin_all(&config, Timestamp::now(), out).await.map(|()| true),
+            Command::Check => check(&config, out).await,
+            Command::Serve | Command::Recheck(_) => Err(ProxyError::Config {
+                path: config.path.clone(),
+                detail: format!("{} is not built yet", command.name()),
+            }),
+        }
+    }
+    .await;
+    let _ = out.flush();
+    match result {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(e) => {
+            let _ = writeln!(err, "agentrt-proxy: error: {}", sanitize(&e.to_string()));
+            1
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! `agentrt-proxy`: an MCP server that an MCP host launches in place of
+//! its real servers. It loads the upstream servers through `agentrt-mcp`,
+//! offers the host only pinned and classified tools, and puts every
+//! `tools/call` through agentrt's gate as a run of its own (periphery §4).
+//!
+//! This slice holds the configuration file ([`read_config`]), the policy
+//! identity ([`policy_id`]), the checks made before any server starts (the
+//! database file, the reach of each server's arguments), and the `pin` and
+//! `check` commands.
+
+mod check;
+pub mod cli;
+mod config;
+mod error;
+mod pin;
+mod policy_id;
+mod reach;
+
+pub use check::{LoadedServers, check, load_all, open_store};
+pub use config::{
+    Config, DEFAULT_HOLD, DEFAULT_LEASE_TTL, DEFAULT_MAX_PENDING, DEFAULT_REPEAT_WINDOW,
+    DEFAULT_STATUS_TOOL, DEFAULT_TTL, MIN_LEASE_TTL, ProxyRule, ServerConfig, default_policy,
+    parse_config, read_config,
+};
+pub use error::ProxyError;
+pub use pin::{pin_all, write_listing};
+pub use policy_id::{POLICY_ID_PREFIX, policy_document, policy_id};
+pub use reach::{Protected, candidates, check_reach, check_server};

@@ -1,0 +1,33 @@
+//! `agentrt-proxy`: see the library's documentation and `--help`.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = match std::env::args_os()
+        .skip(1)
+        .map(|a| a.into_string())
+        .collect::<Result<_, _>>()
+    {
+        Ok(args) => args,
+        Err(bad) => {
+            eprintln!("agentrt-proxy: argument {bad:?} is not UTF-8");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("agentrt-proxy: error: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = runtime.block_on(agentrt_proxy::cli::run(
+        &args,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    ));
+    ExitCode::from(code)
+}
