@@ -21,6 +21,8 @@ pub struct LoadedServers {
     pub failed: Vec<(String, String)>,
     /// Every tool offered, by its model-visible name.
     pub tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Each offered tool's server and the server's own name for it.
+    pub origins: BTreeMap<String, (String, String)>,
     /// The open connections.
     pub connections: Vec<Arc<Connection>>,
 }
@@ -51,6 +53,7 @@ pub async fn load_all(config: &Config) -> Result<LoadedServers, ProxyError> {
         reports: Vec::new(),
         failed: Vec::new(),
         tools: BTreeMap::new(),
+        origins: BTreeMap::new(),
         connections: Vec::new(),
     };
     for server in &config.servers {
@@ -59,6 +62,11 @@ pub async fn load_all(config: &Config) -> Result<LoadedServers, ProxyError> {
         match load(&server.server, &manifest, &mcp_rules(server)).await {
             Ok(l) => {
                 loaded.reports.push(l.report.text());
+                for r in &l.report.registered {
+                    loaded
+                        .origins
+                        .insert(r.name.clone(), (name.clone(), r.tool.clone()));
+                }
                 loaded.connections.push(Arc::clone(&l.connection));
                 for tool in l.tools {
                     let visible = tool.spec().name.clone();
@@ -111,13 +119,21 @@ fn check_database_file(path: &std::path::Path) -> Result<(), ProxyError> {
     }
 }
 
-/// Opens the database as serving does (created owner-only when missing),
-/// the path checked before and after.
+/// Opens the database as serving does (created owner-only when missing,
+/// with the proxy's index), the path checked before and after.
 pub async fn open_store(config: &Config) -> Result<Store, ProxyError> {
+    open_store_with(config, crate::serve::store_options()).await
+}
+
+/// [`open_store`] with `options`.
+pub(crate) async fn open_store_with(
+    config: &Config,
+    options: agentrt::StoreOptions,
+) -> Result<Store, ProxyError> {
     let path = config.database.clone();
     tokio::task::spawn_blocking(move || {
         check_database_file(&path)?;
-        let store = Store::open(&path)?;
+        let store = Store::open_with(&path, options)?;
         check_database_file(&path)?;
         Ok::<_, ProxyError>(store)
     })

@@ -3,19 +3,30 @@
 //! offers the host only pinned and classified tools, and puts every
 //! `tools/call` through agentrt's gate as a run of its own (periphery §4).
 //!
-//! This slice holds the configuration file ([`read_config`]), the policy
+//! Built so far: the configuration file ([`read_config`]), the policy
 //! identity ([`policy_id`]), the checks made before any server starts (the
-//! database file, the reach of each server's arguments), and the `pin` and
-//! `check` commands.
+//! database file, the reach of each server's arguments), `pin` and
+//! `check`, and `serve` over stdio ([`serve_stdio`]): one run per call
+//! ([`Proxy`]), indexed by request key ([`INDEX`], [`request_key`]), held
+//! for an operator and collected by the same call. The takeover of a call
+//! cut off, the repeat window, unknown outcomes asked again, the session's
+//! caps, the status tool, `recheck` and serving over HTTP come next.
 
+mod answer;
+mod call;
 mod check;
 pub mod cli;
 mod config;
 mod error;
+mod index;
 mod pin;
+mod policy;
 mod policy_id;
 mod reach;
+mod serve;
 
+pub use answer::Answer;
+pub use call::Proxy;
 pub use check::{LoadedServers, check, load_all, open_store};
 pub use config::{
     Config, DEFAULT_HOLD, DEFAULT_LEASE_TTL, DEFAULT_MAX_PENDING, DEFAULT_REPEAT_WINDOW,
@@ -23,6 +34,9 @@ pub use config::{
     parse_config, read_config,
 };
 pub use error::ProxyError;
+pub use index::{CALLS_TABLE, CallRow, INDEX, request_key};
 pub use pin::{pin_all, write_listing};
+pub use policy::{ProxyPolicy, ToolFacts, capability};
 pub use policy_id::{POLICY_ID_PREFIX, policy_document, policy_id};
 pub use reach::{Protected, candidates, check_reach, check_server};
+pub use serve::{PROTOCOL_VERSIONS, ProxyServer, build_proxy, serve_stdio};

@@ -24,10 +24,12 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Not locked for the whole run: `serve` writes the protocol to stdout
+    // from the runtime's own threads.
     let code = runtime.block_on(agentrt_proxy::cli::run(
         &args,
-        &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
     ));
     ExitCode::from(code)
 }

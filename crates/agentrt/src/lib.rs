@@ -42,7 +42,8 @@ pub use clock::{Clock, ManualClock, Timestamp, system_clock};
 pub use driver::Driver;
 pub use error::{DatabaseErrorKind, Error, Result};
 pub use gate::{
-    CrashHook, CrashPoint, Gate, GateConfig, Session, StepInfo, Verdict, VerdictOutcome,
+    CrashHook, CrashPoint, Gate, GateConfig, SatelliteRows, Session, StepInfo, Verdict,
+    VerdictOutcome,
 };
 pub use ids::{IdSource, random_id, random_ids, sequential_ids};
 pub use json::{Canonical, JsonError};

@@ -38,7 +38,8 @@ pub async fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u
         match command {
             Command::Pin => pin_all(&config, Timestamp::now(), out).await.map(|()| true),
             Command::Check => check(&config, out).await,
-            Command::Serve | Command::Recheck(_) => Err(ProxyError::Config {
+            Command::Serve => crate::serve::serve_stdio(config, err).await.map(|()| true),
+            Command::Recheck(_) => Err(ProxyError::Config {
                 path: config.path.clone(),
                 detail: format!("{} is not built yet", command.name()),
             }),

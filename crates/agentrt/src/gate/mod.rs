@@ -35,7 +35,7 @@ use crate::registry::Registry;
 use crate::store::{Store, WriteTx};
 
 pub(crate) use resume::check_hash as resume_check_hash;
-pub use session::{Session, StepInfo, Verdict, VerdictOutcome};
+pub use session::{SatelliteRows, Session, StepInfo, Verdict, VerdictOutcome};
 
 /// The default lease time-to-live.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
@@ -382,7 +382,15 @@ impl Gate {
 
     /// Starts a run (with `run_id`, or a random id) and opens its first step.
     pub async fn begin(&self, run_id: Option<&str>, goal: &str, limits: Limits) -> Result<Session> {
-        Session::begin(Arc::clone(&self.inner), run_id, goal, limits, Labels::new()).await
+        Session::begin(
+            Arc::clone(&self.inner),
+            run_id,
+            goal,
+            limits,
+            Labels::new(),
+            None,
+        )
+        .await
     }
 
     /// [`Gate::begin`] with labels: recorded in `run.created` and in the
@@ -409,7 +417,57 @@ impl Gate {
         limits: Limits,
         labels: Labels,
     ) -> Result<Session> {
-        Session::begin(Arc::clone(&self.inner), run_id, goal, limits, labels).await
+        Session::begin(Arc::clone(&self.inner), run_id, goal, limits, labels, None).await
+    }
+
+    /// [`Gate::begin_labelled`] that also writes a satellite's rows in the
+    /// run's first write group: `rows` runs in that group's transaction
+    /// after the run's row and before its events, so the run's creation
+    /// explains them (the chain covers them) and either the run and the
+    /// rows are written or neither is. An error from `rows` (a satellite's
+    /// own constraint, say) writes nothing and is returned as it is.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use agentrt::store::{Extension, ExtensionTable, SqlValue};
+    /// use agentrt::*;
+    /// const CALLS: Extension = Extension {
+    ///     name: "calls",
+    ///     migrations: &[(1, "CREATE TABLE calls_index (run_id TEXT NOT NULL PRIMARY KEY,
+    ///         written_seq INTEGER NOT NULL DEFAULT 0)")],
+    ///     tables: &[ExtensionTable { name: "calls_index", key_column: "run_id", columns: &["run_id"] }],
+    /// };
+    /// let options = StoreOptions { extensions: vec![CALLS], ..StoreOptions::default() };
+    /// let gate = Gate::new(GateConfig::new(Store::open_with(":memory:", options)?, DefaultPolicy, vec![]))?;
+    /// let rows = |run: &'static str| -> SatelliteRows {
+    ///     Box::new(move |tx| tx.insert_row("calls_index", &[("run_id", SqlValue::from(run))]).map(|_| ()))
+    /// };
+    /// let mut session = gate.begin_with_rows(Some("r1"), "g", Limits::default(), Labels::new(), rows("r1")).await?;
+    /// assert!(gate.store().row("calls_index", "r1")?.is_some());
+    /// session.close().await?;
+    /// // The row's constraint refuses the second run: neither is written.
+    /// let refused = gate.begin_with_rows(Some("r2"), "g", Limits::default(), Labels::new(), rows("r1")).await;
+    /// assert!(matches!(refused, Err(Error::Database { .. })), "{refused:?}");
+    /// assert!(matches!(gate.store().get_run("r2"), Err(Error::NotFound { .. })));
+    /// # Ok::<(), agentrt::Error>(()) }).unwrap();
+    /// ```
+    pub async fn begin_with_rows(
+        &self,
+        run_id: Option<&str>,
+        goal: &str,
+        limits: Limits,
+        labels: Labels,
+        rows: SatelliteRows,
+    ) -> Result<Session> {
+        Session::begin(
+            Arc::clone(&self.inner),
+            run_id,
+            goal,
+            limits,
+            labels,
+            Some(rows),
+        )
+        .await
     }
 
     /// Attaches to an existing run: a run waiting for approval is resumed

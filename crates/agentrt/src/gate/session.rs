@@ -20,6 +20,10 @@ use crate::policy::PolicyError;
 use crate::registry::Registered;
 use crate::store::{LeaseChange, NewRun, RunChange, RunGuard, StepChange};
 
+/// A satellite's rows written in a run's first write group (see
+/// [`Gate::begin_with_rows`](crate::Gate::begin_with_rows)).
+pub type SatelliteRows = Box<dyn FnOnce(&mut crate::store::WriteTx<'_>) -> Result<()> + Send>;
+
 /// The open step as a loop sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepInfo {
@@ -235,6 +239,7 @@ impl Session {
         goal: &str,
         limits: Limits,
         labels: crate::model::Labels,
+        rows: Option<SatelliteRows>,
     ) -> Result<Session> {
         limits.validate()?;
         let run_id = match run_id {
@@ -264,6 +269,10 @@ impl Session {
         let labels = run.labels.clone();
         let g = Arc::clone(&gate);
         let (id, goal) = (run_id.clone(), goal.to_owned());
+        // Set when the satellite's rows failed, so its error is returned
+        // as it is, not read as a taken run id.
+        let satellite_failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let failed = Arc::clone(&satellite_failed);
         let written = gate
             .write(move |tx| {
                 let run_id = id;
@@ -276,6 +285,11 @@ impl Session {
                     lease_expires_at: g.lease_expiry(),
                 })?;
                 tx.insert_run_labels(&run_id, &labels)?;
+                if let Some(rows) = rows {
+                    rows(tx).inspect_err(|_| {
+                        failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                    })?;
+                }
                 for r in g.registry.iter() {
                     tx.insert_spec(&r.spec_hash, r.spec_json.as_str())?;
                 }
@@ -288,7 +302,8 @@ impl Session {
         let draft = match written {
             Ok(draft) => draft,
             Err(e) => {
-                if is_constraint(&e) {
+                if is_constraint(&e) && !satellite_failed.load(std::sync::atomic::Ordering::SeqCst)
+                {
                     return Err(Error::InvalidInput {
                         what: "run id",
                         detail: format!(

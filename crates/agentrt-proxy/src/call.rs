@@ -1,0 +1,425 @@
+//! One run per `tools/call` (periphery §4.3, §4.4 rules 1–2): a call of a
+//! request whose run waits on an approval collects it (holding up to
+//! `hold` on the core's decision wait); one whose run is executing under
+//! a live lease is `IN_PROGRESS`; otherwise a new run begins, its index row
+//! written in the run's first write group, and the call is proposed,
+//! decided, executed and answered. Deciding happens under one mutex;
+//! executing and holding outside it.
+//!
+//! Not yet here (the next slices): taking over a run whose lease expired
+//! (rule 3), the repeat window (rules 4–5), unknown outcomes asked again
+//! (rule 6), the session's caps (rule 7), and the status tool.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentrt::operator::{Awaited, Operator};
+use agentrt::{
+    Canonical, Decision, Gate, Labels, Limits, Origin, RunStatus, Session, Store, Timestamp,
+    ToolSpec, VerdictOutcome,
+};
+
+use crate::answer::{self, Answer};
+use crate::config::Config;
+use crate::index::{self, CallRow};
+
+/// What the proxy needs to answer calls.
+pub struct Proxy {
+    gate: Gate,
+    operator: Operator,
+    config: Arc<Config>,
+    specs: BTreeMap<String, ToolSpec>,
+    servers: BTreeMap<String, String>,
+    decide: tokio::sync::Mutex<()>,
+    notices: Mutex<Box<dyn Write + Send>>,
+}
+
+/// What a verdict leads to.
+enum Next {
+    /// The answer.
+    Done(Answer),
+    /// Hold on this approval of this run.
+    Hold { run_id: String, approval_id: String },
+}
+
+/// What the decision under the mutex found for a request.
+enum Plan {
+    /// Hold on this pending approval of this run.
+    Hold { run_id: String, approval_id: String },
+    /// The run's approval was granted: attach and execute.
+    Attach { run_id: String },
+    /// The same request executes under a live lease.
+    InProgress,
+    /// A new run began.
+    Began(Box<Session>),
+    /// The records could not be read or written.
+    Unavailable,
+}
+
+impl Proxy {
+    /// A proxy over `gate` (its tools registered, its policy the proxy's);
+    /// `specs` are the registered tools and `servers` maps each to its
+    /// server; operator notices go to `notices`.
+    pub fn new(
+        gate: Gate,
+        config: Arc<Config>,
+        specs: BTreeMap<String, ToolSpec>,
+        servers: BTreeMap<String, String>,
+        notices: Box<dyn Write + Send>,
+    ) -> Proxy {
+        let operator = Operator::new(gate.store().clone());
+        Proxy {
+            gate,
+            operator,
+            config,
+            specs,
+            servers,
+            decide: tokio::sync::Mutex::new(()),
+            notices: Mutex::new(notices),
+        }
+    }
+
+    /// The registered tools, by name.
+    pub fn specs(&self) -> &BTreeMap<String, ToolSpec> {
+        &self.specs
+    }
+
+    /// Answers one call of `name` with `args` (absent or `null`: `{}`);
+    /// `None` when the proxy offers no such tool.
+    pub async fn call(&self, name: &str, args: Option<&[u8]>) -> Option<Answer> {
+        let spec = self.specs.get(name)?;
+        let bytes: Vec<u8> = match args {
+            None => b"{}".to_vec(),
+            Some(b) if b.trim_ascii() == b"null" => b"{}".to_vec(),
+            Some(b) => b.to_vec(),
+        };
+        // Arguments the canonical form refuses have no key: no cross-call
+        // rule applies and the gate records them invalid.
+        let key = Canonical::parse(&bytes)
+            .ok()
+            .map(|c| index::request_key(name, &c));
+        let plan = {
+            let _deciding = self.decide.lock().await;
+            self.plan(spec, key.as_deref()).await
+        };
+        Some(match plan {
+            Plan::Unavailable => answer::unavailable(false),
+            Plan::InProgress => answer::in_progress(),
+            Plan::Hold {
+                run_id,
+                approval_id,
+            } => self.hold(&run_id, &approval_id).await,
+            Plan::Attach { run_id } => self.attach(&run_id).await,
+            Plan::Began(session) => self.first_step(*session, name, bytes).await,
+        })
+    }
+
+    /// Decides what a call of `spec` with request `key` does (rules 1–2,
+    /// else a new run), under the deciding mutex.
+    async fn plan(&self, spec: &ToolSpec, key: Option<&str>) -> Plan {
+        let store = self.gate.store().clone();
+        let session = self.config.session.clone();
+        let found = match key {
+            None => Ok(None),
+            Some(key) => {
+                let key = key.to_owned();
+                blocking(move || open_state(&store, &session, &key)).await
+            }
+        };
+        let previous = match found {
+            Err(_) => return Plan::Unavailable,
+            Ok(None) => None,
+            Ok(Some(state)) => match state {
+                OpenState::Waiting {
+                    run_id,
+                    approval_id,
+                    approved,
+                } => {
+                    return if approved {
+                        Plan::Attach { run_id }
+                    } else {
+                        Plan::Hold {
+                            run_id,
+                            approval_id,
+                        }
+                    };
+                }
+                OpenState::Executing => return Plan::InProgress,
+                OpenState::Finished { run_id } => Some(run_id),
+            },
+        };
+        self.begin(spec, key, previous).await
+    }
+
+    /// Begins a new run for a call, its index row (closing the key's
+    /// finished one) in the run's first write group.
+    async fn begin(&self, spec: &ToolSpec, key: Option<&str>, previous: Option<String>) -> Plan {
+        let config = &self.config;
+        let run_id = format!("{}.{}", config.session, &agentrt::random_id()[..16]);
+        let server = self.servers.get(&spec.name).cloned().unwrap_or_default();
+        let labels = Labels::parse([
+            format!("mcp.session={}", config.session),
+            format!("mcp.server={server}"),
+            format!("mcp.tool={}", spec.name),
+        ]);
+        let Ok(labels) = labels else {
+            return Plan::Unavailable;
+        };
+        let limits = Limits {
+            max_steps: 3,
+            max_consecutive_tool_failures: 3,
+            loop_threshold: 3,
+            approval_ttl_ms: millis(config.approval_ttl),
+            grant_ttl_ms: millis(config.grant_ttl),
+            ..Limits::default()
+        };
+        // A call without a key (arguments the canonical form refuses)
+        // still gets a row, keyed by its own run, so it matches nothing.
+        let row = CallRow {
+            run_id: run_id.clone(),
+            session: config.session.clone(),
+            request_key: key.map_or_else(|| format!("none:{run_id}"), str::to_owned),
+            tool: spec.name.clone(),
+            side_effect: spec.side_effect.as_str().to_owned(),
+            created_at: String::new(),
+            open: true,
+        };
+        let at = Timestamp::now();
+        let rows: agentrt::SatelliteRows =
+            Box::new(move |tx| index::claim(tx, &row, previous.as_deref(), at));
+        let goal = format!("call {}", spec.name);
+        match self
+            .gate
+            .begin_with_rows(Some(&run_id), &goal, limits, labels, rows)
+            .await
+        {
+            Ok(session) => Plan::Began(Box::new(session)),
+            // Another process began the same request first: this call is
+            // in progress there.
+            Err(e) if index::is_lost_race(&e) => Plan::InProgress,
+            Err(_) => Plan::Unavailable,
+        }
+    }
+
+    /// Proposes the model's call in the run's first step and answers.
+    async fn first_step(&self, mut session: Session, name: &str, args: Vec<u8>) -> Answer {
+        let next = async {
+            session.step().await?;
+            let decision = Decision::tool_call(name, args).with_origin(Origin::Model);
+            let verdict = session.propose(decision).await?;
+            self.after_verdict(&mut session, verdict).await
+        }
+        .await;
+        let _ = session.close().await;
+        // The session holds the run's claim until dropped: a hold that
+        // collects the approval attaches to the run anew.
+        drop(session);
+        match next {
+            Ok(Next::Done(answer)) => answer,
+            Ok(Next::Hold {
+                run_id,
+                approval_id,
+            }) => self.hold(&run_id, &approval_id).await,
+            Err(_) => answer::unavailable(true),
+        }
+    }
+
+    /// What a verdict leads to: execute, end the run refused, or pause.
+    async fn after_verdict(
+        &self,
+        session: &mut Session,
+        verdict: agentrt::Verdict,
+    ) -> agentrt::Result<Next> {
+        let answer = match verdict.outcome {
+            VerdictOutcome::Allowed => {
+                let observation = session.execute().await?;
+                let answer = answer::observed(&observation);
+                if session.run().status == RunStatus::WaitingForApproval {
+                    // An unknown outcome paused the run on an interruption.
+                    let store = self.gate.store().clone();
+                    let run_id = session.run().id.clone();
+                    let approval = blocking(move || store.list_approvals(&run_id))
+                        .await
+                        .ok()
+                        .and_then(|a| a.last().map(|a| a.id.clone()));
+                    return Ok(Next::Done(answer::unknown_outcome(approval.as_deref())));
+                }
+                if !session.done() {
+                    end_run(session, "one call per run: the tool reported an error").await?;
+                }
+                answer
+            }
+            VerdictOutcome::Denied => {
+                let answer = verdict
+                    .observation
+                    .as_ref()
+                    .map_or_else(|| answer::denied(""), answer::observed);
+                end_run(session, "one call per run: the request was refused").await?;
+                answer
+            }
+            VerdictOutcome::Pending => {
+                let Some(approval) = verdict.approval else {
+                    return Ok(Next::Done(answer::unavailable(false)));
+                };
+                let tool = verdict.request.as_ref().map(|r| r.spec.name.as_str());
+                self.notice(
+                    &approval.id,
+                    &approval.kind,
+                    &verdict.run.id,
+                    tool.unwrap_or(""),
+                );
+                return Ok(Next::Hold {
+                    run_id: verdict.run.id.clone(),
+                    approval_id: approval.id,
+                });
+            }
+            VerdictOutcome::Ended | VerdictOutcome::Open => answer::unavailable(false),
+        };
+        Ok(Next::Done(answer))
+    }
+
+    /// Tells the operator on stderr that an approval waits.
+    fn notice(&self, approval_id: &str, kind: &str, run_id: &str, tool: &str) {
+        let db = self.config.database.display();
+        if let Ok(mut out) = self.notices.lock() {
+            let _ = writeln!(
+                out,
+                "agentrt-proxy: approval {approval_id} ({kind}) for {tool} waits for an operator: run {run_id}"
+            );
+            let _ = writeln!(
+                out,
+                "agentrt-proxy:   decide with: agentrt --db \"{db}\" approve {run_id} --approval {approval_id}   (or reject)"
+            );
+        }
+    }
+
+    /// Holds the call up to `hold` for approval `approval_id` of `run_id`;
+    /// decided in time, the call is decided again.
+    async fn hold(&self, run_id: &str, approval_id: &str) -> Answer {
+        let mut waiting_for = approval_id.to_owned();
+        loop {
+            let waited = self
+                .operator
+                .wait_for_decision(run_id, &waiting_for, self.config.hold)
+                .await;
+            return match waited {
+                Ok(Awaited::Approved(_)) => match self.attach_once(run_id).await {
+                    Next::Done(answer) => answer,
+                    // The policy asked again for another approval.
+                    Next::Hold { approval_id, .. } => {
+                        waiting_for = approval_id;
+                        continue;
+                    }
+                },
+                Ok(Awaited::Rejected(a)) => {
+                    let until = a
+                        .decided_at
+                        .map(|t| t.add(self.config.repeat_window))
+                        .filter(|_| !self.config.repeat_window.is_zero());
+                    answer::rejected(&a.note, until)
+                }
+                Ok(Awaited::Expired(a)) => answer::expired(&a.id),
+                Ok(Awaited::Superseded { latest, .. }) => {
+                    waiting_for = latest.id.clone();
+                    continue;
+                }
+                Ok(Awaited::RunEnded(_)) => answer::cancelled(),
+                Ok(Awaited::TimedOut) => answer::pending(&waiting_for),
+                Ok(_) | Err(_) => answer::unavailable(false),
+            };
+        }
+    }
+
+    /// Attaches to a run whose approval was granted: the policy is asked
+    /// again, and the recorded request (never this call's bytes) runs.
+    async fn attach(&self, run_id: &str) -> Answer {
+        match self.attach_once(run_id).await {
+            Next::Done(answer) => answer,
+            Next::Hold {
+                run_id,
+                approval_id,
+            } => self.hold(&run_id, &approval_id).await,
+        }
+    }
+
+    /// [`Proxy::attach`] without holding on a new approval.
+    async fn attach_once(&self, run_id: &str) -> Next {
+        let (mut session, verdict) = match self.gate.attach(run_id).await {
+            Ok(attached) => attached,
+            Err(agentrt::Error::RunLeased { .. }) => return Next::Done(answer::in_progress()),
+            Err(_) => return Next::Done(answer::unavailable(false)),
+        };
+        let next = self.after_verdict(&mut session, verdict).await;
+        let _ = session.close().await;
+        next.unwrap_or_else(|_| Next::Done(answer::unavailable(true)))
+    }
+}
+
+/// Ends a run the call is done with: a `fail` decision of origin
+/// `operator` in a new step.
+async fn end_run(session: &mut Session, reason: &str) -> agentrt::Result<()> {
+    if session.done() {
+        return Ok(());
+    }
+    if session.step().await?.is_none() {
+        return Ok(());
+    }
+    session
+        .propose(Decision::fail(reason).with_origin(Origin::Operator))
+        .await?;
+    Ok(())
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Runs a blocking store read off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> agentrt::Result<T> + Send + 'static,
+) -> agentrt::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| agentrt::Error::InvalidInput {
+            what: "read",
+            detail: e.to_string(),
+        })?
+}
+
+/// What the key's open row says, read from its run.
+enum OpenState {
+    /// Its run waits on an approval (granted or not yet).
+    Waiting {
+        run_id: String,
+        approval_id: String,
+        approved: bool,
+    },
+    /// Its run is executing (or may be).
+    Executing,
+    /// Its run finished.
+    Finished { run_id: String },
+}
+
+fn open_state(store: &Store, session: &str, key: &str) -> agentrt::Result<Option<OpenState>> {
+    let Some(row) = index::open_row(store, session, key)? else {
+        return Ok(None);
+    };
+    let run = store.get_run(&row.run_id)?;
+    Ok(Some(match run.status {
+        RunStatus::WaitingForApproval => {
+            let approvals = store.list_approvals(&row.run_id)?;
+            let Some(latest) = approvals.last() else {
+                return Ok(Some(OpenState::Executing));
+            };
+            OpenState::Waiting {
+                run_id: row.run_id,
+                approval_id: latest.id.clone(),
+                approved: latest.status == agentrt::ApprovalStatus::Approved,
+            }
+        }
+        RunStatus::Running => OpenState::Executing,
+        _ => OpenState::Finished { run_id: row.run_id },
+    }))
+}

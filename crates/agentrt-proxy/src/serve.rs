@@ -1,0 +1,292 @@
+//! `agentrt-proxy serve` (periphery §4, stdio): the proxy as an MCP
+//! server named `gated-tools`, offering the loaded tools and answering
+//! each call through [`Proxy`]. stdout carries only the protocol; the
+//! reports and notices go to stderr. It offers protocol versions
+//! 2025-06-18 and 2025-11-25 only, both of which open a session with the
+//! initialize handshake.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use agentrt::{Gate, GateConfig, Store, StoreOptions, Tool, ToolSpec};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+
+use crate::answer::Answer;
+use crate::call::Proxy;
+use crate::check::{LoadedServers, load_all};
+use crate::config::Config;
+use crate::error::ProxyError;
+use crate::index::INDEX;
+use crate::policy::{ProxyPolicy, ToolFacts};
+use crate::reach::check_reach;
+
+/// The protocol versions offered.
+pub const PROTOCOL_VERSIONS: &[ProtocolVersion] =
+    &[ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25];
+
+/// A tool registered as terminal: one call per run, so a success completes
+/// the run with its result.
+struct Terminal(Arc<dyn Tool>);
+
+impl Tool for Terminal {
+    fn spec(&self) -> ToolSpec {
+        let mut spec = self.0.spec();
+        spec.terminal = true;
+        spec
+    }
+
+    fn call(
+        &self,
+        call: agentrt::ToolCall,
+    ) -> agentrt::BoxFuture<'_, Result<agentrt::ToolResult, agentrt::ToolError>> {
+        self.0.call(call)
+    }
+}
+
+/// The proxy as an MCP server.
+#[derive(Clone)]
+pub struct ProxyServer {
+    proxy: Arc<Proxy>,
+    tools: Arc<Vec<rmcp::model::Tool>>,
+}
+
+impl ProxyServer {
+    /// The server over `proxy`.
+    pub fn new(proxy: Arc<Proxy>) -> ProxyServer {
+        let tools = proxy
+            .specs()
+            .values()
+            .map(|spec| {
+                let schema: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_str(spec.input_schema.as_str()).unwrap_or_default();
+                rmcp::model::Tool::new(
+                    spec.name.clone(),
+                    spec.description.clone(),
+                    Arc::new(schema),
+                )
+            })
+            .collect();
+        ProxyServer {
+            proxy,
+            tools: Arc::new(tools),
+        }
+    }
+}
+
+/// An answer as the host receives it.
+fn to_result(answer: Answer) -> CallToolResult {
+    match answer {
+        Answer::Result { text, structured } => {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = structured;
+            result
+        }
+        Answer::Prose { text, is_error } => {
+            let content = vec![ContentBlock::text(text)];
+            if is_error {
+                CallToolResult::error(content)
+            } else {
+                CallToolResult::success(content)
+            }
+        }
+    }
+}
+
+impl ServerHandler for ProxyServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut identity = Implementation::default();
+        identity.name = "gated-tools".into();
+        identity.version = "0.1.0".into();
+        identity.title = None;
+        identity.description = None;
+        identity.icons = None;
+        identity.website_url = None;
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(identity)
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(PROTOCOL_VERSIONS)
+    }
+
+    fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<rmcp::model::DiscoverResult, ErrorData>>
+    + rmcp::service::MaybeSendFuture
+    + '_ {
+        // Answering it would let a client pick 2026-07-28, which has no
+        // session: a client that gets no answer falls back to initialize.
+        std::future::ready(Err(ErrorData::method_not_found::<
+            rmcp::model::DiscoverRequestMethod,
+        >()))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = match &request.arguments {
+            None => None,
+            Some(map) => Some(
+                serde_json::to_vec(map)
+                    .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
+            ),
+        };
+        match self.proxy.call(&request.name, args.as_deref()).await {
+            Some(answer) => Ok(CallToolResponse::Complete(to_result(answer))),
+            None => Err(ErrorData::invalid_params(
+                format!("no tool named {:?} is offered", request.name),
+                None,
+            )),
+        }
+    }
+}
+
+/// Opens the database with the proxy's index, as serving does.
+pub(crate) fn store_options() -> StoreOptions {
+    StoreOptions {
+        extensions: vec![INDEX],
+        ..StoreOptions::default()
+    }
+}
+
+/// Builds the proxy from `config` and what `loaded` offers.
+pub fn build_proxy(
+    config: Arc<Config>,
+    store: Store,
+    loaded: &LoadedServers,
+    notices: Box<dyn Write + Send>,
+) -> Result<Proxy, ProxyError> {
+    let mut facts = BTreeMap::new();
+    let mut servers = BTreeMap::new();
+    let mut specs = BTreeMap::new();
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    for (name, tool) in &loaded.tools {
+        let Some((server, upstream)) = loaded.origins.get(name) else {
+            continue;
+        };
+        let rule = config
+            .servers
+            .iter()
+            .find(|s| &s.server.name == server)
+            .and_then(|s| s.rules.get(upstream));
+        facts.insert(
+            name.clone(),
+            ToolFacts {
+                server: server.clone(),
+                upstream: upstream.clone(),
+                outcome: rule.and_then(|r| r.outcome),
+                fixed: rule.map(|r| r.rule.fixed.clone()).unwrap_or_default(),
+            },
+        );
+        servers.insert(name.clone(), server.clone());
+        let terminal: Arc<dyn Tool> = Arc::new(Terminal(Arc::clone(tool)));
+        specs.insert(name.clone(), terminal.spec());
+        tools.push(terminal);
+    }
+    let policy = ProxyPolicy::new(&config, facts);
+    let gate = Gate::new(
+        GateConfig::new(store, policy, tools)
+            .with_lease_ttl(config.lease_ttl)
+            .with_lease_owner(format!("agentrt-proxy:{}", config.session)),
+    )?;
+    Ok(Proxy::new(gate, config, specs, servers, notices))
+}
+
+/// Serves one host over stdin and stdout until stdin closes or the
+/// process is told to stop (SIGINT, SIGTERM); then in-flight calls finish
+/// and are recorded, and the upstream servers are closed.
+pub async fn serve_stdio(config: Config, err: &mut dyn Write) -> Result<(), ProxyError> {
+    check_reach(&config)?;
+    let store = crate::check::open_store_with(&config, store_options()).await?;
+    let loaded = load_all(&config).await?;
+    for report in &loaded.reports {
+        for line in report.lines() {
+            let _ = writeln!(err, "agentrt-proxy: {line}");
+        }
+    }
+    if let Some((server, why)) = loaded.failed.first() {
+        loaded.close().await;
+        return Err(ProxyError::Config {
+            path: config.path.clone(),
+            detail: format!("server {server:?} {why}"),
+        });
+    }
+    let _ = writeln!(
+        err,
+        "agentrt-proxy: serving session {} on database {}",
+        config.session,
+        config.database.display()
+    );
+    let config = Arc::new(config);
+    let proxy = match build_proxy(
+        Arc::clone(&config),
+        store,
+        &loaded,
+        Box::new(std::io::stderr()),
+    ) {
+        Ok(p) => Arc::new(p),
+        Err(e) => {
+            loaded.close().await;
+            return Err(e);
+        }
+    };
+    let served = ProxyServer::new(proxy)
+        .serve(rmcp::transport::stdio())
+        .await;
+    let result = match served {
+        Ok(running) => {
+            let stop = stop_signal();
+            tokio::select! {
+                _ = running.waiting() => Ok(()),
+                () = stop => Ok(()),
+            }
+        }
+        Err(e) => Err(ProxyError::Config {
+            path: config.path.clone(),
+            detail: format!("the host's handshake failed: {e}"),
+        }),
+    };
+    loaded.close().await;
+    result
+}
+
+/// Resolves on SIGINT or SIGTERM (Ctrl-C elsewhere).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

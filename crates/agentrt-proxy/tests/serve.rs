@@ -1,0 +1,308 @@
+//! `agentrt-proxy serve` as a host launches it: the binary, spoken to over
+//! stdio by an rmcp client, with the MCP fixture server (HTTP, in this
+//! process) upstream. Each call is a run of its own, recorded with the
+//! event sequences of periphery §4.3; an approval is collected by the same
+//! call again, or while the call is held.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use agentrt::operator::{DecideOptions, Operator};
+use agentrt::{EventType, Store};
+use agentrt_mcp_fixture::{Mode, Seen, serve};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::transport::TokioChildProcess;
+
+struct Proxy {
+    dir: tempfile::TempDir,
+    seen: Arc<Seen>,
+    client: RunningService<RoleClient, ()>,
+}
+
+/// Pins the fixture and starts the proxy binary with `rules` for its
+/// `read_file` and `extra` configuration fields.
+async fn start(rules: &str, extra: &str) -> Proxy {
+    let (url, seen) = serve(Mode::Json).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("proxy.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"database": "proxy.db", "session": "laptop" {extra},
+                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
+                               "connect_timeout": "10s", "rules": {{"read_file": {rules}}}}}]}}"#
+        ),
+    )
+    .expect("config");
+    let args: Vec<String> = ["pin", "--config", &config.to_string_lossy()]
+        .iter()
+        .map(|a| (*a).to_owned())
+        .collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = agentrt_proxy::cli::run(&args, &mut out, &mut err).await;
+    assert_eq!(code, 0, "pin: {}", String::from_utf8_lossy(&err));
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"));
+    command.args(["serve", "--config", &config.to_string_lossy()]);
+    let transport = TokioChildProcess::new(command).expect("spawn");
+    let client = ().serve(transport).await.expect("handshake");
+    Proxy { dir, seen, client }
+}
+
+impl Proxy {
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("proxy.db")
+    }
+
+    async fn call(&self, args: serde_json::Value) -> CallToolResult {
+        let serde_json::Value::Object(args) = args else {
+            panic!("arguments are an object");
+        };
+        self.client
+            .call_tool(CallToolRequestParams::new("fs_read_file").with_arguments(args))
+            .await
+            .expect("a tool result")
+    }
+
+    fn upstream_calls(&self) -> usize {
+        self.seen.call_sessions.lock().expect("lock").len()
+    }
+
+    fn store(&self) -> Store {
+        Store::open_existing(self.db(), false).expect("the proxy's database")
+    }
+
+    /// The event types of each run, oldest run first.
+    fn runs(&self) -> Vec<(String, Vec<EventType>)> {
+        let store = self.store();
+        let mut runs = store.list_runs(100, 0).expect("runs").items;
+        runs.sort_by_key(|r| r.created_at);
+        runs.into_iter()
+            .map(|r| {
+                let events = store.list_events(&r.id).expect("events");
+                (r.id, events.into_iter().map(|e| e.event_type).collect())
+            })
+            .collect()
+    }
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// The approval id an answer names.
+fn approval_id(answer: &str) -> String {
+    let start = answer.find("(approval ").expect("an approval id") + "(approval ".len();
+    let end = answer[start..].find(')').expect("closed") + start;
+    answer[start..end].to_owned()
+}
+
+use EventType::*;
+
+const ALLOWED: &[EventType] = &[
+    RunCreated,
+    RunStarted,
+    StepStarted,
+    StepDecided,
+    StepPolicy,
+    StepToolStarted,
+    StepToolFinished,
+    RunFinished,
+];
+
+const COLLECTED: &[EventType] = &[
+    RunCreated,
+    RunStarted,
+    StepStarted,
+    StepDecided,
+    StepPolicy,
+    ApprovalRequested,
+    ApprovalDecided,
+    RunResumed,
+    StepPolicy,
+    StepToolStarted,
+    StepToolFinished,
+    RunFinished,
+];
+
+const READ: &str = r#"{"side_effect": "read_only", "timeout": "5s"}"#;
+const CHANGE: &str = r#"{"side_effect": "remote_mutation", "timeout": "5s"}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_call_is_one_run_that_returns_the_result() {
+    let proxy = start(READ, "").await;
+    let tools = proxy.client.list_all_tools().await.expect("tools");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["fs_read_file"]);
+    let info = proxy.client.peer_info().expect("server info");
+    let identity = info.server_info.as_ref().expect("an identity");
+    assert_eq!(identity.name, "gated-tools");
+
+    let result = proxy.call(serde_json::json!({"path": "a.txt"})).await;
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(text(&result), r#"{"path":"a.txt"}"#);
+    assert_eq!(proxy.upstream_calls(), 1);
+    let runs = proxy.runs();
+    assert_eq!(runs.len(), 1);
+    assert!(runs[0].0.starts_with("laptop."), "{}", runs[0].0);
+    assert_eq!(runs[0].1, ALLOWED);
+    proxy.client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_needs_approval_waits_and_the_same_call_collects_it_once() {
+    let proxy = start(CHANGE, r#", "hold": "0s""#).await;
+    let args = serde_json::json!({"path": "pay.txt"});
+    let pending = proxy.call(args.clone()).await;
+    let answer = text(&pending);
+    assert_eq!(pending.is_error, Some(false));
+    assert!(answer.starts_with("PENDING_APPROVAL: "), "{answer}");
+    assert!(
+        !answer.contains("laptop.") && !answer.contains("proxy.db"),
+        "{answer}"
+    );
+    assert_eq!(proxy.upstream_calls(), 0, "nothing ran");
+
+    // Asked again before a decision: still waiting, on the same approval.
+    let again = text(&proxy.call(args.clone()).await);
+    assert_eq!(approval_id(&again), approval_id(&answer));
+    assert_eq!(proxy.upstream_calls(), 0);
+
+    let runs = proxy.runs();
+    assert_eq!(runs.len(), 1, "one run for the request");
+    Operator::new(proxy.store())
+        .approve(
+            &runs[0].0,
+            &approval_id(&answer),
+            &DecideOptions {
+                by: "operator",
+                note: "",
+                shown_hash: None,
+            },
+        )
+        .expect("approved");
+
+    let collected = proxy.call(args).await;
+    assert_eq!(text(&collected), r#"{"path":"pay.txt"}"#);
+    assert_eq!(proxy.upstream_calls(), 1, "executed once");
+    let runs = proxy.runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].1, COLLECTED);
+    proxy.client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_gets_the_real_result_when_approved_in_time_and_plain_words_when_rejected() {
+    let proxy = Arc::new(start(CHANGE, r#", "hold": "20s""#).await);
+    for (verb, args) in [("approve", "a.txt"), ("reject", "b.txt")] {
+        let held = {
+            let proxy = Arc::clone(&proxy);
+            tokio::spawn(async move { proxy.call(serde_json::json!({"path": args})).await })
+        };
+        // The operator, from the store, once the approval exists.
+        let (run, approval) = loop {
+            let store = proxy.store();
+            let found = store
+                .list_runs(100, 0)
+                .expect("runs")
+                .items
+                .into_iter()
+                .find_map(|r| {
+                    let approvals = store.list_approvals(&r.id).ok()?;
+                    let pending = approvals
+                        .into_iter()
+                        .find(|a| a.status == agentrt::ApprovalStatus::Pending)?;
+                    Some((r.id, pending.id))
+                });
+            if let Some(found) = found {
+                break found;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let operator = Operator::new(proxy.store());
+        let options = DecideOptions {
+            by: "operator",
+            note: "not this one",
+            shown_hash: None,
+        };
+        if verb == "approve" {
+            operator
+                .approve(&run, &approval, &options)
+                .expect("approve");
+        } else {
+            operator.reject(&run, &approval, &options).expect("reject");
+        }
+        let result = held.await.expect("the held call");
+        let answer = text(&result);
+        if verb == "approve" {
+            assert_eq!(
+                answer, r#"{"path":"a.txt"}"#,
+                "the real result, in the same call"
+            );
+        } else {
+            assert_eq!(result.is_error, Some(true));
+            assert!(
+                answer.starts_with(r#"REJECTED: An operator rejected this request with the note "not this one". Nothing was executed."#),
+                "{answer}"
+            );
+        }
+    }
+    assert_eq!(proxy.upstream_calls(), 1, "only the approved call ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn denied_and_invalid_calls_end_their_runs_with_the_operators_fail() {
+    let proxy = start(CHANGE, r#", "policy": {"remote_mutation": "deny"}"#).await;
+    let denied = proxy.call(serde_json::json!({"path": "x"})).await;
+    assert_eq!(denied.is_error, Some(true));
+    assert_eq!(
+        text(&denied),
+        "DENIED: The policy refused this request: side effect remote_mutation is deny by policy. Nothing was executed."
+    );
+    let invalid = proxy.call(serde_json::json!({"path": 5})).await;
+    assert_eq!(invalid.is_error, Some(true));
+    let answer = text(&invalid);
+    assert!(
+        answer.starts_with("INVALID: The arguments do not fit"),
+        "{answer}"
+    );
+    assert!(!answer.contains("://tools/"), "{answer}");
+    assert_eq!(proxy.upstream_calls(), 0);
+    let runs = proxy.runs();
+    let denied_run = [
+        RunCreated,
+        RunStarted,
+        StepStarted,
+        StepDecided,
+        StepPolicy,
+        StepFailed,
+        StepStarted,
+        StepDecided,
+        RunFinished,
+    ];
+    let invalid_run = [
+        RunCreated,
+        RunStarted,
+        StepStarted,
+        StepDecided,
+        StepFailed,
+        StepStarted,
+        StepDecided,
+        RunFinished,
+    ];
+    assert_eq!(runs[0].1, denied_run);
+    assert_eq!(runs[1].1, invalid_run);
+    let store = proxy.store();
+    for (run, _) in &runs {
+        let run = store.get_run(run).expect("run");
+        assert_eq!(run.status, agentrt::RunStatus::Failed, "{run:?}");
+    }
+    assert!(proxy.seen.initializes.load(Ordering::SeqCst) >= 1);
+}
