@@ -1,0 +1,317 @@
+//! A real MCP host, the official Python SDK (`mcp` 2.3.0, pinned with
+//! hashes in `tests/host/requirements.txt`), driven by `tests/host/host.py`
+//! against real servers: the npm filesystem server over stdio and the
+//! fixture server (`agentrt-mcp-fixture`) over streamable HTTP, as JSON and
+//! as an event stream. It proves the harness the `agentrt-proxy serve` tests
+//! will use.
+//!
+//! `cargo xtask test` installs the SDK into `target/real-hosts/venv` and
+//! runs this target with the `real-hosts` feature, naming that venv's
+//! python in `AGENTRT_PYTHON_HOST` and the npm server's entry point in
+//! `AGENTRT_MCP_FILESYSTEM_SERVER`.
+
+use std::ffi::OsString;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use agentrt_mcp_fixture::{Mode, serve};
+use serde_json::{Value, json};
+
+/// What the Python client negotiates with a server that does not answer
+/// `server/discover` (it probes at 2026-07-28, then falls back to the
+/// `initialize` handshake, where it offers its newest handshake version).
+const HANDSHAKE_VERSION: &str = "2025-11-25";
+
+/// How long one run of the host may take before it is killed.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+fn python() -> PathBuf {
+    let Some(path) = std::env::var_os("AGENTRT_PYTHON_HOST") else {
+        panic!(
+            "AGENTRT_PYTHON_HOST is not set: it names a python with \
+             tests/host/requirements.txt installed; run `cargo xtask test`, \
+             which makes target/real-hosts/venv"
+        );
+    };
+    let path = PathBuf::from(path);
+    assert!(
+        path.is_file(),
+        "AGENTRT_PYTHON_HOST: {} is not a file",
+        path.display()
+    );
+    path
+}
+
+fn filesystem_server() -> PathBuf {
+    let Some(path) = std::env::var_os("AGENTRT_MCP_FILESYSTEM_SERVER") else {
+        panic!(
+            "AGENTRT_MCP_FILESYSTEM_SERVER is not set: it names the npm \
+             filesystem server's dist/index.js; run `cargo xtask test`"
+        );
+    };
+    let path = PathBuf::from(path);
+    assert!(path.is_file(), "{} is not installed", path.display());
+    path
+}
+
+/// What one run of the host printed: the negotiated protocol version and
+/// one JSON value per step.
+struct Run {
+    protocol: String,
+    steps: Vec<Value>,
+}
+
+/// Runs host.py with `target` (`--stdio -- CMD...` or `--http URL`) and
+/// `script` on its standard input; panics, with its standard error, unless
+/// it exits 0 within the deadline and prints the protocol line and one
+/// line per step.
+fn host(target: &[OsString], script: &Value) -> Run {
+    let host_py = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/host/host.py");
+    let mut child = Command::new(python())
+        .arg(&host_py)
+        .args(target)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start host.py");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.to_string().as_bytes())
+        .expect("write the script");
+    // Read both pipes on their own threads so that neither can fill up.
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        stdout.read_to_string(&mut s).map(|_| s)
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        stderr.read_to_string(&mut s).map(|_| s)
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for host.py") {
+            break status;
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("host.py ran over {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = out.join().expect("stdout thread").expect("read stdout");
+    let err = err.join().expect("stderr thread").expect("read stderr");
+    assert!(
+        status.success(),
+        "host.py failed ({status}):\nstderr:\n{err}\nstdout:\n{out}"
+    );
+    let mut lines = out.lines().map(|line| {
+        serde_json::from_str::<Value>(line)
+            .unwrap_or_else(|e| panic!("host.py printed a line that is not JSON ({e}): {line}"))
+    });
+    let first = lines
+        .next()
+        .unwrap_or_else(|| panic!("host.py printed nothing; stderr:\n{err}"));
+    let protocol = first["protocol"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the first line names the protocol: {first}"))
+        .to_owned();
+    let steps: Vec<Value> = lines.collect();
+    let expected = script.as_array().map_or(0, Vec::len);
+    assert_eq!(
+        steps.len(),
+        expected,
+        "one line per step; stdout:\n{out}\nstderr:\n{err}"
+    );
+    Run { protocol, steps }
+}
+
+fn stdio(command: &[&Path]) -> Vec<OsString> {
+    let mut target: Vec<OsString> = vec!["--stdio".into(), "--".into()];
+    target.extend(command.iter().map(|p| p.as_os_str().to_owned()));
+    target
+}
+
+fn http(url: &str) -> Vec<OsString> {
+    vec!["--http".into(), url.into()]
+}
+
+/// The tool names of a list step.
+fn names(list: &Value) -> Vec<&str> {
+    list["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list answers tools: {list}"))
+        .iter()
+        .map(|t| t["name"].as_str().expect("a tool has a name"))
+        .collect()
+}
+
+/// A call's answer, with the fields every answer has.
+fn answer<'a>(line: &'a Value, name: &str) -> &'a Value {
+    assert_eq!(line["call"], name, "{line}");
+    assert!(line.get("error").is_none(), "no JSON-RPC error: {line}");
+    assert!(line["isError"].is_boolean(), "{line}");
+    line
+}
+
+#[test]
+fn the_python_host_drives_the_filesystem_server_over_stdio() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().canonicalize().expect("root");
+    let outside = tempfile::tempdir().expect("outside");
+    let secret = outside
+        .path()
+        .canonicalize()
+        .expect("outside")
+        .join("secret.txt");
+    std::fs::write(&secret, "not for the host").expect("secret");
+    std::fs::write(root.join("hello.txt"), "hello from the root\n").expect("hello");
+    let written = root.join("new.txt");
+
+    let script = json!([
+        {"list": true},
+        {"call": "read_text_file", "args": {"path": root.join("hello.txt")}},
+        {"call": "write_file", "args": {"path": written, "content": "written by python"}},
+        {"call": "read_text_file", "args": {"path": secret}},
+    ]);
+    let node = PathBuf::from("node");
+    let run = host(&stdio(&[&node, &filesystem_server(), &root]), &script);
+
+    // The npm server (its SDK: @modelcontextprotocol/sdk 1.32) answers no
+    // server/discover, so the handshake decides.
+    assert_eq!(run.protocol, HANDSHAKE_VERSION);
+    let tools = names(&run.steps[0]);
+    assert!(tools.contains(&"read_text_file"), "{tools:?}");
+    assert!(tools.contains(&"write_file"), "{tools:?}");
+    let mut sorted = tools.clone();
+    sorted.sort_unstable();
+    assert_eq!(tools, sorted, "listed by name");
+    let schema = run.steps[0]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "read_text_file"))
+        .map(|t| &t["inputSchema"]);
+    assert_eq!(
+        schema.map(|s| &s["required"]),
+        Some(&json!(["path"])),
+        "the input schema is printed: {schema:?}"
+    );
+
+    let read = answer(&run.steps[1], "read_text_file");
+    assert_eq!(read["isError"], false, "{read}");
+    assert_eq!(read["text"], json!(["hello from the root\n"]), "{read}");
+
+    let write = answer(&run.steps[2], "write_file");
+    assert_eq!(write["isError"], false, "{write}");
+    assert_eq!(
+        std::fs::read_to_string(&written).expect("the file was written"),
+        "written by python"
+    );
+
+    let refused = answer(&run.steps[3], "read_text_file");
+    assert_eq!(
+        refused["isError"], true,
+        "a path outside the root: {refused}"
+    );
+    let text = refused["text"].to_string();
+    assert!(!text.contains("not for the host"), "{refused}");
+    assert!(text.contains("outside allowed directories"), "{refused}");
+}
+
+/// A list, one call and 16 calls at once against the fixture in `mode`.
+fn over_http(mode: Mode) {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, seen) = runtime.block_on(serve(mode));
+    let parallel: Vec<Value> = (0..16)
+        .map(|i| json!({"call": "read_file", "args": {"path": format!("f{i}.txt")}}))
+        .collect();
+    let script = json!([
+        {"list": true},
+        {"call": "read_file", "args": {"path": "a.txt", "lines": 3}, "progress": true},
+        {"parallel": parallel},
+    ]);
+    let run = host(&http(&url), &script);
+
+    // The fixture answers server/discover with "no such method" and echoes
+    // the version the client offers in initialize.
+    assert_eq!(run.protocol, HANDSHAKE_VERSION, "{mode:?}");
+    assert_eq!(seen.initializes.load(Ordering::SeqCst), 1, "{mode:?}");
+
+    assert_eq!(names(&run.steps[0]), ["read_file"], "{mode:?}");
+    let schema = &run.steps[0]["tools"][0]["inputSchema"];
+    assert_eq!(schema["required"], json!(["path"]), "{schema}");
+    assert_eq!(schema["properties"]["lines"]["maximum"], 100.0, "{schema}");
+
+    let call = answer(&run.steps[1], "read_file");
+    assert_eq!(call["isError"], false, "{call}");
+    let text = call["text"][0].as_str().expect("text");
+    let echoed: Value = serde_json::from_str(text).expect("the fixture echoes the arguments");
+    assert_eq!(echoed, json!({"path": "a.txt", "lines": 3}), "{call}");
+    assert_eq!(call["structured"], Value::Null, "{call}");
+    assert_eq!(
+        call["progress"],
+        json!([]),
+        "the fixture sends no progress: {call}"
+    );
+
+    let answers = run.steps[2]["parallel"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a parallel step answers a list: {}", run.steps[2]));
+    assert_eq!(answers.len(), 16, "{mode:?}");
+    for (i, a) in answers.iter().enumerate() {
+        let a = answer(a, "read_file");
+        assert_eq!(a["isError"], false, "{a}");
+        let echoed: Value =
+            serde_json::from_str(a["text"][0].as_str().expect("text")).expect("arguments");
+        assert_eq!(
+            echoed,
+            json!({"path": format!("f{i}.txt")}),
+            "in order: {a}"
+        );
+    }
+
+    // Every call carried the session the fixture gave.
+    let sessions = seen.call_sessions.lock().expect("sessions").clone();
+    assert_eq!(sessions.len(), 17, "{mode:?}");
+    assert!(
+        sessions.iter().all(|s| s.as_deref() == Some("session-1")),
+        "{sessions:?}"
+    );
+    // And the host ended it on the way out.
+    let deletes = seen.deletes.lock().expect("deletes").clone();
+    assert_eq!(deletes, [Some("session-1".to_owned())], "{mode:?}");
+}
+
+#[test]
+fn the_python_host_drives_the_fixture_over_http_as_json() {
+    over_http(Mode::Json);
+}
+
+#[test]
+fn the_python_host_drives_the_fixture_over_http_as_event_streams() {
+    over_http(Mode::Sse);
+}
+
+/// A call the server refuses at the transport (its session is gone, 404)
+/// is printed as an error line, not a result, and the host goes on.
+#[test]
+fn a_refused_call_is_an_error_line() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, _seen) = runtime.block_on(serve(Mode::Expire));
+    let script = json!([{"call": "read_file", "args": {"path": "a.txt"}}, {"list": true}]);
+    let run = host(&http(&url), &script);
+    let refused = &run.steps[0];
+    assert_eq!(refused["call"], "read_file", "{refused}");
+    assert!(refused.get("isError").is_none(), "not a result: {refused}");
+    assert!(refused["error"].is_string(), "{refused}");
+    // The SDK turns the 404 into an Invalid Request error of its own.
+    assert_eq!(refused["code"], -32600, "{refused}");
+    assert_eq!(names(&run.steps[1]), ["read_file"]);
+}
