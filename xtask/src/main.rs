@@ -2,9 +2,11 @@
 //!
 //! - `test`: the whole test suite: `cargo test --workspace`, then the
 //!   tests against real components (agentrt-mcp's `filesystem_server`,
-//!   the mcp example's `mcp_demo`), after installing what they need
-//!   (Node.js from Debian when missing and run as root; the npm MCP
-//!   filesystem server, pinned by its lockfile, into `target/`).
+//!   the mcp example's `mcp_demo`, agentrt-proxy's `python_host`), after
+//!   installing what they need (Node.js, and Python with venv, from Debian
+//!   when missing and run as root; the npm MCP filesystem server, pinned by
+//!   its lockfile, and the Python MCP SDK, pinned with hashes, into
+//!   `target/`).
 //! - `ci`: what CI runs (format check, clippy with warnings as errors, the
 //!   whole test suite).
 //! - `mutants`: cargo-mutants over the files that hold the controls that
@@ -16,9 +18,10 @@ const USAGE: &str = "usage: cargo xtask <task> [args]
 
 tasks:
   test     the whole test suite: cargo test --workspace, then the tests
-           against real components (installs Node.js from Debian when it
-           is missing and this runs as root, and the pinned npm MCP
-           filesystem server into target/real-servers)
+           against real components (installs Node.js and Python 3.10+
+           with venv from Debian when missing and this runs as root, the
+           pinned npm MCP filesystem server into target/real-servers and
+           the pinned Python MCP SDK into target/real-hosts/venv)
   ci       format check, clippy -D warnings, the whole test suite (test)
   mutants  cargo mutants -p agentrt over the control files, with only the
            core's tests, reusing target/ (--copy-target=true); any further
@@ -185,11 +188,189 @@ fn test() -> ExitCode {
     let ok = real_server_test(&entry, "agentrt-mcp", "filesystem_server")
         && cargo(&["build", "-p", "agentrt-cli"])
         && real_server_test(&entry, "examples", "mcp_demo");
-    if ok {
+    if !ok {
+        return ExitCode::FAILURE;
+    }
+    let python = match ensure_python().and_then(|python| install_python_host(&python)) {
+        Ok(python) => python,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if real_host_test(&entry, &python) {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// The oldest Python the MCP host's requirements install on.
+const PYTHON_MIN: (u32, u32) = (3, 10);
+
+/// The version of `python` and whether it can make a venv with pip in it
+/// (Debian's python3 needs python3-venv for ensurepip).
+fn python_with_venv(python: &str) -> Option<((u32, u32), bool)> {
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import sys; print(sys.version_info[0], sys.version_info[1])",
+        ])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut parts = text.split_whitespace().map(str::parse::<u32>);
+    let version = (parts.next()?.ok()?, parts.next()?.ok()?);
+    let venv = Command::new(python)
+        .args(["-c", "import venv, ensurepip"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    Some((version, venv))
+}
+
+/// Python 3.10 or newer with venv (`python3`), installed from Debian when
+/// missing and this runs as root; returns the program to run.
+fn ensure_python() -> Result<String, String> {
+    let python = "python3";
+    let good = |found: Option<((u32, u32), bool)>| {
+        found.is_some_and(|(version, venv)| version >= PYTHON_MIN && venv)
+    };
+    if good(python_with_venv(python)) {
+        return Ok(python.to_owned());
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if root {
+        let _ = run("apt-get", &["update"], None);
+        let _ = run(
+            "apt-get",
+            &["install", "-y", "python3", "python3-venv"],
+            None,
+        );
+    }
+    let found = python_with_venv(python);
+    if good(found) {
+        return Ok(python.to_owned());
+    }
+    let (major, minor) = PYTHON_MIN;
+    Err(format!(
+        "the real-host tests need Python {major}.{minor} or newer with venv (found: {}); \
+         install it (Debian: python3 python3-venv), or run `cargo test --workspace` \
+         for the tests that need only Rust",
+        match found {
+            Some(((a, b), true)) => format!("{a}.{b}"),
+            Some(((a, b), false)) => format!("{a}.{b} without venv/ensurepip"),
+            None => "none".to_owned(),
+        }
+    ))
+}
+
+/// Installs the Python MCP SDK, pinned with hashes by
+/// `crates/agentrt-proxy/tests/host/requirements.txt`, into a venv at
+/// `target/real-hosts/venv` (`pip install --require-hashes --no-deps`, then
+/// `pip check`); returns the venv's python. A venv whose stamp holds the
+/// same requirements and whose python finds mcp 2.3.0 is kept as it is.
+fn install_python_host(python: &str) -> Result<std::path::PathBuf, String> {
+    let requirements = std::path::Path::new("crates/agentrt-proxy/tests/host/requirements.txt");
+    let wanted =
+        std::fs::read(requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+    let venv = std::path::Path::new("target/real-hosts/venv");
+    let stamp = std::path::Path::new("target/real-hosts/venv.requirements.txt");
+    // The venv's own python: its path, not the file the link leads to
+    // (that is the base python, outside the venv).
+    let venv_python = |venv: &std::path::Path| {
+        if cfg!(windows) {
+            venv.join("Scripts").join("python.exe")
+        } else {
+            venv.join("bin").join("python")
+        }
+    };
+    let has_mcp = || {
+        Command::new(venv_python(venv))
+            .args([
+                "-c",
+                "import importlib.metadata as m, sys; \
+                 sys.exit(m.version('mcp') != '2.3.0')",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let current = std::fs::read(stamp).is_ok_and(|s| s == wanted) && has_mcp();
+    if !current {
+        let _ = std::fs::remove_file(stamp);
+        if venv.exists() {
+            std::fs::remove_dir_all(venv).map_err(|e| format!("{}: {e}", venv.display()))?;
+        }
+        let venv_arg = venv.to_string_lossy();
+        let requirements_arg = requirements.to_string_lossy();
+        let pip = venv_python(venv);
+        let pip = pip.to_string_lossy();
+        let ok = run(python, &["-m", "venv", &venv_arg], None)
+            && run(
+                &pip,
+                &[
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "--require-hashes",
+                    "--no-deps",
+                    "-r",
+                    &requirements_arg,
+                ],
+                None,
+            )
+            && run(&pip, &["-m", "pip", "check"], None)
+            && has_mcp();
+        if !ok {
+            return Err(format!(
+                "installing {} into {} failed",
+                requirements.display(),
+                venv.display()
+            ));
+        }
+        std::fs::write(stamp, &wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    }
+    let dir = venv
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", venv.display()))?;
+    Ok(venv_python(&dir))
+}
+
+/// Runs agentrt-proxy's `python_host` target, with the `real-hosts`
+/// feature, the venv's python in `AGENTRT_PYTHON_HOST` and the npm
+/// filesystem server's entry point in `AGENTRT_MCP_FILESYSTEM_SERVER`.
+fn real_host_test(entry: &std::path::Path, python: &std::path::Path) -> bool {
+    let args = [
+        "test",
+        "-p",
+        "agentrt-proxy",
+        "--features",
+        "real-hosts",
+        "--test",
+        "python_host",
+    ];
+    eprintln!(
+        "$ AGENTRT_PYTHON_HOST={} AGENTRT_MCP_FILESYSTEM_SERVER={} cargo {}",
+        python.display(),
+        entry.display(),
+        args.join(" ")
+    );
+    cargo_command()
+        .args(args)
+        .env("AGENTRT_PYTHON_HOST", python)
+        .env("AGENTRT_MCP_FILESYSTEM_SERVER", entry)
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Runs one test target of `package` that needs the npm filesystem server,
