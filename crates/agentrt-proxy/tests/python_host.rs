@@ -2,8 +2,9 @@
 //! hashes in `tests/host/requirements.txt`), driven by `tests/host/host.py`
 //! against real servers: the npm filesystem server over stdio and the
 //! fixture server (`agentrt-mcp-fixture`) over streamable HTTP, as JSON and
-//! as an event stream. It proves the harness the `agentrt-proxy serve` tests
-//! will use.
+//! as an event stream; then `agentrt-proxy serve` itself, with the npm
+//! server upstream, and `agentrt approve`/`reject` from another process
+//! while the host's call is held.
 //!
 //! `cargo xtask test` installs the SDK into `target/real-hosts/venv` and
 //! runs this target with the `real-hosts` feature, naming that venv's
@@ -314,4 +315,197 @@ fn a_refused_call_is_an_error_line() {
     // The SDK turns the 404 into an Invalid Request error of its own.
     assert_eq!(refused["code"], -32600, "{refused}");
     assert_eq!(names(&run.steps[1]), ["read_file"]);
+}
+
+/// The `agentrt` binary: `AGENTRT_CLI`, else the one cargo built beside
+/// this test (`cargo xtask test` builds it first).
+fn agentrt_cli() -> PathBuf {
+    if let Some(path) = std::env::var_os("AGENTRT_CLI") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("this test's path");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let path = profile.join(format!("agentrt{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "{} is missing: cargo build -p agentrt-cli (or set AGENTRT_CLI)",
+        path.display()
+    );
+    path
+}
+
+/// The run and approval id of the one pending approval in `db`, once it
+/// exists.
+fn pending_approval(db: &Path) -> (String, String) {
+    let started = Instant::now();
+    loop {
+        if let Ok(store) = agentrt::Store::open_existing(db, true) {
+            let runs = store.list_runs(100, 0).map(|p| p.items).unwrap_or_default();
+            for run in runs {
+                let approvals = store.list_approvals(&run.id).unwrap_or_default();
+                if let Some(a) = approvals
+                    .iter()
+                    .find(|a| a.status == agentrt::ApprovalStatus::Pending)
+                {
+                    return (run.id.clone(), a.id.clone());
+                }
+            }
+        }
+        assert!(started.elapsed() < DEADLINE, "no approval appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_python_host_reads_through_the_proxy_and_a_held_write_waits_for_the_operator() {
+    let sandbox = tempfile::tempdir().expect("sandbox");
+    let root = sandbox.path().canonicalize().expect("root");
+    std::fs::write(root.join("hello.txt"), "hello through the proxy\n").expect("hello");
+    let home = tempfile::tempdir().expect("operator's directory");
+    let config = home.path().join("proxy.json");
+    let db = home.path().join("proxy.db");
+    let server = json!({
+        "name": "fs",
+        "command": ["node", filesystem_server(), root],
+        "manifest": "fs.manifest.json",
+        "connect_timeout": "60s",
+        "rules": {
+            "read_text_file": {"side_effect": "read_only", "timeout": "10s"},
+            "write_file": {"side_effect": "local_mutation", "timeout": "10s", "allow_hint_mismatch": true}
+        }
+    });
+    std::fs::write(
+        &config,
+        json!({"database": "proxy.db", "session": "host", "hold": "60s",
+               "policy": {"local_mutation": "require_approval"}, "servers": [server]})
+        .to_string(),
+    )
+    .expect("config");
+    let proxy = PathBuf::from(env!("CARGO_BIN_EXE_agentrt-proxy"));
+    let pinned = Command::new(&proxy)
+        .args(["pin", "--config"])
+        .arg(&config)
+        .output()
+        .expect("pin");
+    assert!(
+        pinned.status.success(),
+        "pin: {}",
+        String::from_utf8_lossy(&pinned.stderr)
+    );
+    let serve = |script: Value| {
+        let target: Vec<OsString> = vec![
+            "--stdio".into(),
+            "--".into(),
+            proxy.clone().into(),
+            "serve".into(),
+            "--config".into(),
+            config.clone().into(),
+        ];
+        std::thread::spawn(move || host(&target, &script))
+    };
+    let decide = |verb: &str, note: &str| {
+        let (run, approval) = pending_approval(&db);
+        let out = Command::new(agentrt_cli())
+            .arg("--db")
+            .arg(&db)
+            .args([
+                verb,
+                &run,
+                "--approval",
+                &approval,
+                "--by",
+                "operator",
+                "--note",
+                note,
+            ])
+            .output()
+            .expect("agentrt");
+        assert!(
+            out.status.success(),
+            "agentrt {verb}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        run
+    };
+
+    let new = root.join("new.txt");
+    let held = serve(json!([
+        {"list": true},
+        {"call": "fs_read_text_file", "args": {"path": root.join("hello.txt")}},
+        {"call": "fs_write_file", "args": {"path": new, "content": "approved words"}},
+    ]));
+    let approved_run = decide("approve", "");
+    let run = held.join().expect("the host");
+    assert_eq!(
+        run.protocol, HANDSHAKE_VERSION,
+        "the proxy offers handshake versions only"
+    );
+    let tools = names(&run.steps[0]);
+    assert_eq!(
+        tools,
+        ["fs_read_text_file", "fs_write_file"],
+        "the classified tools only"
+    );
+    let read = answer(&run.steps[1], "fs_read_text_file");
+    // The server's structured content, recorded, comes back as text and
+    // as structured content.
+    assert_eq!(
+        read["structured"],
+        json!({"content": "hello through the proxy\n"}),
+        "{read}"
+    );
+    let write = answer(&run.steps[2], "fs_write_file");
+    assert_eq!(
+        write["isError"], false,
+        "the real result, in the held call: {write}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&new).expect("written once approved"),
+        "approved words"
+    );
+
+    let refused = root.join("refused.txt");
+    let held = serve(json!([
+        {"call": "fs_write_file", "args": {"path": refused, "content": "never"}},
+    ]));
+    decide("reject", "not today");
+    let run = held.join().expect("the host");
+    let write = answer(&run.steps[0], "fs_write_file");
+    assert_eq!(write["isError"], true, "{write}");
+    let text = write["text"].to_string();
+    assert!(
+        text.contains(
+            "REJECTED: An operator rejected this request with the note \\\"not today\\\""
+        ),
+        "{write}"
+    );
+    assert!(!refused.exists(), "a rejected write never runs");
+
+    let store = agentrt::Store::open_existing(&db, true).expect("the proxy's database");
+    let events: Vec<String> = store
+        .list_events(&approved_run)
+        .expect("events")
+        .iter()
+        .map(|e| e.event_type.as_str().to_owned())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "run.created",
+            "run.started",
+            "step.started",
+            "step.decided",
+            "step.policy",
+            "approval.requested",
+            "approval.decided",
+            "run.resumed",
+            "step.policy",
+            "step.tool_started",
+            "step.tool_finished",
+            "run.finished"
+        ]
+    );
 }
