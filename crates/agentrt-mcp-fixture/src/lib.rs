@@ -32,6 +32,8 @@ pub enum Mode {
     Huge,
     /// A call finds its session gone (404).
     Expire,
+    /// A call is noted and never answered (the rest answers).
+    HangOnCall,
     /// A call's event stream breaks before its answer.
     Lost,
 }
@@ -123,6 +125,7 @@ async fn post(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) ->
                 .unwrap_or(json!({}));
             match mode {
                 Mode::Expire => StatusCode::NOT_FOUND.into_response(),
+                Mode::HangOnCall => std::future::pending().await,
                 Mode::Huge => {
                     let text = "x".repeat(17 * 1024 * 1024);
                     reply(

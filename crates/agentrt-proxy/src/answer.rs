@@ -246,6 +246,22 @@ pub fn unknown_outcome(approval_id: Option<&str>) -> Answer {
     )
 }
 
+/// `INTERRUPTED`: an earlier attempt of this request was cut off while it
+/// ran; an operator decides whether it runs again.
+pub fn interrupted(approval_id: &str) -> Answer {
+    Answer::prose(
+        "INTERRUPTED",
+        format!(
+            "An earlier attempt of this request was cut off while it was running, so it may have taken effect. \
+             It will not run again unless an operator decides so (approval {}). Do not call this tool again for it \
+             and do not try another tool for the same goal; tell the user. If the operator approves, call this tool \
+             again with exactly the same arguments.",
+            quote(approval_id, QUOTE)
+        ),
+        false,
+    )
+}
+
 /// `UNAVAILABLE`: the proxy could not read or write its records.
 pub fn unavailable(executed: bool) -> Answer {
     let what = if executed {

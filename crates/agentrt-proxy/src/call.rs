@@ -6,9 +6,13 @@
 //! decided, executed and answered. Deciding happens under one mutex;
 //! executing and holding outside it.
 //!
-//! Not yet here (the next slices): taking over a run whose lease expired
-//! (rule 3), the repeat window (rules 4–5), unknown outcomes asked again
-//! (rule 6), the session's caps (rule 7), and the status tool.
+//! A run whose lease expired (its proxy died mid-call) is taken over
+//! first (rule 3): a change cut off while executing is `INTERRUPTED` until
+//! an operator decides; anything else ends and the call goes on.
+//!
+//! Not yet here (the next slices): the repeat window (rules 4–5), unknown
+//! outcomes asked again (rule 6), the session's caps (rule 7), and the
+//! status tool.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -36,24 +40,42 @@ pub struct Proxy {
     notices: Mutex<Box<dyn Write + Send>>,
 }
 
+/// What a takeover leaves.
+enum TakenOver {
+    /// The run ended: the call goes on to a new run.
+    Ended,
+    /// The call is answered by this plan.
+    Paused(Plan),
+}
+
 /// What a verdict leads to.
 enum Next {
     /// The answer.
     Done(Answer),
     /// Hold on this approval of this run.
-    Hold { run_id: String, approval_id: String },
+    Hold {
+        run_id: String,
+        approval_id: String,
+        interruption: bool,
+    },
 }
 
 /// What the decision under the mutex found for a request.
 enum Plan {
     /// Hold on this pending approval of this run.
-    Hold { run_id: String, approval_id: String },
+    Hold {
+        run_id: String,
+        approval_id: String,
+        interruption: bool,
+    },
     /// The run's approval was granted: attach and execute.
     Attach { run_id: String },
     /// The same request executes under a live lease.
     InProgress,
     /// A new run began.
     Began(Box<Session>),
+    /// An earlier attempt was cut off while it ran: an operator decides.
+    Interrupted(String),
     /// The records could not be read or written.
     Unavailable,
 }
@@ -110,9 +132,11 @@ impl Proxy {
             Plan::Hold {
                 run_id,
                 approval_id,
-            } => self.hold(&run_id, &approval_id).await,
+                interruption,
+            } => self.hold(&run_id, &approval_id, interruption).await,
             Plan::Attach { run_id } => self.attach(&run_id).await,
             Plan::Began(session) => self.first_step(*session, name, bytes).await,
+            Plan::Interrupted(approval_id) => answer::interrupted(&approval_id),
         })
     }
 
@@ -136,6 +160,7 @@ impl Proxy {
                     run_id,
                     approval_id,
                     approved,
+                    interruption,
                 } => {
                     return if approved {
                         Plan::Attach { run_id }
@@ -143,14 +168,55 @@ impl Proxy {
                         Plan::Hold {
                             run_id,
                             approval_id,
+                            interruption,
                         }
                     };
                 }
-                OpenState::Executing => return Plan::InProgress,
+                OpenState::Executing { expired: false, .. } => return Plan::InProgress,
+                // Rule 3: its owner is gone; take the run over first.
+                OpenState::Executing {
+                    run_id,
+                    expired: true,
+                } => match self.take_over(&run_id, &spec.name).await {
+                    TakenOver::Ended => Some(run_id),
+                    TakenOver::Paused(plan) => return plan,
+                },
                 OpenState::Finished { run_id } => Some(run_id),
             },
         };
         self.begin(spec, key, previous).await
+    }
+
+    /// Takes over a run whose lease expired (the core's interruption
+    /// contract): a tool that is not read-only cut off while executing
+    /// pauses the run on an `interrupted_side_effect` approval (the call
+    /// answers `INTERRUPTED`); otherwise (a read cut off, a call cut before
+    /// its tool ran or after its outcome was recorded) the run is ended
+    /// and the call goes on to a new run.
+    async fn take_over(&self, run_id: &str, tool: &str) -> TakenOver {
+        let (mut session, verdict) = match self.gate.attach(run_id).await {
+            Ok(attached) => attached,
+            Err(agentrt::Error::RunLeased { .. }) => {
+                return TakenOver::Paused(Plan::InProgress);
+            }
+            Err(_) => return TakenOver::Paused(Plan::Unavailable),
+        };
+        let taken = match verdict.outcome {
+            VerdictOutcome::Pending => match verdict.approval {
+                Some(approval) => {
+                    self.notice(&approval.id, &approval.kind, run_id, tool);
+                    TakenOver::Paused(Plan::Interrupted(approval.id))
+                }
+                None => TakenOver::Paused(Plan::Unavailable),
+            },
+            VerdictOutcome::Ended => TakenOver::Ended,
+            _ => match end_run(&mut session, "one call per run: the call was cut off").await {
+                Ok(()) => TakenOver::Ended,
+                Err(_) => TakenOver::Paused(Plan::Unavailable),
+            },
+        };
+        let _ = session.close().await;
+        taken
     }
 
     /// Begins a new run for a call, its index row (closing the key's
@@ -221,7 +287,8 @@ impl Proxy {
             Ok(Next::Hold {
                 run_id,
                 approval_id,
-            }) => self.hold(&run_id, &approval_id).await,
+                interruption,
+            }) => self.hold(&run_id, &approval_id, interruption).await,
             Err(_) => answer::unavailable(true),
         }
     }
@@ -272,6 +339,7 @@ impl Proxy {
                 );
                 return Ok(Next::Hold {
                     run_id: verdict.run.id.clone(),
+                    interruption: approval.kind == INTERRUPTION,
                     approval_id: approval.id,
                 });
             }
@@ -297,8 +365,9 @@ impl Proxy {
 
     /// Holds the call up to `hold` for approval `approval_id` of `run_id`;
     /// decided in time, the call is decided again.
-    async fn hold(&self, run_id: &str, approval_id: &str) -> Answer {
+    async fn hold(&self, run_id: &str, approval_id: &str, interruption: bool) -> Answer {
         let mut waiting_for = approval_id.to_owned();
+        let mut interruption = interruption;
         loop {
             let waited = self
                 .operator
@@ -308,8 +377,13 @@ impl Proxy {
                 Ok(Awaited::Approved(_)) => match self.attach_once(run_id).await {
                     Next::Done(answer) => answer,
                     // The policy asked again for another approval.
-                    Next::Hold { approval_id, .. } => {
+                    Next::Hold {
+                        approval_id,
+                        interruption: asks_again,
+                        ..
+                    } => {
                         waiting_for = approval_id;
+                        interruption = asks_again;
                         continue;
                     }
                 },
@@ -323,9 +397,11 @@ impl Proxy {
                 Ok(Awaited::Expired(a)) => answer::expired(&a.id),
                 Ok(Awaited::Superseded { latest, .. }) => {
                     waiting_for = latest.id.clone();
+                    interruption = latest.kind == INTERRUPTION;
                     continue;
                 }
                 Ok(Awaited::RunEnded(_)) => answer::cancelled(),
+                Ok(Awaited::TimedOut) if interruption => answer::interrupted(&waiting_for),
                 Ok(Awaited::TimedOut) => answer::pending(&waiting_for),
                 Ok(_) | Err(_) => answer::unavailable(false),
             };
@@ -340,7 +416,8 @@ impl Proxy {
             Next::Hold {
                 run_id,
                 approval_id,
-            } => self.hold(&run_id, &approval_id).await,
+                interruption,
+            } => self.hold(&run_id, &approval_id, interruption).await,
         }
     }
 
@@ -372,6 +449,9 @@ async fn end_run(session: &mut Session, reason: &str) -> agentrt::Result<()> {
     Ok(())
 }
 
+/// The kind of the approval a run cut off while executing asks.
+const INTERRUPTION: &str = "interrupted_side_effect";
+
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -395,9 +475,11 @@ enum OpenState {
         run_id: String,
         approval_id: String,
         approved: bool,
+        interruption: bool,
     },
-    /// Its run is executing (or may be).
-    Executing,
+    /// Its run is executing (or may be), under a lease that `expired` or
+    /// not.
+    Executing { run_id: String, expired: bool },
     /// Its run finished.
     Finished { run_id: String },
 }
@@ -411,15 +493,27 @@ fn open_state(store: &Store, session: &str, key: &str) -> agentrt::Result<Option
         RunStatus::WaitingForApproval => {
             let approvals = store.list_approvals(&row.run_id)?;
             let Some(latest) = approvals.last() else {
-                return Ok(Some(OpenState::Executing));
+                return Ok(Some(OpenState::Executing {
+                    run_id: row.run_id,
+                    expired: false,
+                }));
             };
             OpenState::Waiting {
                 run_id: row.run_id,
                 approval_id: latest.id.clone(),
                 approved: latest.status == agentrt::ApprovalStatus::Approved,
+                interruption: latest.kind == INTERRUPTION,
             }
         }
-        RunStatus::Running => OpenState::Executing,
+        RunStatus::Running => {
+            // Leases are compared by the wall clock, across processes.
+            let (_, expires) = store.lease(&row.run_id)?;
+            let expired = Timestamp::parse(&expires).map_or(true, |at| at < Timestamp::now());
+            OpenState::Executing {
+                run_id: row.run_id,
+                expired,
+            }
+        }
         _ => OpenState::Finished { run_id: row.run_id },
     }))
 }
