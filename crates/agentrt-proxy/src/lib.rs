@@ -22,6 +22,7 @@ mod index;
 mod pin;
 mod policy;
 mod policy_id;
+mod raw_args;
 mod reach;
 mod serve;
 
@@ -38,5 +39,6 @@ pub use index::{CALLS_TABLE, CallRow, INDEX, request_key};
 pub use pin::{pin_all, write_listing};
 pub use policy::{ProxyPolicy, ToolFacts, capability};
 pub use policy_id::{POLICY_ID_PREFIX, policy_document, policy_id};
+pub use raw_args::{RawArguments, TeeInput};
 pub use reach::{Protected, candidates, check_reach, check_server};
 pub use serve::{PROTOCOL_VERSIONS, ProxyServer, build_proxy, serve_stdio};

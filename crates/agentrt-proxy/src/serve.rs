@@ -25,6 +25,7 @@ use crate::config::Config;
 use crate::error::ProxyError;
 use crate::index::INDEX;
 use crate::policy::{ProxyPolicy, ToolFacts};
+use crate::raw_args::{RawArguments, TeeInput};
 use crate::reach::check_reach;
 
 /// The protocol versions offered.
@@ -55,11 +56,13 @@ impl Tool for Terminal {
 pub struct ProxyServer {
     proxy: Arc<Proxy>,
     tools: Arc<Vec<rmcp::model::Tool>>,
+    raw: Arc<RawArguments>,
 }
 
 impl ProxyServer {
-    /// The server over `proxy`.
-    pub fn new(proxy: Arc<Proxy>) -> ProxyServer {
+    /// The server over `proxy`; the host's raw arguments are found in
+    /// `raw` (see [`TeeInput`]).
+    pub fn new(proxy: Arc<Proxy>, raw: Arc<RawArguments>) -> ProxyServer {
         let tools = proxy
             .specs()
             .values()
@@ -76,6 +79,7 @@ impl ProxyServer {
         ProxyServer {
             proxy,
             tools: Arc::new(tools),
+            raw,
         }
     }
 }
@@ -141,14 +145,19 @@ impl ServerHandler for ProxyServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = match &request.arguments {
-            None => None,
-            Some(map) => Some(
-                serde_json::to_vec(map)
-                    .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
-            ),
+        // The bytes the host wrote; rmcp's reading only when they were
+        // not seen (a line past the cap, too many calls waiting).
+        let args = match self.raw.take(&context.id) {
+            Some(raw) => raw.map(String::into_bytes),
+            None => match &request.arguments {
+                None => None,
+                Some(map) => Some(
+                    serde_json::to_vec(map)
+                        .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
+                ),
+            },
         };
         match self.proxy.call(&request.name, args.as_deref()).await {
             Some(answer) => Ok(CallToolResponse::Complete(to_result(answer))),
@@ -249,8 +258,10 @@ pub async fn serve_stdio(config: Config, err: &mut dyn Write) -> Result<(), Prox
             return Err(e);
         }
     };
-    let served = ProxyServer::new(proxy)
-        .serve(rmcp::transport::stdio())
+    let raw = Arc::new(RawArguments::default());
+    let input = TeeInput::new(tokio::io::stdin(), Arc::clone(&raw));
+    let served = ProxyServer::new(proxy, raw)
+        .serve((input, tokio::io::stdout()))
         .await;
     let result = match served {
         Ok(running) => {

@@ -306,3 +306,122 @@ async fn denied_and_invalid_calls_end_their_runs_with_the_operators_fail() {
     }
     assert!(proxy.seen.initializes.load(Ordering::SeqCst) >= 1);
 }
+
+/// Writes one JSON-RPC line to the proxy and reads lines until the answer
+/// to `id`.
+async fn exchange(
+    stdin: &mut tokio::process::ChildStdin,
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    message: &str,
+    id: Option<u64>,
+) -> Option<serde_json::Value> {
+    use tokio::io::AsyncWriteExt;
+    stdin
+        .write_all(format!("{message}\n").as_bytes())
+        .await
+        .expect("write");
+    let id = id?;
+    loop {
+        let line = lines.next_line().await.expect("read").expect("a line");
+        let value: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        if value["id"] == id {
+            return Some(value);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosts_argument_bytes_are_judged_and_recorded_as_it_wrote_them() {
+    use tokio::io::AsyncBufReadExt;
+
+    let (url, seen) = serve(Mode::Json).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("proxy.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"database": "proxy.db", "session": "raw",
+                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
+                               "connect_timeout": "10s", "rules": {{"read_file": {READ}}}}}]}}"#
+        ),
+    )
+    .expect("config");
+    let args: Vec<String> = ["pin", "--config", &config.to_string_lossy()]
+        .iter()
+        .map(|a| (*a).to_owned())
+        .collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(agentrt_proxy::cli::run(&args, &mut out, &mut err).await, 0);
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    exchange(
+        &mut stdin,
+        &mut lines,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+        Some(1),
+    )
+    .await;
+    exchange(
+        &mut stdin,
+        &mut lines,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        None,
+    )
+    .await;
+    // `1.50` as written: the approved bytes cannot reach the server as
+    // they are (its library would send 1.5), so the call is refused.
+    let spelled = exchange(
+        &mut stdin,
+        &mut lines,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fs_read_file","arguments":{"path":"a.txt","lines":1.50}}}"#,
+        Some(2),
+    )
+    .await
+    .expect("an answer");
+    assert_eq!(spelled["result"]["isError"], true, "{spelled}");
+    assert!(
+        spelled
+            .to_string()
+            .contains("would not reach the server as approved"),
+        "{spelled}"
+    );
+    // A repeated key is not acceptable JSON: invalid, not the last value.
+    let repeated = exchange(
+        &mut stdin,
+        &mut lines,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs_read_file","arguments":{"path":"a.txt","path":"b.txt"}}}"#,
+        Some(3),
+    )
+    .await
+    .expect("an answer");
+    let text = repeated["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("INVALID: "), "{repeated}");
+    assert_eq!(
+        seen.call_sessions.lock().expect("lock").len(),
+        0,
+        "nothing sent"
+    );
+    drop(stdin);
+    let _ = child.wait().await;
+
+    let store = Store::open_existing(dir.path().join("proxy.db"), true).expect("db");
+    let mut runs = store.list_runs(10, 0).expect("runs").items;
+    runs.sort_by_key(|r| r.created_at);
+    let steps = store.list_steps(&runs[0].id).expect("steps");
+    let recorded = steps[0]
+        .decision
+        .as_ref()
+        .and_then(|d| d.args.as_ref())
+        .expect("recorded arguments");
+    assert_eq!(recorded.as_str(), r#"{"lines":1.50,"path":"a.txt"}"#);
+}
