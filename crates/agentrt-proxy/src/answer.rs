@@ -200,11 +200,30 @@ pub fn rejected(note: &str, until: Option<Timestamp>) -> Answer {
     )
 }
 
-/// `REJECTED` for a request an operator cancelled.
-pub fn cancelled() -> Answer {
+/// `REJECTED` for a request an operator cancelled; identical requests are
+/// refused until `until`.
+pub fn cancelled(until: Option<Timestamp>) -> Answer {
+    let until = until.map_or(String::new(), |t| {
+        format!(" Identical requests are refused until {t}.")
+    });
     Answer::prose(
         "REJECTED",
-        "An operator cancelled this request. Nothing was executed. Do not try another tool for the same goal; tell the user.".into(),
+        format!(
+            "An operator cancelled this request. Nothing was executed.{until} Do not try another tool for the same goal; tell the user."
+        ),
+        true,
+    )
+}
+
+/// `DUPLICATE`: an identical change already ran within the window.
+pub fn duplicate(at: Timestamp, outcome: &str, until: Timestamp) -> Answer {
+    Answer::prose(
+        "DUPLICATE",
+        format!(
+            "An identical request already ran at {at} and {outcome}. It was not run again. \
+             Identical requests are refused until {until}. Do not try another tool for the same goal; \
+             tell the user, who can ask for it again later if it is really meant."
+        ),
         true,
     )
 }

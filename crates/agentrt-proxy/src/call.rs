@@ -10,9 +10,11 @@
 //! first (rule 3): a change cut off while executing is `INTERRUPTED` until
 //! an operator decides; anything else ends and the call goes on.
 //!
-//! Not yet here (the next slices): the repeat window (rules 4–5), unknown
-//! outcomes asked again (rule 6), the session's caps (rule 7), and the
-//! status tool.
+//! Then rules 4–5 ([`crate::repeat`]) refuse a request rejected,
+//! cancelled or expired within the window, and a change that already ran.
+//!
+//! Not yet here (the next slices): unknown outcomes asked again (rule 6),
+//! the session's caps (rule 7), and the status tool.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -28,6 +30,7 @@ use agentrt::{
 use crate::answer::{self, Answer};
 use crate::config::Config;
 use crate::index::{self, CallRow};
+use crate::repeat::{self, Ending, Known, PastRun, Refusal};
 
 /// What the proxy needs to answer calls.
 pub struct Proxy {
@@ -35,7 +38,7 @@ pub struct Proxy {
     operator: Operator,
     config: Arc<Config>,
     specs: BTreeMap<String, ToolSpec>,
-    servers: BTreeMap<String, String>,
+    origins: BTreeMap<String, (String, String)>,
     decide: tokio::sync::Mutex<()>,
     notices: Mutex<Box<dyn Write + Send>>,
 }
@@ -76,19 +79,22 @@ enum Plan {
     Began(Box<Session>),
     /// An earlier attempt was cut off while it ran: an operator decides.
     Interrupted(String),
+    /// Rules 4–5 refuse the call.
+    Refused(Answer),
     /// The records could not be read or written.
     Unavailable,
 }
 
 impl Proxy {
     /// A proxy over `gate` (its tools registered, its policy the proxy's);
-    /// `specs` are the registered tools and `servers` maps each to its
-    /// server; operator notices go to `notices`.
+    /// `specs` are the registered tools and `origins` maps each to its
+    /// server and the server's own name for it; operator notices go to
+    /// `notices`.
     pub fn new(
         gate: Gate,
         config: Arc<Config>,
         specs: BTreeMap<String, ToolSpec>,
-        servers: BTreeMap<String, String>,
+        origins: BTreeMap<String, (String, String)>,
         notices: Box<dyn Write + Send>,
     ) -> Proxy {
         let operator = Operator::new(gate.store().clone());
@@ -97,7 +103,7 @@ impl Proxy {
             operator,
             config,
             specs,
-            servers,
+            origins,
             decide: tokio::sync::Mutex::new(()),
             notices: Mutex::new(notices),
         }
@@ -137,6 +143,7 @@ impl Proxy {
             Plan::Attach { run_id } => self.attach(&run_id).await,
             Plan::Began(session) => self.first_step(*session, name, bytes).await,
             Plan::Interrupted(approval_id) => answer::interrupted(&approval_id),
+            Plan::Refused(answer) => answer,
         })
     }
 
@@ -184,7 +191,36 @@ impl Proxy {
                 OpenState::Finished { run_id } => Some(run_id),
             },
         };
+        if let Some(key) = key {
+            let store = self.gate.store().clone();
+            let (session, key_owned) = (self.config.session.clone(), key.to_owned());
+            let past = blocking(move || past_runs(&store, &session, &key_owned)).await;
+            let Ok(past) = past else {
+                return Plan::Unavailable;
+            };
+            let window = self.window(&spec.name);
+            let read_only = spec.side_effect == agentrt::SideEffect::ReadOnly;
+            if let Some(refusal) = repeat::judge(&past, Timestamp::now(), window, read_only) {
+                return Plan::Refused(refused(refusal));
+            }
+        }
         self.begin(spec, key, previous).await
+    }
+
+    /// The repeat window of a registered tool: its rule's, else the
+    /// session's.
+    fn window(&self, name: &str) -> Duration {
+        let (server, upstream) = match self.origins.get(name) {
+            Some(origin) => (origin.0.as_str(), origin.1.as_str()),
+            None => return self.config.repeat_window,
+        };
+        self.config
+            .servers
+            .iter()
+            .find(|s| s.server.name == server)
+            .and_then(|s| s.rules.get(upstream))
+            .and_then(|r| r.repeat_window)
+            .unwrap_or(self.config.repeat_window)
     }
 
     /// Takes over a run whose lease expired (the core's interruption
@@ -224,7 +260,11 @@ impl Proxy {
     async fn begin(&self, spec: &ToolSpec, key: Option<&str>, previous: Option<String>) -> Plan {
         let config = &self.config;
         let run_id = format!("{}.{}", config.session, &agentrt::random_id()[..16]);
-        let server = self.servers.get(&spec.name).cloned().unwrap_or_default();
+        let server = self
+            .origins
+            .get(&spec.name)
+            .map(|o| o.0.clone())
+            .unwrap_or_default();
         let labels = Labels::parse([
             format!("mcp.session={}", config.session),
             format!("mcp.server={server}"),
@@ -400,7 +440,7 @@ impl Proxy {
                     interruption = latest.kind == INTERRUPTION;
                     continue;
                 }
-                Ok(Awaited::RunEnded(_)) => answer::cancelled(),
+                Ok(Awaited::RunEnded(_)) => answer::cancelled(None),
                 Ok(Awaited::TimedOut) if interruption => answer::interrupted(&waiting_for),
                 Ok(Awaited::TimedOut) => answer::pending(&waiting_for),
                 Ok(_) | Err(_) => answer::unavailable(false),
@@ -516,4 +556,79 @@ fn open_state(store: &Store, session: &str, key: &str) -> agentrt::Result<Option
         }
         _ => OpenState::Finished { run_id: row.run_id },
     }))
+}
+
+/// The answer of a refusal by rules 4–5.
+fn refused(refusal: Refusal) -> Answer {
+    match refusal {
+        Refusal::Rejected { note, until } => answer::rejected(&note, Some(until)),
+        Refusal::Cancelled { until } => answer::cancelled(Some(until)),
+        Refusal::Expired { approval_id } => answer::expired(&approval_id),
+        Refusal::Duplicate { at, outcome, until } => answer::duplicate(at, outcome.words(), until),
+    }
+}
+
+/// The finished runs of (`session`, `key`), newest first, as rules 4–5
+/// see them.
+fn past_runs(store: &Store, session: &str, key: &str) -> agentrt::Result<Vec<PastRun>> {
+    let rows = index::key_rows(store, session, key)?;
+    let mut past = Vec::new();
+    for row in rows.iter().rev() {
+        let run = store.get_run(&row.run_id)?;
+        let Some(finished_at) = run.finished_at else {
+            continue;
+        };
+        let latest = || -> agentrt::Result<Option<agentrt::Approval>> {
+            Ok(store.list_approvals(&run.id)?.pop())
+        };
+        use agentrt::TerminalReason as R;
+        let ending = match run.reason {
+            Some(R::ApprovalRejected) => Ending::Rejected {
+                note: latest()?.map(|a| a.note).unwrap_or_default(),
+            },
+            Some(R::OperatorCancelled) => Ending::Cancelled,
+            Some(R::ApprovalExpired) => match latest()? {
+                Some(a) => Ending::Expired {
+                    interruption: a.kind == INTERRUPTION,
+                    approval_id: a.id,
+                },
+                None => Ending::Nothing,
+            },
+            _ => executed(&store.list_steps(&run.id)?),
+        };
+        past.push(PastRun {
+            finished_at,
+            ending,
+        });
+    }
+    Ok(past)
+}
+
+/// Whether a run's tool ran with a known outcome, from its steps.
+fn executed(steps: &[agentrt::Step]) -> Ending {
+    use agentrt::ObservationKind as K;
+    for step in steps {
+        let Some(observation) = &step.observation else {
+            continue;
+        };
+        match observation.kind {
+            K::ToolResult => return Ending::Executed(Known::Succeeded),
+            K::ToolError => {
+                let failure = observation
+                    .content
+                    .as_ref()
+                    .and_then(|c| serde_json::from_str::<serde_json::Value>(c.as_str()).ok())
+                    .and_then(|v| v.get("failure").and_then(|f| f.as_str().map(str::to_owned)));
+                return match failure.as_deref() {
+                    Some("invalid_content") => Ending::Executed(Known::Unrecorded),
+                    // Timed out, no answer, cut short: not known.
+                    Some("timeout" | "unknown_outcome" | "cancelled") => Ending::Nothing,
+                    _ => Ending::Executed(Known::ServerError),
+                };
+            }
+            K::Interrupted => return Ending::Nothing,
+            K::PolicyDenied | K::InvalidDecision => {}
+        }
+    }
+    Ending::Nothing
 }

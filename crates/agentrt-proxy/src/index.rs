@@ -118,6 +118,19 @@ pub fn open_row(store: &Store, session: &str, key: &str) -> agentrt::Result<Opti
     Ok(rows.first().and_then(CallRow::from_row))
 }
 
+/// Every row of (`session`, `key`), oldest first.
+pub fn key_rows(store: &Store, session: &str, key: &str) -> agentrt::Result<Vec<CallRow>> {
+    let rows = store.rows_where(
+        CALLS_TABLE,
+        &[
+            ("session", SqlValue::from(session)),
+            ("request_key", SqlValue::from(key)),
+        ],
+        0,
+    )?;
+    Ok(rows.iter().filter_map(CallRow::from_row).collect())
+}
+
 /// The index's part of a new run's first write group: the previous open
 /// row of the key (`expected`, as the caller saw it) is closed and the new
 /// run's row inserted open. If the key's open row is no longer the one the

@@ -24,6 +24,7 @@ mod policy;
 mod policy_id;
 mod raw_args;
 mod reach;
+mod repeat;
 mod serve;
 
 pub use answer::Answer;

@@ -185,7 +185,6 @@ pub fn build_proxy(
     notices: Box<dyn Write + Send>,
 ) -> Result<Proxy, ProxyError> {
     let mut facts = BTreeMap::new();
-    let mut servers = BTreeMap::new();
     let mut specs = BTreeMap::new();
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     for (name, tool) in &loaded.tools {
@@ -206,7 +205,6 @@ pub fn build_proxy(
                 fixed: rule.map(|r| r.rule.fixed.clone()).unwrap_or_default(),
             },
         );
-        servers.insert(name.clone(), server.clone());
         let terminal: Arc<dyn Tool> = Arc::new(Terminal(Arc::clone(tool)));
         specs.insert(name.clone(), terminal.spec());
         tools.push(terminal);
@@ -217,7 +215,13 @@ pub fn build_proxy(
             .with_lease_ttl(config.lease_ttl)
             .with_lease_owner(format!("agentrt-proxy:{}", config.session)),
     )?;
-    Ok(Proxy::new(gate, config, specs, servers, notices))
+    Ok(Proxy::new(
+        gate,
+        config,
+        specs,
+        loaded.origins.clone(),
+        notices,
+    ))
 }
 
 /// Serves one host over stdin and stdout until stdin closes or the

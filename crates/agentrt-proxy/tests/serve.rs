@@ -425,3 +425,75 @@ async fn the_hosts_argument_bytes_are_judged_and_recorded_as_it_wrote_them() {
         .expect("recorded arguments");
     assert_eq!(recorded.as_str(), r#"{"lines":1.50,"path":"a.txt"}"#);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_request_is_refused_within_the_window_without_a_new_run() {
+    let proxy = start(CHANGE, r#", "hold": "0s""#).await;
+    let args = serde_json::json!({"path": "wire.txt"});
+    let pending = text(&proxy.call(args.clone()).await);
+    let runs = proxy.runs();
+    Operator::new(proxy.store())
+        .reject(
+            &runs[0].0,
+            &approval_id(&pending),
+            &DecideOptions {
+                by: "operator",
+                note: "wrong account",
+                shown_hash: None,
+            },
+        )
+        .expect("rejected");
+    for _ in 0..2 {
+        let refused = proxy.call(args.clone()).await;
+        assert_eq!(refused.is_error, Some(true));
+        let answer = text(&refused);
+        assert!(
+            answer.starts_with(r#"REJECTED: An operator rejected this request with the note "wrong account". Nothing was executed. Identical requests are refused until "#),
+            "{answer}"
+        );
+    }
+    assert_eq!(proxy.runs().len(), 1, "refused without a new run");
+    // Other arguments are another request.
+    let other = text(&proxy.call(serde_json::json!({"path": "other.txt"})).await);
+    assert!(other.starts_with("PENDING_APPROVAL: "), "{other}");
+    assert_eq!(proxy.upstream_calls(), 0);
+    proxy.client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_that_ran_is_a_duplicate_within_the_window_and_a_read_never_is() {
+    let allowed = r#", "policy": {"remote_mutation": "allow"}"#;
+    let proxy = start(CHANGE, allowed).await;
+    let args = serde_json::json!({"path": "pay.txt"});
+    let first = proxy.call(args.clone()).await;
+    assert_eq!(text(&first), r#"{"path":"pay.txt"}"#);
+    let again = proxy.call(args.clone()).await;
+    assert_eq!(again.is_error, Some(true));
+    let answer = text(&again);
+    assert!(
+        answer.starts_with("DUPLICATE: An identical request already ran at ")
+            && answer.contains(
+                " and succeeded. It was not run again. Identical requests are refused until "
+            ),
+        "{answer}"
+    );
+    // Key order and whitespace make no new request.
+    let reordered = text(&proxy.call(serde_json::json!({ "path" : "pay.txt" })).await);
+    assert!(reordered.starts_with("DUPLICATE: "), "{reordered}");
+    assert_eq!(proxy.upstream_calls(), 1, "the change ran once");
+    assert_eq!(proxy.runs().len(), 1);
+    proxy.client.cancel().await.expect("close");
+
+    // A tool with its own zero window runs again; a read always does.
+    let no_window = r#"{"side_effect": "remote_mutation", "timeout": "5s", "repeat_window": "0s"}"#;
+    let proxy = start(no_window, allowed).await;
+    proxy.call(args.clone()).await;
+    proxy.call(args.clone()).await;
+    assert_eq!(proxy.upstream_calls(), 2);
+    proxy.client.cancel().await.expect("close");
+    let proxy = start(READ, "").await;
+    proxy.call(args.clone()).await;
+    proxy.call(args).await;
+    assert_eq!(proxy.upstream_calls(), 2, "reads are never duplicates");
+    proxy.client.cancel().await.expect("close");
+}

@@ -1,0 +1,233 @@
+//! Rules 4 and 5 (periphery §4.4): within the repeat window, measured from
+//! the earlier run's finish, an identical request that an operator
+//! rejected or cancelled is refused, one whose approval expired is
+//! refused, and a change that already ran with a known outcome is a
+//! duplicate. The runs are read newest first; the first that decides
+//! anything decides. Pure over facts gathered from the store.
+
+use std::time::Duration;
+
+use agentrt::Timestamp;
+
+/// How an earlier run of the same request ended, as these rules see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// An operator rejected its approval, with this note.
+    Rejected {
+        /// The operator's note.
+        note: String,
+    },
+    /// An operator cancelled it.
+    Cancelled,
+    /// Its approval expired; `interruption` when the approval asked about
+    /// an unknown outcome (such an expiry refuses nothing).
+    Expired {
+        /// The approval.
+        approval_id: String,
+        /// Whether it asked about an attempt cut off.
+        interruption: bool,
+    },
+    /// Its tool ran with a known outcome.
+    Executed(Known),
+    /// Its tool never ran (denied, invalid) or its outcome is unknown:
+    /// neither refuses anything.
+    Nothing,
+}
+
+/// A known outcome of a tool that ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Known {
+    /// It returned a result.
+    Succeeded,
+    /// The server reported an error.
+    ServerError,
+    /// The server answered, but the answer could not be recorded.
+    Unrecorded,
+}
+
+impl Known {
+    /// How the answer words it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Known::Succeeded => "succeeded",
+            Known::ServerError => "the server reported an error",
+            Known::Unrecorded => "the server answered but the answer could not be recorded",
+        }
+    }
+}
+
+/// An earlier run of the same request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PastRun {
+    /// When it finished.
+    pub finished_at: Timestamp,
+    /// How.
+    pub ending: Ending,
+}
+
+/// What refuses the new call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Rule 4: rejected, with the note.
+    Rejected { note: String, until: Timestamp },
+    /// Rule 4: cancelled by an operator.
+    Cancelled { until: Timestamp },
+    /// Rule 4: the approval expired.
+    Expired { approval_id: String },
+    /// Rule 5: the change already ran.
+    Duplicate {
+        at: Timestamp,
+        outcome: Known,
+        until: Timestamp,
+    },
+}
+
+/// Judges a new call of a request against its earlier runs (`newest
+/// first`), at `now`, with the tool's `window` (zero: off); a read-only
+/// tool is never a duplicate.
+pub fn judge(
+    newest_first: &[PastRun],
+    now: Timestamp,
+    window: Duration,
+    read_only: bool,
+) -> Option<Refusal> {
+    if window.is_zero() {
+        return None;
+    }
+    for past in newest_first {
+        let until = past.finished_at.add(window);
+        if until <= now {
+            continue;
+        }
+        match &past.ending {
+            Ending::Rejected { note } => {
+                return Some(Refusal::Rejected {
+                    note: note.clone(),
+                    until,
+                });
+            }
+            Ending::Cancelled => return Some(Refusal::Cancelled { until }),
+            Ending::Expired {
+                approval_id,
+                interruption: false,
+            } => {
+                return Some(Refusal::Expired {
+                    approval_id: approval_id.clone(),
+                });
+            }
+            Ending::Executed(outcome) if !read_only => {
+                return Some(Refusal::Duplicate {
+                    at: past.finished_at,
+                    outcome: *outcome,
+                    until,
+                });
+            }
+            Ending::Expired { .. } | Ending::Executed(_) | Ending::Nothing => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: u64) -> Timestamp {
+        Timestamp::parse("2026-12-01T09:00:00Z")
+            .expect("time")
+            .add(Duration::from_secs(s))
+    }
+
+    fn past(s: u64, ending: Ending) -> PastRun {
+        PastRun {
+            finished_at: at(s),
+            ending,
+        }
+    }
+
+    const WINDOW: Duration = Duration::from_secs(600);
+
+    #[test]
+    fn the_newest_run_inside_the_window_that_decides_anything_decides() {
+        let rejected = Ending::Rejected { note: "no".into() };
+        let ran = Ending::Executed(Known::Succeeded);
+        let expired = |interruption| Ending::Expired {
+            approval_id: "a1".into(),
+            interruption,
+        };
+        // (runs newest first, now, read_only, expected)
+        let cases: Vec<(Vec<PastRun>, u64, bool, Option<Refusal>)> = vec![
+            (vec![], 100, false, None),
+            (
+                vec![past(0, rejected.clone())],
+                100,
+                false,
+                Some(Refusal::Rejected {
+                    note: "no".into(),
+                    until: at(600),
+                }),
+            ),
+            // Past the window: nothing.
+            (vec![past(0, rejected.clone())], 600, false, None),
+            (
+                vec![past(0, Ending::Cancelled)],
+                1,
+                true,
+                Some(Refusal::Cancelled { until: at(600) }),
+            ),
+            (
+                vec![past(0, expired(false))],
+                1,
+                false,
+                Some(Refusal::Expired {
+                    approval_id: "a1".into(),
+                }),
+            ),
+            // An expired question about an unknown outcome refuses nothing,
+            // and the older run decides.
+            (
+                vec![past(5, expired(true)), past(0, ran.clone())],
+                10,
+                false,
+                Some(Refusal::Duplicate {
+                    at: at(0),
+                    outcome: Known::Succeeded,
+                    until: at(600),
+                }),
+            ),
+            // A read is never a duplicate.
+            (vec![past(0, ran.clone())], 10, true, None),
+            // Denied, invalid or unknown attempts do not count.
+            (vec![past(5, Ending::Nothing)], 10, false, None),
+            (
+                vec![
+                    past(5, Ending::Nothing),
+                    past(0, Ending::Executed(Known::ServerError)),
+                ],
+                10,
+                false,
+                Some(Refusal::Duplicate {
+                    at: at(0),
+                    outcome: Known::ServerError,
+                    until: at(600),
+                }),
+            ),
+            // Newest first: a rejection after a run refuses as a rejection.
+            (
+                vec![past(5, rejected), past(0, ran)],
+                10,
+                false,
+                Some(Refusal::Rejected {
+                    note: "no".into(),
+                    until: at(605),
+                }),
+            ),
+        ];
+        for (i, (runs, now, read_only, want)) in cases.into_iter().enumerate() {
+            assert_eq!(judge(&runs, at(now), WINDOW, read_only), want, "case {i}");
+        }
+        // A zero window turns both rules off.
+        let runs = [past(0, Ending::Cancelled)];
+        assert_eq!(judge(&runs, at(1), Duration::ZERO, false), None);
+    }
+}
