@@ -281,6 +281,25 @@ pub fn interrupted(approval_id: &str) -> Answer {
     )
 }
 
+/// `BLOCKED`: the session already has `waiting` approvals waiting, the
+/// most it may.
+pub fn blocked_by_pending(waiting: u64) -> Answer {
+    let requests = if waiting == 1 {
+        "1 request".to_owned()
+    } else {
+        format!("{waiting} requests")
+    };
+    Answer::prose(
+        "BLOCKED",
+        format!(
+            "{requests} of this session already wait for an operator's approval, the most allowed. \
+             Nothing was executed and no approval was asked. Tell the user; call this tool again \
+             after the operator has decided the waiting requests."
+        ),
+        true,
+    )
+}
+
 /// `UNAVAILABLE`: the proxy could not read or write its records.
 pub fn unavailable(executed: bool) -> Answer {
     let what = if executed {

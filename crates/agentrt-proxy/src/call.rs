@@ -204,7 +204,37 @@ impl Proxy {
                 return Plan::Refused(refused(refusal));
             }
         }
+        // Rule 7: a call that will ask for an approval while the session
+        // has `max_pending` waiting is blocked without asking.
+        if self.asks_approval(spec) {
+            let store = self.gate.store().clone();
+            let session = self.config.session.clone();
+            let waiting = blocking(move || waiting_approvals(&store, &session)).await;
+            match waiting {
+                Ok(n) if n >= u64::from(self.config.max_pending) => {
+                    return Plan::Refused(answer::blocked_by_pending(n));
+                }
+                Ok(_) => {}
+                Err(_) => return Plan::Unavailable,
+            }
+        }
         self.begin(spec, key, previous).await
+    }
+
+    /// Whether the policy's outcome for `spec` is to ask an operator (its
+    /// rule's outcome, else its class's).
+    fn asks_approval(&self, spec: &ToolSpec) -> bool {
+        let rule = self.origins.get(&spec.name).and_then(|(server, upstream)| {
+            self.config
+                .servers
+                .iter()
+                .find(|s| &s.server.name == server)
+                .and_then(|s| s.rules.get(upstream))
+        });
+        let outcome = rule
+            .and_then(|r| r.outcome)
+            .or_else(|| self.config.policy.get(&spec.side_effect).copied());
+        outcome == Some(agentrt::Outcome::RequireApproval)
     }
 
     /// The repeat window of a registered tool: its rule's, else the
@@ -631,4 +661,23 @@ fn executed(steps: &[agentrt::Step]) -> Ending {
         }
     }
     Ending::Nothing
+}
+
+/// How many approvals of `session`'s runs wait for an operator.
+fn waiting_approvals(store: &Store, session: &str) -> agentrt::Result<u64> {
+    let mut waiting = 0;
+    for row in index::open_rows(store, session)? {
+        let run = store.get_run(&row.run_id)?;
+        if run.status != RunStatus::WaitingForApproval {
+            continue;
+        }
+        let pending = store
+            .list_approvals(&run.id)?
+            .iter()
+            .any(|a| a.status == agentrt::ApprovalStatus::Pending);
+        if pending {
+            waiting += 1;
+        }
+    }
+    Ok(waiting)
 }

@@ -118,6 +118,19 @@ pub fn open_row(store: &Store, session: &str, key: &str) -> agentrt::Result<Opti
     Ok(rows.first().and_then(CallRow::from_row))
 }
 
+/// The open rows of `session` (one per request key), oldest first.
+pub fn open_rows(store: &Store, session: &str) -> agentrt::Result<Vec<CallRow>> {
+    let rows = store.rows_where(
+        CALLS_TABLE,
+        &[
+            ("session", SqlValue::from(session)),
+            ("open", SqlValue::Int(1)),
+        ],
+        0,
+    )?;
+    Ok(rows.iter().filter_map(CallRow::from_row).collect())
+}
+
 /// Every row of (`session`, `key`), oldest first.
 pub fn key_rows(store: &Store, session: &str, key: &str) -> agentrt::Result<Vec<CallRow>> {
     let rows = store.rows_where(

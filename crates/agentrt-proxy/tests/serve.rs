@@ -497,3 +497,42 @@ async fn a_change_that_ran_is_a_duplicate_within_the_window_and_a_read_never_is(
     assert_eq!(proxy.upstream_calls(), 2, "reads are never duplicates");
     proxy.client.cancel().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_would_ask_is_blocked_while_max_pending_approvals_wait() {
+    let proxy = start(CHANGE, r#", "hold": "0s", "max_pending": 2"#).await;
+    for path in ["a", "b"] {
+        let answer = text(&proxy.call(serde_json::json!({"path": path})).await);
+        assert!(answer.starts_with("PENDING_APPROVAL: "), "{answer}");
+    }
+    let blocked = proxy.call(serde_json::json!({"path": "c"})).await;
+    assert_eq!(blocked.is_error, Some(true));
+    assert!(
+        text(&blocked).starts_with(
+            "BLOCKED: 2 requests of this session already wait for an operator's approval"
+        ),
+        "{}",
+        text(&blocked)
+    );
+    assert_eq!(proxy.runs().len(), 2, "nothing asked");
+    // Asking again about a waiting request is not a new ask.
+    let again = text(&proxy.call(serde_json::json!({"path": "a"})).await);
+    assert!(again.starts_with("PENDING_APPROVAL: "), "{again}");
+    // Once one is decided, the next may ask.
+    let runs = proxy.runs();
+    let approvals = proxy.store().list_approvals(&runs[0].0).expect("approvals");
+    Operator::new(proxy.store())
+        .approve(
+            &runs[0].0,
+            &approvals[0].id,
+            &DecideOptions {
+                by: "operator",
+                note: "",
+                shown_hash: None,
+            },
+        )
+        .expect("approved");
+    let asked = text(&proxy.call(serde_json::json!({"path": "c"})).await);
+    assert!(asked.starts_with("PENDING_APPROVAL: "), "{asked}");
+    proxy.client.cancel().await.expect("close");
+}
