@@ -114,6 +114,26 @@ impl Proxy {
         &self.specs
     }
 
+    /// The status tool's name.
+    pub fn status_tool(&self) -> &str {
+        &self.config.status_tool
+    }
+
+    /// Answers the status tool (never a run; reads only).
+    pub async fn status(&self, args: Option<&[u8]>) -> Answer {
+        let asked = match crate::status::asked_id(args) {
+            Ok(asked) => asked,
+            Err(problem) => return answer::invalid(&problem),
+        };
+        let store = self.gate.store().clone();
+        let session = self.config.session.clone();
+        blocking(move || {
+            crate::status::status(&store, &session, asked.as_deref(), Timestamp::now())
+        })
+        .await
+        .unwrap_or_else(|_| answer::unavailable(false))
+    }
+
     /// Answers one call of `name` with `args` (absent or `null`: `{}`);
     /// `None` when the proxy offers no such tool.
     pub async fn call(&self, name: &str, args: Option<&[u8]>) -> Option<Answer> {

@@ -118,6 +118,12 @@ pub fn open_row(store: &Store, session: &str, key: &str) -> agentrt::Result<Opti
     Ok(rows.first().and_then(CallRow::from_row))
 }
 
+/// Every row of `session`, oldest first.
+pub fn session_rows(store: &Store, session: &str) -> agentrt::Result<Vec<CallRow>> {
+    let rows = store.rows_where(CALLS_TABLE, &[("session", SqlValue::from(session))], 0)?;
+    Ok(rows.iter().filter_map(CallRow::from_row).collect())
+}
+
 /// The open rows of `session` (one per request key), oldest first.
 pub fn open_rows(store: &Store, session: &str) -> agentrt::Result<Vec<CallRow>> {
     let rows = store.rows_where(

@@ -26,6 +26,7 @@ mod raw_args;
 mod reach;
 mod repeat;
 mod serve;
+mod status;
 
 pub use answer::Answer;
 pub use call::Proxy;

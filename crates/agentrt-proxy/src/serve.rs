@@ -75,6 +75,7 @@ impl ProxyServer {
                     Arc::new(schema),
                 )
             })
+            .chain(std::iter::once(status_tool(proxy.status_tool())))
             .collect();
         ProxyServer {
             proxy,
@@ -82,6 +83,17 @@ impl ProxyServer {
             raw,
         }
     }
+}
+
+/// The status tool as the host sees it.
+fn status_tool(name: &str) -> rmcp::model::Tool {
+    let schema: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(crate::status::STATUS_SCHEMA).unwrap_or_default();
+    rmcp::model::Tool::new(
+        name.to_owned(),
+        crate::status::STATUS_DESCRIPTION,
+        Arc::new(schema),
+    )
 }
 
 /// An answer as the host receives it.
@@ -159,6 +171,10 @@ impl ServerHandler for ProxyServer {
                 ),
             },
         };
+        if request.name == self.proxy.status_tool() {
+            let answer = self.proxy.status(args.as_deref()).await;
+            return Ok(CallToolResponse::Complete(to_result(answer)));
+        }
         match self.proxy.call(&request.name, args.as_deref()).await {
             Some(answer) => Ok(CallToolResponse::Complete(to_result(answer))),
             None => Err(ErrorData::invalid_params(

@@ -446,8 +446,8 @@ fn the_python_host_reads_through_the_proxy_and_a_held_write_waits_for_the_operat
     let tools = names(&run.steps[0]);
     assert_eq!(
         tools,
-        ["fs_read_text_file", "fs_write_file"],
-        "the classified tools only"
+        ["fs_read_text_file", "fs_write_file", "gate_status"],
+        "the classified tools and the status tool"
     );
     let read = answer(&run.steps[1], "fs_read_text_file");
     // The server's structured content, recorded, comes back as text and

@@ -140,7 +140,7 @@ async fn an_allowed_call_is_one_run_that_returns_the_result() {
     let proxy = start(READ, "").await;
     let tools = proxy.client.list_all_tools().await.expect("tools");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["fs_read_file"]);
+    assert_eq!(names, ["fs_read_file", "gate_status"]);
     let info = proxy.client.peer_info().expect("server info");
     let identity = info.server_info.as_ref().expect("an identity");
     assert_eq!(identity.name, "gated-tools");
@@ -534,5 +534,81 @@ async fn a_call_that_would_ask_is_blocked_while_max_pending_approvals_wait() {
         .expect("approved");
     let asked = text(&proxy.call(serde_json::json!({"path": "c"})).await);
     assert!(asked.starts_with("PENDING_APPROVAL: "), "{asked}");
+    proxy.client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_tool_says_what_waits_and_what_became_of_an_approval() {
+    let proxy = start(CHANGE, r#", "hold": "0s""#).await;
+    let status = |args: serde_json::Value| {
+        let serde_json::Value::Object(args) = args else {
+            panic!("an object");
+        };
+        let client = &proxy.client;
+        async move {
+            let result = client
+                .call_tool(CallToolRequestParams::new("gate_status").with_arguments(args))
+                .await
+                .expect("a status");
+            (result.is_error, text(&result))
+        }
+    };
+    let (_, none) = status(serde_json::json!({})).await;
+    assert_eq!(
+        none,
+        "GATE_STATUS: no request in this session is waiting for an operator's approval."
+    );
+    let a = approval_id(&text(&proxy.call(serde_json::json!({"path": "a"})).await));
+    let b = approval_id(&text(&proxy.call(serde_json::json!({"path": "b"})).await));
+    let (is_error, two) = status(serde_json::json!({})).await;
+    assert_eq!(is_error, Some(false));
+    assert!(
+        two.starts_with(
+            "GATE_STATUS: 2 requests of this session wait for an operator's approval:\n- approval "
+        ),
+        "{two}"
+    );
+    assert!(
+        two.contains(&a) && two.contains(&b) && two.contains(r#"fs_read_file {"path":"a"}"#),
+        "{two}"
+    );
+    let (_, pending) = status(serde_json::json!({"approval_id": a})).await;
+    assert_eq!(
+        pending,
+        format!("GATE_STATUS: approval {a} waits for an operator's decision.")
+    );
+
+    let runs = proxy.runs();
+    let options = DecideOptions {
+        by: "operator",
+        note: "no",
+        shown_hash: None,
+    };
+    let operator = Operator::new(proxy.store());
+    operator.approve(&runs[0].0, &a, &options).expect("approve");
+    operator.reject(&runs[1].0, &b, &options).expect("reject");
+    let (_, approved) = status(serde_json::json!({"approval_id": a})).await;
+    assert!(
+        approved.contains("approved and awaits collection"),
+        "{approved}"
+    );
+    proxy.call(serde_json::json!({"path": "a"})).await;
+    let (_, ran) = status(serde_json::json!({"approval_id": a})).await;
+    assert!(ran.contains("ran and succeeded"), "{ran}");
+    let (_, rejected) = status(serde_json::json!({"approval_id": b})).await;
+    assert!(
+        rejected.contains(r#"was rejected by an operator with the note "no""#),
+        "{rejected}"
+    );
+    let (_, unknown) = status(serde_json::json!({"approval_id": "zzz"})).await;
+    assert_eq!(
+        unknown,
+        "GATE_STATUS: no approval zzz is known in this session from the last hour."
+    );
+    let (is_error, invalid) = status(serde_json::json!({"run": "x"})).await;
+    assert_eq!(is_error, Some(true));
+    assert!(invalid.starts_with("INVALID: "), "{invalid}");
+    assert_eq!(proxy.runs().len(), 2, "the status tool is never a run");
+    assert_eq!(proxy.upstream_calls(), 1);
     proxy.client.cancel().await.expect("close");
 }
