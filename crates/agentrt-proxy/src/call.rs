@@ -134,9 +134,15 @@ impl Proxy {
         .unwrap_or_else(|_| answer::unavailable(false))
     }
 
-    /// Answers one call of `name` with `args` (absent or `null`: `{}`);
-    /// `None` when the proxy offers no such tool.
-    pub async fn call(&self, name: &str, args: Option<&[u8]>) -> Option<Answer> {
+    /// Answers one call of `name` with `args` (absent or `null`: `{}`),
+    /// made in the HTTP session `http_session` if any; `None` when the
+    /// proxy offers no such tool.
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Option<&[u8]>,
+        http_session: Option<&str>,
+    ) -> Option<Answer> {
         let spec = self.specs.get(name)?;
         let bytes: Vec<u8> = match args {
             None => b"{}".to_vec(),
@@ -150,7 +156,7 @@ impl Proxy {
             .map(|c| index::request_key(name, &c));
         let plan = {
             let _deciding = self.decide.lock().await;
-            self.plan(spec, key.as_deref()).await
+            self.plan(spec, key.as_deref(), http_session).await
         };
         Some(match plan {
             Plan::Unavailable => answer::unavailable(false),
@@ -169,7 +175,7 @@ impl Proxy {
 
     /// Decides what a call of `spec` with request `key` does (rules 1–2,
     /// else a new run), under the deciding mutex.
-    async fn plan(&self, spec: &ToolSpec, key: Option<&str>) -> Plan {
+    async fn plan(&self, spec: &ToolSpec, key: Option<&str>, http_session: Option<&str>) -> Plan {
         let store = self.gate.store().clone();
         let session = self.config.session.clone();
         let found = match key {
@@ -238,7 +244,7 @@ impl Proxy {
                 Err(_) => return Plan::Unavailable,
             }
         }
-        self.begin(spec, key, previous).await
+        self.begin(spec, key, previous, http_session).await
     }
 
     /// Whether the policy's outcome for `spec` is to ask an operator (its
@@ -307,7 +313,13 @@ impl Proxy {
 
     /// Begins a new run for a call, its index row (closing the key's
     /// finished one) in the run's first write group.
-    async fn begin(&self, spec: &ToolSpec, key: Option<&str>, previous: Option<String>) -> Plan {
+    async fn begin(
+        &self,
+        spec: &ToolSpec,
+        key: Option<&str>,
+        previous: Option<String>,
+        http_session: Option<&str>,
+    ) -> Plan {
         let config = &self.config;
         let run_id = format!("{}.{}", config.session, &agentrt::random_id()[..16]);
         let server = self
@@ -315,11 +327,15 @@ impl Proxy {
             .get(&spec.name)
             .map(|o| o.0.clone())
             .unwrap_or_default();
-        let labels = Labels::parse([
+        let mut labels = vec![
             format!("mcp.session={}", config.session),
             format!("mcp.server={server}"),
             format!("mcp.tool={}", spec.name),
-        ]);
+        ];
+        if let Some(id) = http_session {
+            labels.push(format!("mcp.http_session={id}"));
+        }
+        let labels = Labels::parse(labels);
         let Ok(labels) = labels else {
             return Plan::Unavailable;
         };

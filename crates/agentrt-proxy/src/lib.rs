@@ -18,6 +18,7 @@ mod check;
 pub mod cli;
 mod config;
 mod error;
+mod http_serve;
 mod index;
 mod pin;
 mod policy;
@@ -37,6 +38,7 @@ pub use config::{
     parse_config, read_config,
 };
 pub use error::ProxyError;
+pub use http_serve::{HttpOptions, serve_http};
 pub use index::{CALLS_TABLE, CallRow, INDEX, request_key};
 pub use pin::{pin_all, write_listing};
 pub use policy::{ProxyPolicy, ToolFacts, capability};

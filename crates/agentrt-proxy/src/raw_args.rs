@@ -45,8 +45,9 @@ struct Params<'a> {
 }
 
 impl RawArguments {
-    /// Notes one line the host sent, if it is a `tools/call` request.
-    fn note(&self, line: &[u8]) {
+    /// Notes one message the host sent (a line, or an HTTP body), if it
+    /// is a `tools/call` request.
+    pub(crate) fn note(&self, line: &[u8]) {
         let Ok(msg) = serde_json::from_slice::<Incoming<'_>>(line) else {
             return;
         };

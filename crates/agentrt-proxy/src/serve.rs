@@ -159,9 +159,20 @@ impl ServerHandler for ProxyServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Over HTTP: the request's parts, with the raw arguments its body
+        // held and the session it belongs to.
+        let parts = context.extensions.get::<http::request::Parts>();
+        let http_raw = parts.and_then(|p| p.extensions.get::<Arc<RawArguments>>());
+        let http_session = parts
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok());
         // The bytes the host wrote; rmcp's reading only when they were
         // not seen (a line past the cap, too many calls waiting).
-        let args = match self.raw.take(&context.id) {
+        let raw = match http_raw {
+            Some(raw) => raw.take(&context.id),
+            None => self.raw.take(&context.id),
+        };
+        let args = match raw {
             Some(raw) => raw.map(String::into_bytes),
             None => match &request.arguments {
                 None => None,
@@ -175,7 +186,11 @@ impl ServerHandler for ProxyServer {
             let answer = self.proxy.status(args.as_deref()).await;
             return Ok(CallToolResponse::Complete(to_result(answer)));
         }
-        match self.proxy.call(&request.name, args.as_deref()).await {
+        match self
+            .proxy
+            .call(&request.name, args.as_deref(), http_session)
+            .await
+        {
             Some(answer) => Ok(CallToolResponse::Complete(to_result(answer))),
             None => Err(ErrorData::invalid_params(
                 format!("no tool named {:?} is offered", request.name),
@@ -244,40 +259,13 @@ pub fn build_proxy(
 /// process is told to stop (SIGINT, SIGTERM); then in-flight calls finish
 /// and are recorded, and the upstream servers are closed.
 pub async fn serve_stdio(config: Config, err: &mut dyn Write) -> Result<(), ProxyError> {
-    check_reach(&config)?;
-    let store = crate::check::open_store_with(&config, store_options()).await?;
-    let loaded = load_all(&config).await?;
-    for report in &loaded.reports {
-        for line in report.lines() {
-            let _ = writeln!(err, "agentrt-proxy: {line}");
-        }
-    }
-    if let Some((server, why)) = loaded.failed.first() {
-        loaded.close().await;
-        return Err(ProxyError::Config {
-            path: config.path.clone(),
-            detail: format!("server {server:?} {why}"),
-        });
-    }
+    let (proxy, loaded, config) = start(config, err).await?;
     let _ = writeln!(
         err,
         "agentrt-proxy: serving session {} on database {}",
         config.session,
         config.database.display()
     );
-    let config = Arc::new(config);
-    let proxy = match build_proxy(
-        Arc::clone(&config),
-        store,
-        &loaded,
-        Box::new(std::io::stderr()),
-    ) {
-        Ok(p) => Arc::new(p),
-        Err(e) => {
-            loaded.close().await;
-            return Err(e);
-        }
-    };
     let raw = Arc::new(RawArguments::default());
     let input = TeeInput::new(tokio::io::stdin(), Arc::clone(&raw));
     let served = ProxyServer::new(proxy, raw)
@@ -300,8 +288,45 @@ pub async fn serve_stdio(config: Config, err: &mut dyn Write) -> Result<(), Prox
     result
 }
 
+/// What serving starts from, over stdio or HTTP: the reach check, the
+/// database, every server loaded (their reports on `err`; one that offers
+/// nothing refuses the start), and the proxy built.
+pub(crate) async fn start(
+    config: Config,
+    err: &mut dyn Write,
+) -> Result<(Arc<Proxy>, LoadedServers, Arc<Config>), ProxyError> {
+    check_reach(&config)?;
+    let store = crate::check::open_store_with(&config, store_options()).await?;
+    let loaded = load_all(&config).await?;
+    for report in &loaded.reports {
+        for line in report.lines() {
+            let _ = writeln!(err, "agentrt-proxy: {line}");
+        }
+    }
+    if let Some((server, why)) = loaded.failed.first() {
+        loaded.close().await;
+        return Err(ProxyError::Config {
+            path: config.path.clone(),
+            detail: format!("server {server:?} {why}"),
+        });
+    }
+    let config = Arc::new(config);
+    match build_proxy(
+        Arc::clone(&config),
+        store,
+        &loaded,
+        Box::new(std::io::stderr()),
+    ) {
+        Ok(proxy) => Ok((Arc::new(proxy), loaded, config)),
+        Err(e) => {
+            loaded.close().await;
+            Err(e)
+        }
+    }
+}
+
 /// Resolves on SIGINT or SIGTERM (Ctrl-C elsewhere).
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

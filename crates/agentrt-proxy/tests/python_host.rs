@@ -359,8 +359,64 @@ fn pending_approval(db: &Path) -> (String, String) {
     }
 }
 
+/// How the host reaches the proxy.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Over {
+    /// It starts `agentrt-proxy serve` and speaks over its stdio.
+    Stdio,
+    /// It connects to `agentrt-proxy serve --http 127.0.0.1:0`.
+    Http,
+}
+
+/// Starts `serve --http 127.0.0.1:0` on `config`; the process (killed on
+/// drop) and its URL, read from its stderr.
+struct HttpProxy(std::process::Child);
+
+impl Drop for HttpProxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve_http(proxy: &Path, config: &Path) -> (HttpProxy, String) {
+    use std::io::BufRead as _;
+    let mut child = Command::new(proxy)
+        .args(["serve", "--config"])
+        .arg(config)
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the proxy");
+    let stderr = child.stderr.take().expect("stderr");
+    let child = HttpProxy(child);
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the proxy says where it serves")
+            .expect("stderr");
+        if let Some(at) = line.find(" on http://") {
+            break line[at + 4..].to_owned();
+        }
+    };
+    // Keep draining stderr so the proxy never blocks on it.
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
+
 #[test]
 fn the_python_host_reads_through_the_proxy_and_a_held_write_waits_for_the_operator() {
+    through_the_proxy(Over::Stdio);
+}
+
+#[test]
+fn the_python_host_does_the_same_through_the_proxy_over_http() {
+    through_the_proxy(Over::Http);
+}
+
+fn through_the_proxy(over: Over) {
     let sandbox = tempfile::tempdir().expect("sandbox");
     let root = sandbox.path().canonicalize().expect("root");
     std::fs::write(root.join("hello.txt"), "hello through the proxy\n").expect("hello");
@@ -395,15 +451,19 @@ fn the_python_host_reads_through_the_proxy_and_a_held_write_waits_for_the_operat
         "pin: {}",
         String::from_utf8_lossy(&pinned.stderr)
     );
+    let http = (over == Over::Http).then(|| serve_http(&proxy, &config));
     let serve = |script: Value| {
-        let target: Vec<OsString> = vec![
-            "--stdio".into(),
-            "--".into(),
-            proxy.clone().into(),
-            "serve".into(),
-            "--config".into(),
-            config.clone().into(),
-        ];
+        let target: Vec<OsString> = match &http {
+            None => vec![
+                "--stdio".into(),
+                "--".into(),
+                proxy.clone().into(),
+                "serve".into(),
+                "--config".into(),
+                config.clone().into(),
+            ],
+            Some((_, url)) => vec!["--http".into(), url.into()],
+        };
         std::thread::spawn(move || host(&target, &script))
     };
     let decide = |verb: &str, note: &str| {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 /// A command and its options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// Serve one host over stdin and stdout.
-    Serve,
+    /// Serve one host over stdin and stdout, or hosts over HTTP.
+    Serve(ServeOptions),
     /// Pin every server into its manifest.
     Pin,
     /// Load everything and print the reports.
@@ -21,12 +21,21 @@ impl Command {
     /// The command's name.
     pub fn name(&self) -> &'static str {
         match self {
-            Command::Serve => "serve",
+            Command::Serve(_) => "serve",
             Command::Pin => "pin",
             Command::Check => "check",
             Command::Recheck(_) => "recheck",
         }
     }
+}
+
+/// `serve`'s options.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// Serve over streamable HTTP on this address (else stdio).
+    pub http: Option<std::net::SocketAddr>,
+    /// The owner-only file holding the bearer token (HTTP).
+    pub token_file: Option<PathBuf>,
 }
 
 /// `recheck`'s options.
@@ -69,6 +78,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, UsageError> {
     let mut config: Option<PathBuf> = None;
     let (mut run, mut session, mut limit, mut current_tools, mut json) =
         (None, None, None, false, false);
+    let (mut http, mut token_file) = (None, None);
     let mut i = 0;
     while i < args.len() {
         let arg = args[i].as_str();
@@ -117,13 +127,37 @@ pub fn parse(args: &[String]) -> Result<Parsed, UsageError> {
                 }
                 limit = Some(u32::try_from(n).unwrap_or(u32::MAX));
             }
+            "--http" => {
+                let v = value("--http")?;
+                let addr = v.parse().map_err(|_| {
+                    UsageError(format!(
+                        "--http {v:?} is not an address like 127.0.0.1:8080"
+                    ))
+                })?;
+                http = Some(addr);
+            }
+            "--token-file" => {
+                let v = value("--token-file")?;
+                if v.is_empty() {
+                    return bad("--token-file is empty".into());
+                }
+                token_file = Some(PathBuf::from(v));
+            }
             "--current-tools" if inline.is_none() => current_tools = true,
             "--json" if inline.is_none() => json = true,
             _ => return bad(format!("unknown flag {arg:?}")),
         }
     }
     let command = match command.unwrap_or("serve") {
-        "serve" => Command::Serve,
+        "serve" => {
+            if token_file.is_some() && http.is_none() {
+                return bad("--token-file goes with --http".into());
+            }
+            Command::Serve(ServeOptions {
+                http: http.take(),
+                token_file: token_file.take(),
+            })
+        }
         "pin" => Command::Pin,
         "check" => Command::Check,
         "recheck" => {
@@ -145,6 +179,12 @@ pub fn parse(args: &[String]) -> Result<Parsed, UsageError> {
     {
         return bad(format!(
             "--run, --session, --limit, --current-tools and --json belong to recheck, not {}",
+            command.name()
+        ));
+    }
+    if http.is_some() || token_file.is_some() {
+        return bad(format!(
+            "--http and --token-file belong to serve, not {}",
             command.name()
         ));
     }
@@ -171,8 +211,24 @@ mod tests {
 
     #[test]
     fn the_first_plain_argument_is_the_command_serve_by_default() {
-        assert_eq!(p(&["--config", "c.json"]), run(Command::Serve));
-        assert_eq!(p(&["--config=c.json"]), run(Command::Serve));
+        let stdio = Command::Serve(ServeOptions::default());
+        assert_eq!(p(&["--config", "c.json"]), run(stdio.clone()));
+        assert_eq!(p(&["--config=c.json"]), run(stdio));
+        assert_eq!(
+            p(&[
+                "serve",
+                "--config",
+                "c.json",
+                "--http",
+                "127.0.0.1:0",
+                "--token-file",
+                "t"
+            ]),
+            run(Command::Serve(ServeOptions {
+                http: Some("127.0.0.1:0".parse().unwrap()),
+                token_file: Some(PathBuf::from("t")),
+            }))
+        );
         assert_eq!(p(&["pin", "--config", "c.json"]), run(Command::Pin));
         assert_eq!(p(&["check", "--config", "c.json"]), run(Command::Check));
         assert_eq!(

@@ -10,7 +10,7 @@ use std::io::Write;
 use agentrt::Timestamp;
 use agentrt::text::sanitize;
 
-pub use args::{Command, Parsed, RecheckOptions, UsageError, parse};
+pub use args::{Command, Parsed, RecheckOptions, ServeOptions, UsageError, parse};
 pub use usage::USAGE;
 
 use crate::check::check;
@@ -38,7 +38,19 @@ pub async fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u
         match command {
             Command::Pin => pin_all(&config, Timestamp::now(), out).await.map(|()| true),
             Command::Check => check(&config, out).await,
-            Command::Serve => crate::serve::serve_stdio(config, err).await.map(|()| true),
+            Command::Serve(ServeOptions { http: None, .. }) => {
+                crate::serve::serve_stdio(config, err).await.map(|()| true)
+            }
+            Command::Serve(ServeOptions {
+                http: Some(addr),
+                token_file,
+            }) => crate::http_serve::serve_http(
+                config,
+                crate::http_serve::HttpOptions { addr, token_file },
+                err,
+            )
+            .await
+            .map(|()| true),
             Command::Recheck(_) => Err(ProxyError::Config {
                 path: config.path.clone(),
                 detail: format!("{} is not built yet", command.name()),

@@ -4,6 +4,9 @@
 pub const USAGE: &str = "\
 usage:
   agentrt-proxy [serve] --config FILE     serve one MCP host over stdin and stdout
+  agentrt-proxy serve --config FILE --http ADDR [--token-file FILE]
+                                          serve MCP hosts over streamable HTTP on ADDR
+                                          (loopback; another address needs the token)
   agentrt-proxy pin --config FILE         pin every server's tools into its manifest
   agentrt-proxy check --config FILE       load everything and print what is offered
   agentrt-proxy recheck --config FILE [--run ID | --session NAME] [--limit N] [--current-tools] [--json]
