@@ -13,8 +13,12 @@
 //! Then rules 4–5 ([`crate::repeat`]) refuse a request rejected,
 //! cancelled or expired within the window, and a change that already ran.
 //!
-//! Not yet here (the next slices): unknown outcomes asked again (rule 6),
-//! the session's caps (rule 7), and the status tool.
+//! Rule 6 asks again about a change whose last attempt's outcome is
+//! unknown (the policy told of the attempt through [`crate::policy::Reruns`]);
+//! rule 7 caps the approvals a session may have waiting.
+//!
+//! Not yet here: blocking every call of a tool while one of its requests
+//! has an unknown outcome (rule 7's first part).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -30,7 +34,7 @@ use agentrt::{
 use crate::answer::{self, Answer};
 use crate::config::Config;
 use crate::index::{self, CallRow};
-use crate::repeat::{self, Ending, Known, PastRun, Refusal};
+use crate::repeat::{self, Attempt, Ending, Known, PastRun, Refusal, ToolRan};
 
 /// What the proxy needs to answer calls.
 pub struct Proxy {
@@ -39,6 +43,7 @@ pub struct Proxy {
     config: Arc<Config>,
     specs: BTreeMap<String, ToolSpec>,
     origins: BTreeMap<String, (String, String)>,
+    reruns: crate::policy::Reruns,
     decide: tokio::sync::Mutex<()>,
     notices: Mutex<Box<dyn Write + Send>>,
 }
@@ -88,13 +93,14 @@ enum Plan {
 impl Proxy {
     /// A proxy over `gate` (its tools registered, its policy the proxy's);
     /// `specs` are the registered tools and `origins` maps each to its
-    /// server and the server's own name for it; operator notices go to
-    /// `notices`.
+    /// server and the server's own name for it; `reruns` is shared with
+    /// the policy (rule 6); operator notices go to `notices`.
     pub fn new(
         gate: Gate,
         config: Arc<Config>,
         specs: BTreeMap<String, ToolSpec>,
         origins: BTreeMap<String, (String, String)>,
+        reruns: crate::policy::Reruns,
         notices: Box<dyn Write + Send>,
     ) -> Proxy {
         let operator = Operator::new(gate.store().clone());
@@ -104,6 +110,7 @@ impl Proxy {
             config,
             specs,
             origins,
+            reruns,
             decide: tokio::sync::Mutex::new(()),
             notices: Mutex::new(notices),
         }
@@ -217,6 +224,7 @@ impl Proxy {
                 OpenState::Finished { run_id } => Some(run_id),
             },
         };
+        let mut rerun = None;
         if let Some(key) = key {
             let store = self.gate.store().clone();
             let (session, key_owned) = (self.config.session.clone(), key.to_owned());
@@ -228,6 +236,9 @@ impl Proxy {
             let read_only = spec.side_effect == agentrt::SideEffect::ReadOnly;
             if let Some(refusal) = repeat::judge(&past, Timestamp::now(), window, read_only) {
                 return Plan::Refused(refused(refusal));
+            }
+            if !read_only {
+                rerun = repeat::unknown_attempt(&past);
             }
         }
         // Rule 7: a call that will ask for an approval while the session
@@ -244,7 +255,7 @@ impl Proxy {
                 Err(_) => return Plan::Unavailable,
             }
         }
-        self.begin(spec, key, previous, http_session).await
+        self.begin(spec, key, previous, http_session, rerun).await
     }
 
     /// Whether the policy's outcome for `spec` is to ask an operator (its
@@ -319,6 +330,7 @@ impl Proxy {
         key: Option<&str>,
         previous: Option<String>,
         http_session: Option<&str>,
+        rerun: Option<Attempt>,
     ) -> Plan {
         let config = &self.config;
         let run_id = format!("{}.{}", config.session, &agentrt::random_id()[..16]);
@@ -362,6 +374,13 @@ impl Proxy {
         let rows: agentrt::SatelliteRows =
             Box::new(move |tx| index::claim(tx, &row, previous.as_deref(), at));
         let goal = format!("call {}", spec.name);
+        // Rule 6: the policy asks about the earlier attempt this run
+        // re-runs (told before the run's request is proposed).
+        if let Some(attempt) = rerun
+            && let Ok(mut reruns) = self.reruns.lock()
+        {
+            reruns.insert(run_id.clone(), attempt);
+        }
         match self
             .gate
             .begin_with_rows(Some(&run_id), &goal, limits, labels, rows)
@@ -658,27 +677,57 @@ fn past_runs(store: &Store, session: &str, key: &str) -> agentrt::Result<Vec<Pas
                     interruption: a.kind == INTERRUPTION,
                     approval_id: a.id,
                 },
-                None => Ending::Nothing,
+                None => Ending::Other,
             },
-            _ => executed(&store.list_steps(&run.id)?),
+            _ => Ending::Other,
         };
+        let started: Vec<String> = store
+            .list_events(&run.id)?
+            .into_iter()
+            .filter(|e| e.event_type == agentrt::EventType::StepToolStarted)
+            .map(|e| e.step_id)
+            .collect();
+        let asked: Vec<String> = store
+            .list_approvals(&run.id)?
+            .into_iter()
+            .filter(|a| a.kind == INTERRUPTION)
+            .map(|a| a.step_id)
+            .collect();
+        let tool = tool_ran(&run.id, &store.list_steps(&run.id)?, &started, &asked);
         past.push(PastRun {
             finished_at,
             ending,
+            tool,
         });
     }
     Ok(past)
 }
 
-/// Whether a run's tool ran with a known outcome, from its steps.
-fn executed(steps: &[agentrt::Step]) -> Ending {
+/// What a run's tool did, from its steps: the last step that called it
+/// decides. A step whose tool `started` and that an operator was `asked`
+/// about (an interruption) made an attempt whose outcome is unknown,
+/// whatever the question's answer wrote over its observation.
+fn tool_ran(
+    run_id: &str,
+    steps: &[agentrt::Step],
+    started: &[String],
+    asked: &[String],
+) -> ToolRan {
     use agentrt::ObservationKind as K;
-    for step in steps {
+    for step in steps.iter().rev() {
         let Some(observation) = &step.observation else {
             continue;
         };
+        let unknown = |ended: &'static str| {
+            ToolRan::Unknown(Attempt {
+                run_id: run_id.to_owned(),
+                step_id: step.id.clone(),
+                started_at: step.started_at.to_string(),
+                ended,
+            })
+        };
         match observation.kind {
-            K::ToolResult => return Ending::Executed(Known::Succeeded),
+            K::ToolResult => return ToolRan::Known(Known::Succeeded),
             K::ToolError => {
                 let failure = observation
                     .content
@@ -686,17 +735,23 @@ fn executed(steps: &[agentrt::Step]) -> Ending {
                     .and_then(|c| serde_json::from_str::<serde_json::Value>(c.as_str()).ok())
                     .and_then(|v| v.get("failure").and_then(|f| f.as_str().map(str::to_owned)));
                 return match failure.as_deref() {
-                    Some("invalid_content") => Ending::Executed(Known::Unrecorded),
+                    Some("invalid_content") => ToolRan::Known(Known::Unrecorded),
                     // Timed out, no answer, cut short: not known.
-                    Some("timeout" | "unknown_outcome" | "cancelled") => Ending::Nothing,
-                    _ => Ending::Executed(Known::ServerError),
+                    Some("timeout") => unknown("timed_out"),
+                    Some("unknown_outcome") => unknown("no_answer"),
+                    Some("cancelled") => unknown("cut_off"),
+                    _ => ToolRan::Known(Known::ServerError),
                 };
             }
-            K::Interrupted => return Ending::Nothing,
-            K::PolicyDenied | K::InvalidDecision => {}
+            K::Interrupted => return unknown("cut_off"),
+            K::PolicyDenied | K::InvalidDecision => {
+                if started.contains(&step.id) && asked.contains(&step.id) {
+                    return unknown("no_answer");
+                }
+            }
         }
     }
-    Ending::Nothing
+    ToolRan::No
 }
 
 /// How many approvals of `session`'s runs wait for an operator.

@@ -5,6 +5,7 @@
 //! values.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use agentrt::json::write_string;
 use agentrt::{
@@ -14,6 +15,7 @@ use agentrt::{
 use crate::config::Config;
 use crate::index::object;
 use crate::policy_id::policy_id;
+use crate::repeat::Attempt;
 
 /// What the policy knows of one registered tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,20 +30,30 @@ pub struct ToolFacts {
     pub fixed: BTreeMap<String, Canonical>,
 }
 
+/// Runs that re-run an attempt whose outcome is unknown (rule 6), by run
+/// id: facts gathered before the run's request is proposed, so the policy
+/// reads them without I/O.
+pub type Reruns = Arc<Mutex<BTreeMap<String, Attempt>>>;
+
+/// The reason an interruption approval gives.
+const INTERRUPTED_REASON: &str = "interrupted while executing; outcome unknown";
+
 /// The proxy's policy over the registered tools.
 #[derive(Debug, Clone)]
 pub struct ProxyPolicy {
     classes: BTreeMap<SideEffect, Outcome>,
     tools: BTreeMap<String, ToolFacts>,
+    reruns: Reruns,
     id: String,
 }
 
 impl ProxyPolicy {
     /// The policy of `config` over `tools` (by registered name).
-    pub fn new(config: &Config, tools: BTreeMap<String, ToolFacts>) -> ProxyPolicy {
+    pub fn new(config: &Config, tools: BTreeMap<String, ToolFacts>, reruns: Reruns) -> ProxyPolicy {
         ProxyPolicy {
             classes: config.policy.clone(),
             tools,
+            reruns,
             id: policy_id(config),
         }
     }
@@ -59,8 +71,9 @@ fn string(text: &str) -> String {
 }
 
 /// The capability an approval is bound to:
-/// `{"args","fixed"(when any),"name","server","side_effect","tool"}`.
-pub fn capability(request: &ToolRequest, facts: &ToolFacts) -> Canonical {
+/// `{"args","fixed"(when any),"interrupted"(a re-run),"name","server",
+/// "side_effect","tool"}`.
+pub fn capability(request: &ToolRequest, facts: &ToolFacts, rerun: Option<&Attempt>) -> Canonical {
     let fixed = (!facts.fixed.is_empty()).then(|| {
         let members: Vec<(&str, &str)> = facts
             .fixed
@@ -74,9 +87,26 @@ pub fn capability(request: &ToolRequest, facts: &ToolFacts) -> Canonical {
         string(request.spec.side_effect.as_str()),
         string(&facts.upstream),
     );
+    let interrupted = rerun.map(|a| {
+        let (ended, run, started, step) = (
+            string(a.ended),
+            string(&a.run_id),
+            string(&a.started_at),
+            string(&a.step_id),
+        );
+        object(&[
+            ("ended", &ended),
+            ("run_id", &run),
+            ("started_at", &started),
+            ("step_id", &step),
+        ])
+    });
     let mut members: Vec<(&str, &str)> = vec![("args", request.args.as_str())];
     if let Some(fixed) = &fixed {
         members.push(("fixed", fixed));
+    }
+    if let Some(interrupted) = &interrupted {
+        members.push(("interrupted", interrupted));
     }
     members.extend([
         ("name", name.as_str()),
@@ -100,6 +130,11 @@ impl Policy for ProxyPolicy {
             .tools
             .get(name)
             .ok_or_else(|| PolicyError::new(format!("tool {name} is not one the proxy offers")))?;
+        let rerun = self
+            .reruns
+            .lock()
+            .ok()
+            .and_then(|r| r.get(&request.run_id).cloned());
         let (outcome, reason) = match (facts.outcome, self.classes.get(&class)) {
             (Some(o), _) => (o, format!("tool {name} is {o} by the operator's rule")),
             (None, Some(o)) => (*o, format!("side effect {class} is {o} by policy")),
@@ -109,10 +144,18 @@ impl Policy for ProxyPolicy {
                 )));
             }
         };
+        // Rule 6: a re-run of an attempt whose outcome is unknown is asked
+        // about, whatever the policy says short of deny.
+        let (outcome, reason) = match (&rerun, outcome) {
+            (Some(_), Outcome::Allow | Outcome::RequireApproval) => {
+                (Outcome::RequireApproval, INTERRUPTED_REASON.to_owned())
+            }
+            _ => (outcome, reason),
+        };
         Ok(match outcome {
             Outcome::Allow => PolicyDecision::allow_because(reason),
             Outcome::RequireApproval => {
-                let capability = capability(request, facts);
+                let capability = capability(request, facts, rerun.as_ref());
                 let question = string(&format!(
                     "May {} run {} on server {} with these arguments?",
                     name, facts.upstream, facts.server
@@ -121,6 +164,12 @@ impl Policy for ProxyPolicy {
                 let mut members: Vec<(String, String)> = object_members(&capability);
                 members.push(("question".into(), question));
                 members.push(("reason".into(), reason_json));
+                if rerun.is_some() {
+                    members.push((
+                        "notice".into(),
+                        string("an earlier attempt of this request was cut off or got no answer; it may have taken effect"),
+                    ));
+                }
                 members.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
                 let pairs: Vec<(&str, &str)> = members
                     .iter()
@@ -128,12 +177,12 @@ impl Policy for ProxyPolicy {
                     .collect();
                 let presentation =
                     Canonical::parse_str(&object(&pairs)).unwrap_or_else(|_| capability.clone());
-                PolicyDecision::need_approval(
-                    class.as_str(),
-                    reason,
-                    Some(capability),
-                    Some(presentation),
-                )
+                let kind = if rerun.is_some() {
+                    "interrupted_side_effect"
+                } else {
+                    class.as_str()
+                };
+                PolicyDecision::need_approval(kind, reason, Some(capability), Some(presentation))
             }
             // `abort` is refused by the configuration; deny it all the same.
             Outcome::Deny | Outcome::Abort => PolicyDecision::deny(reason),

@@ -27,11 +27,46 @@ pub enum Ending {
         /// Whether it asked about an attempt cut off.
         interruption: bool,
     },
-    /// Its tool ran with a known outcome.
-    Executed(Known),
-    /// Its tool never ran (denied, invalid) or its outcome is unknown:
-    /// neither refuses anything.
-    Nothing,
+    /// It ended otherwise: what its tool did decides ([`ToolRan`]).
+    Other,
+}
+
+/// What an earlier run's tool did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolRan {
+    /// It ran with a known outcome.
+    Known(Known),
+    /// It was called and what it did is not known (rule 6).
+    Unknown(Attempt),
+    /// It never ran (denied, invalid, never asked).
+    No,
+}
+
+/// An attempt whose outcome is unknown: what an operator is asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// The run.
+    pub run_id: String,
+    /// The step that called the tool.
+    pub step_id: String,
+    /// When the step started (the stored text).
+    pub started_at: String,
+    /// How it ended: `cut_off`, `timed_out` or `no_answer`.
+    pub ended: &'static str,
+}
+
+/// Rule 6: the key's last attempt (newest first), if its outcome is
+/// unknown and no run of the key has executed with a known outcome since.
+/// Runs that only asked about it (rejected, expired) do not resolve it.
+pub fn unknown_attempt(newest_first: &[PastRun]) -> Option<Attempt> {
+    for past in newest_first {
+        match &past.tool {
+            ToolRan::Known(_) => return None,
+            ToolRan::Unknown(attempt) => return Some(attempt.clone()),
+            ToolRan::No => {}
+        }
+    }
+    None
 }
 
 /// A known outcome of a tool that ran.
@@ -63,6 +98,8 @@ pub struct PastRun {
     pub finished_at: Timestamp,
     /// How.
     pub ending: Ending,
+    /// What its tool did.
+    pub tool: ToolRan,
 }
 
 /// What refuses the new call.
@@ -115,14 +152,17 @@ pub fn judge(
                     approval_id: approval_id.clone(),
                 });
             }
-            Ending::Executed(outcome) if !read_only => {
-                return Some(Refusal::Duplicate {
-                    at: past.finished_at,
-                    outcome: *outcome,
-                    until,
-                });
-            }
-            Ending::Expired { .. } | Ending::Executed(_) | Ending::Nothing => {}
+            Ending::Other => match past.tool {
+                ToolRan::Known(outcome) if !read_only => {
+                    return Some(Refusal::Duplicate {
+                        at: past.finished_at,
+                        outcome,
+                        until,
+                    });
+                }
+                ToolRan::Known(_) | ToolRan::Unknown(_) | ToolRan::No => {}
+            },
+            Ending::Expired { .. } => {}
         }
     }
     None
@@ -138,10 +178,21 @@ mod tests {
             .add(Duration::from_secs(s))
     }
 
+    /// A run ending as `ending`; `Executed`-like endings are written with
+    /// [`ran`].
     fn past(s: u64, ending: Ending) -> PastRun {
         PastRun {
             finished_at: at(s),
             ending,
+            tool: ToolRan::No,
+        }
+    }
+
+    fn ran(s: u64, tool: ToolRan) -> PastRun {
+        PastRun {
+            finished_at: at(s),
+            ending: Ending::Other,
+            tool,
         }
     }
 
@@ -150,7 +201,7 @@ mod tests {
     #[test]
     fn the_newest_run_inside_the_window_that_decides_anything_decides() {
         let rejected = Ending::Rejected { note: "no".into() };
-        let ran = Ending::Executed(Known::Succeeded);
+        let succeeded = ToolRan::Known(Known::Succeeded);
         let expired = |interruption| Ending::Expired {
             approval_id: "a1".into(),
             interruption,
@@ -186,7 +237,7 @@ mod tests {
             // An expired question about an unknown outcome refuses nothing,
             // and the older run decides.
             (
-                vec![past(5, expired(true)), past(0, ran.clone())],
+                vec![past(5, expired(true)), ran(0, succeeded.clone())],
                 10,
                 false,
                 Some(Refusal::Duplicate {
@@ -196,13 +247,13 @@ mod tests {
                 }),
             ),
             // A read is never a duplicate.
-            (vec![past(0, ran.clone())], 10, true, None),
+            (vec![ran(0, succeeded.clone())], 10, true, None),
             // Denied, invalid or unknown attempts do not count.
-            (vec![past(5, Ending::Nothing)], 10, false, None),
+            (vec![past(5, Ending::Other)], 10, false, None),
             (
                 vec![
-                    past(5, Ending::Nothing),
-                    past(0, Ending::Executed(Known::ServerError)),
+                    past(5, Ending::Other),
+                    ran(0, ToolRan::Known(Known::ServerError)),
                 ],
                 10,
                 false,
@@ -214,7 +265,7 @@ mod tests {
             ),
             // Newest first: a rejection after a run refuses as a rejection.
             (
-                vec![past(5, rejected), past(0, ran)],
+                vec![past(5, rejected), ran(0, succeeded)],
                 10,
                 false,
                 Some(Refusal::Rejected {
@@ -226,8 +277,86 @@ mod tests {
         for (i, (runs, now, read_only, want)) in cases.into_iter().enumerate() {
             assert_eq!(judge(&runs, at(now), WINDOW, read_only), want, "case {i}");
         }
+        // An unknown outcome is no duplicate.
+        let unknown = ToolRan::Unknown(Attempt {
+            run_id: "r".into(),
+            step_id: "s".into(),
+            started_at: "t".into(),
+            ended: "no_answer",
+        });
+        assert_eq!(judge(&[ran(0, unknown)], at(1), WINDOW, false), None);
         // A zero window turns both rules off.
         let runs = [past(0, Ending::Cancelled)];
         assert_eq!(judge(&runs, at(1), Duration::ZERO, false), None);
+    }
+}
+
+#[cfg(test)]
+mod unknown_tests {
+    use super::*;
+
+    fn attempt(run: &str) -> Attempt {
+        Attempt {
+            run_id: run.into(),
+            step_id: "s1".into(),
+            started_at: "t".into(),
+            ended: "timed_out",
+        }
+    }
+
+    fn past(ending: Ending, tool: ToolRan) -> PastRun {
+        PastRun {
+            finished_at: Timestamp::parse("2026-12-01T09:00:00Z").expect("time"),
+            ending,
+            tool,
+        }
+    }
+
+    #[test]
+    fn the_last_attempt_decides_and_questions_about_it_resolve_nothing() {
+        let unknown = |run: &str| ToolRan::Unknown(attempt(run));
+        let rejected = || Ending::Rejected { note: "no".into() };
+        let expired = Ending::Expired {
+            approval_id: "a".into(),
+            interruption: true,
+        };
+        let cases: Vec<(Vec<PastRun>, Option<Attempt>)> = vec![
+            (vec![], None),
+            (
+                vec![past(Ending::Other, unknown("r1"))],
+                Some(attempt("r1")),
+            ),
+            // The question about it rejected, in the same run or a later
+            // one, or expired: not resolved.
+            (vec![past(rejected(), unknown("r1"))], Some(attempt("r1"))),
+            (
+                vec![
+                    past(rejected(), ToolRan::No),
+                    past(expired, ToolRan::No),
+                    past(Ending::Other, unknown("r1")),
+                ],
+                Some(attempt("r1")),
+            ),
+            // A known outcome since resolves it.
+            (
+                vec![
+                    past(Ending::Other, ToolRan::Known(Known::Succeeded)),
+                    past(Ending::Other, unknown("r1")),
+                ],
+                None,
+            ),
+            // The newest unknown attempt is the one named.
+            (
+                vec![
+                    past(Ending::Other, unknown("r2")),
+                    past(Ending::Other, unknown("r1")),
+                ],
+                Some(attempt("r2")),
+            ),
+            (vec![past(Ending::Other, ToolRan::No)], None),
+        ];
+        for (i, (runs, want)) in cases.into_iter().enumerate() {
+            assert_eq!(unknown_attempt(&runs), want, "case {i}");
+        }
     }
 }

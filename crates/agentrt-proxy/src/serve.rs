@@ -240,7 +240,8 @@ pub fn build_proxy(
         specs.insert(name.clone(), terminal.spec());
         tools.push(terminal);
     }
-    let policy = ProxyPolicy::new(&config, facts);
+    let reruns: crate::policy::Reruns = Arc::default();
+    let policy = ProxyPolicy::new(&config, facts, Arc::clone(&reruns));
     let gate = Gate::new(
         GateConfig::new(store, policy, tools)
             .with_lease_ttl(config.lease_ttl)
@@ -251,6 +252,7 @@ pub fn build_proxy(
         config,
         specs,
         loaded.origins.clone(),
+        reruns,
         notices,
     ))
 }

@@ -25,7 +25,12 @@ struct Proxy {
 /// Pins the fixture and starts the proxy binary with `rules` for its
 /// `read_file` and `extra` configuration fields.
 async fn start(rules: &str, extra: &str) -> Proxy {
-    let (url, seen) = serve(Mode::Json).await;
+    start_with(Mode::Json, rules, extra).await
+}
+
+/// [`start`] with the fixture in `mode`.
+async fn start_with(mode: Mode, rules: &str, extra: &str) -> Proxy {
+    let (url, seen) = serve(mode).await;
     let dir = tempfile::tempdir().expect("dir");
     let config = dir.path().join("proxy.json");
     std::fs::write(
@@ -610,5 +615,61 @@ async fn the_status_tool_says_what_waits_and_what_became_of_an_approval() {
     assert!(invalid.starts_with("INVALID: "), "{invalid}");
     assert_eq!(proxy.runs().len(), 2, "the status tool is never a run");
     assert_eq!(proxy.upstream_calls(), 1);
+    proxy.client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_outcome_is_asked_about_again_until_an_operator_lets_it_run() {
+    // The call's answer is lost on the way back: its outcome is unknown.
+    let rule = r#"{"side_effect": "remote_mutation", "timeout": "5s", "repeat_window": "0s"}"#;
+    let proxy = start_with(
+        Mode::Lost,
+        rule,
+        r#", "hold": "0s", "policy": {"remote_mutation": "allow"}"#,
+    )
+    .await;
+    let args = serde_json::json!({"path": "transfer.txt"});
+    let first = text(&proxy.call(args.clone()).await);
+    assert!(first.starts_with("UNKNOWN_OUTCOME: "), "{first}");
+    assert_eq!(proxy.upstream_calls(), 1);
+
+    // The operator rejects the question: that does not resolve it.
+    let runs = proxy.runs();
+    let question = proxy.store().list_approvals(&runs[0].0).expect("approvals");
+    assert_eq!(question[0].kind, "interrupted_side_effect");
+    let options = DecideOptions {
+        by: "operator",
+        note: "",
+        shown_hash: None,
+    };
+    Operator::new(proxy.store())
+        .reject(&runs[0].0, &question[0].id, &options)
+        .expect("reject");
+    let asked = text(&proxy.call(args.clone()).await);
+    assert!(asked.starts_with("INTERRUPTED: "), "asked again: {asked}");
+    assert_eq!(
+        proxy.upstream_calls(),
+        1,
+        "not run again without an operator"
+    );
+    let runs = proxy.runs();
+    assert_eq!(runs.len(), 2, "a fresh run asks");
+    let again = proxy.store().list_approvals(&runs[1].0).expect("approvals");
+    assert_eq!(again[0].kind, "interrupted_side_effect");
+    let capability = again[0].capability.as_str();
+    assert!(
+        capability.contains(&format!(
+            r#""interrupted":{{"ended":"no_answer","run_id":"{}""#,
+            runs[0].0
+        )),
+        "names the earlier attempt: {capability}"
+    );
+
+    // Approved, the same call runs it (once more).
+    Operator::new(proxy.store())
+        .approve(&runs[1].0, &again[0].id, &options)
+        .expect("approve");
+    proxy.call(args).await;
+    assert_eq!(proxy.upstream_calls(), 2);
     proxy.client.cancel().await.expect("close");
 }
