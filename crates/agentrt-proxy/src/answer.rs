@@ -300,6 +300,21 @@ pub fn blocked_by_pending(waiting: u64) -> Answer {
     )
 }
 
+/// `BLOCKED`: another request to the same tool has an unknown outcome an
+/// operator is asked about.
+pub fn blocked_by_unknown(approval_id: &str) -> Answer {
+    Answer::prose(
+        "BLOCKED",
+        format!(
+            "Another request to this tool may have taken effect without an answer, and an operator is asked about it \
+             (approval {}). Until it is decided this tool runs nothing. Nothing was executed. Do not try another tool \
+             for the same goal; tell the user.",
+            quote(approval_id, QUOTE)
+        ),
+        true,
+    )
+}
+
 /// `UNAVAILABLE`: the proxy could not read or write its records.
 pub fn unavailable(executed: bool) -> Answer {
     let what = if executed {

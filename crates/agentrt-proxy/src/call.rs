@@ -17,8 +17,10 @@
 //! unknown (the policy told of the attempt through [`crate::policy::Reruns`]);
 //! rule 7 caps the approvals a session may have waiting.
 //!
-//! Not yet here: blocking every call of a tool while one of its requests
-//! has an unknown outcome (rule 7's first part).
+//! While a question about an unknown outcome waits, other changes to the
+//! same tool are blocked. Not yet here: asking again about an unresolved
+//! unknown outcome nobody is asked about (expired, step limit) before
+//! blocking its tool.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -239,6 +241,23 @@ impl Proxy {
             }
             if !read_only {
                 rerun = repeat::unknown_attempt(&past);
+            }
+        }
+        // Rule 7: while another request to the same tool waits on a
+        // question about an unknown outcome, a change is blocked.
+        if spec.side_effect != agentrt::SideEffect::ReadOnly {
+            let store = self.gate.store().clone();
+            let session = self.config.session.clone();
+            let (tool, own_key) = (spec.name.clone(), key.map(str::to_owned));
+            let waiting =
+                blocking(move || unknown_waiting(&store, &session, &tool, own_key.as_deref()))
+                    .await;
+            match waiting {
+                Ok(Some(approval_id)) => {
+                    return Plan::Refused(answer::blocked_by_unknown(&approval_id));
+                }
+                Ok(None) => {}
+                Err(_) => return Plan::Unavailable,
             }
         }
         // Rule 7: a call that will ask for an approval while the session
@@ -771,4 +790,30 @@ fn waiting_approvals(store: &Store, session: &str) -> agentrt::Result<u64> {
         }
     }
     Ok(waiting)
+}
+
+/// The pending question about an unknown outcome of another request (not
+/// `own_key`) to `tool` in `session`, if any.
+fn unknown_waiting(
+    store: &Store,
+    session: &str,
+    tool: &str,
+    own_key: Option<&str>,
+) -> agentrt::Result<Option<String>> {
+    for row in index::open_rows(store, session)? {
+        if row.tool != tool || Some(row.request_key.as_str()) == own_key {
+            continue;
+        }
+        if store.get_run(&row.run_id)?.status != RunStatus::WaitingForApproval {
+            continue;
+        }
+        let question = store
+            .list_approvals(&row.run_id)?
+            .into_iter()
+            .find(|a| a.kind == INTERRUPTION && a.status == agentrt::ApprovalStatus::Pending);
+        if let Some(question) = question {
+            return Ok(Some(question.id));
+        }
+    }
+    Ok(None)
 }

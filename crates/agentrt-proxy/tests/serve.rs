@@ -633,6 +633,16 @@ async fn an_unknown_outcome_is_asked_about_again_until_an_operator_lets_it_run()
     assert!(first.starts_with("UNKNOWN_OUTCOME: "), "{first}");
     assert_eq!(proxy.upstream_calls(), 1);
 
+    // Another request to the same tool is blocked while the question waits.
+    let other = proxy.call(serde_json::json!({"path": "other.txt"})).await;
+    assert_eq!(other.is_error, Some(true));
+    assert!(
+        text(&other).starts_with("BLOCKED: Another request to this tool"),
+        "{}",
+        text(&other)
+    );
+    assert_eq!(proxy.upstream_calls(), 1);
+
     // The operator rejects the question: that does not resolve it.
     let runs = proxy.runs();
     let question = proxy.store().list_approvals(&runs[0].0).expect("approvals");
