@@ -36,6 +36,7 @@ use agentrt::{
 use crate::answer::{self, Answer};
 use crate::config::Config;
 use crate::index::{self, CallRow};
+use crate::key_state::{self, INTERRUPTION, OnCall};
 use crate::repeat::{self, Attempt, Ending, Known, PastRun, Refusal, ToolRan};
 
 /// What the proxy needs to answer calls.
@@ -187,44 +188,35 @@ impl Proxy {
     async fn plan(&self, spec: &ToolSpec, key: Option<&str>, http_session: Option<&str>) -> Plan {
         let store = self.gate.store().clone();
         let session = self.config.session.clone();
-        let found = match key {
+        let facts = match key {
             None => Ok(None),
             Some(key) => {
                 let key = key.to_owned();
-                blocking(move || open_state(&store, &session, &key)).await
+                blocking(move || key_state::read(&store, &session, &key, Timestamp::now())).await
             }
         };
-        let previous = match found {
-            Err(_) => return Plan::Unavailable,
-            Ok(None) => None,
-            Ok(Some(state)) => match state {
-                OpenState::Waiting {
+        let Ok(facts) = facts else {
+            return Plan::Unavailable;
+        };
+        let previous = match key_state::on_call(key_state::classify(facts)) {
+            OnCall::Hold {
+                run_id,
+                approval_id,
+                interruption,
+            } => {
+                return Plan::Hold {
                     run_id,
                     approval_id,
-                    approved,
                     interruption,
-                } => {
-                    return if approved {
-                        Plan::Attach { run_id }
-                    } else {
-                        Plan::Hold {
-                            run_id,
-                            approval_id,
-                            interruption,
-                        }
-                    };
-                }
-                OpenState::Executing { expired: false, .. } => return Plan::InProgress,
-                // Rule 3: its owner is gone; take the run over first.
-                OpenState::Executing {
-                    run_id,
-                    expired: true,
-                } => match self.take_over(&run_id, &spec.name).await {
-                    TakenOver::Ended => Some(run_id),
-                    TakenOver::Paused(plan) => return plan,
-                },
-                OpenState::Finished { run_id } => Some(run_id),
+                };
+            }
+            OnCall::Collect { run_id } => return Plan::Attach { run_id },
+            OnCall::InProgress => return Plan::InProgress,
+            OnCall::TakeOver { run_id } => match self.take_over(&run_id, &spec.name).await {
+                TakenOver::Ended => Some(run_id),
+                TakenOver::Paused(plan) => return plan,
             },
+            OnCall::NewRun { previous } => previous,
         };
         let mut rerun = None;
         if let Some(key) = key {
@@ -593,9 +585,6 @@ async fn end_run(session: &mut Session, reason: &str) -> agentrt::Result<()> {
     Ok(())
 }
 
-/// The kind of the approval a run cut off while executing asks.
-const INTERRUPTION: &str = "interrupted_side_effect";
-
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -610,56 +599,6 @@ async fn blocking<T: Send + 'static>(
             what: "read",
             detail: e.to_string(),
         })?
-}
-
-/// What the key's open row says, read from its run.
-enum OpenState {
-    /// Its run waits on an approval (granted or not yet).
-    Waiting {
-        run_id: String,
-        approval_id: String,
-        approved: bool,
-        interruption: bool,
-    },
-    /// Its run is executing (or may be), under a lease that `expired` or
-    /// not.
-    Executing { run_id: String, expired: bool },
-    /// Its run finished.
-    Finished { run_id: String },
-}
-
-fn open_state(store: &Store, session: &str, key: &str) -> agentrt::Result<Option<OpenState>> {
-    let Some(row) = index::open_row(store, session, key)? else {
-        return Ok(None);
-    };
-    let run = store.get_run(&row.run_id)?;
-    Ok(Some(match run.status {
-        RunStatus::WaitingForApproval => {
-            let approvals = store.list_approvals(&row.run_id)?;
-            let Some(latest) = approvals.last() else {
-                return Ok(Some(OpenState::Executing {
-                    run_id: row.run_id,
-                    expired: false,
-                }));
-            };
-            OpenState::Waiting {
-                run_id: row.run_id,
-                approval_id: latest.id.clone(),
-                approved: latest.status == agentrt::ApprovalStatus::Approved,
-                interruption: latest.kind == INTERRUPTION,
-            }
-        }
-        RunStatus::Running => {
-            // Leases are compared by the wall clock, across processes.
-            let (_, expires) = store.lease(&row.run_id)?;
-            let expired = Timestamp::parse(&expires).map_or(true, |at| at < Timestamp::now());
-            OpenState::Executing {
-                run_id: row.run_id,
-                expired,
-            }
-        }
-        _ => OpenState::Finished { run_id: row.run_id },
-    }))
 }
 
 /// The answer of a refusal by rules 4–5.

@@ -20,6 +20,7 @@ mod config;
 mod error;
 mod http_serve;
 mod index;
+mod key_state;
 mod pin;
 mod policy;
 mod policy_id;
@@ -40,6 +41,7 @@ pub use config::{
 pub use error::ProxyError;
 pub use http_serve::{HttpOptions, serve_http};
 pub use index::{CALLS_TABLE, CallRow, INDEX, request_key};
+pub use key_state::{KeyState, OnCall, RowFacts, classify, on_call};
 pub use pin::{pin_all, write_listing};
 pub use policy::{ProxyPolicy, ToolFacts, capability};
 pub use policy_id::{POLICY_ID_PREFIX, policy_document, policy_id};
