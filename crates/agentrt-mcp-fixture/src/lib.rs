@@ -47,6 +47,8 @@ pub struct Seen {
     pub gets: AtomicUsize,
     /// The session header of each `tools/call`.
     pub call_sessions: Mutex<Vec<Option<String>>>,
+    /// The arguments of each `tools/call`, as parsed.
+    pub call_arguments: Mutex<Vec<Value>>,
     /// The session header of each DELETE.
     pub deletes: Mutex<Vec<Option<String>>>,
 }
@@ -123,6 +125,9 @@ async fn post(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) ->
                 .pointer("/params/arguments")
                 .cloned()
                 .unwrap_or(json!({}));
+            if let Ok(mut a) = seen.call_arguments.lock() {
+                a.push(args.clone());
+            }
             match mode {
                 Mode::Expire => StatusCode::NOT_FOUND.into_response(),
                 Mode::HangOnCall => std::future::pending().await,
@@ -178,6 +183,7 @@ pub async fn serve(mode: Mode) -> (String, Arc<Seen>) {
         elsewhere: AtomicUsize::new(0),
         gets: AtomicUsize::new(0),
         call_sessions: Mutex::new(Vec::new()),
+        call_arguments: Mutex::new(Vec::new()),
         deletes: Mutex::new(Vec::new()),
     });
     let app = axum::Router::new()
