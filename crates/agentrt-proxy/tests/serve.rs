@@ -683,3 +683,71 @@ async fn an_unknown_outcome_is_asked_about_again_until_an_operator_lets_it_run()
     assert_eq!(proxy.upstream_calls(), 2);
     proxy.client.cancel().await.expect("close");
 }
+
+/// Runs `agentrt-proxy recheck --config <dir>/proxy.json` and `extra`.
+async fn recheck(dir: &std::path::Path, extra: &[&str]) -> (u8, String, String) {
+    let config = dir.join("proxy.json").to_string_lossy().into_owned();
+    let mut args: Vec<String> = vec!["recheck".into(), "--config".into(), config];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = agentrt_proxy::cli::run(&args, &mut out, &mut err).await;
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recheck_replays_the_sessions_calls_under_the_policy_now_and_writes_nothing() {
+    let proxy = start(CHANGE, r#", "policy": {"remote_mutation": "allow"}"#).await;
+    proxy.call(serde_json::json!({"path": "a"})).await;
+    let db_path = proxy.db();
+    let Proxy {
+        dir: tempdir,
+        client,
+        ..
+    } = proxy;
+    client.cancel().await.expect("close");
+    let dir = tempdir.path().to_owned();
+    let db = std::fs::read(&db_path).expect("db");
+
+    let (code, out, err) = recheck(&dir, &[]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("1 run(s) re-checked under agentrt-proxy/blake3:")
+            && out.contains(
+                ": 1 decision(s) re-checked, 0 not re-checkable and skipped; 0 run(s) differ\n"
+            ),
+        "{out}"
+    );
+    assert!(out.contains("not covered: the duplicate rule"), "{out}");
+
+    // The operator tightens the policy: the call would now be denied.
+    let config = dir.join("proxy.json");
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        text.replace(
+            r#""remote_mutation": "allow""#,
+            r#""remote_mutation": "deny""#,
+        ),
+    )
+    .expect("config");
+    let (code, out, _) = recheck(&dir, &[]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("1 run(s) differ"), "{out}");
+    let (code, out, _) = recheck(&dir, &["--json"]).await;
+    assert_eq!(code, 1);
+    let reports: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(reports.as_array().map(Vec::len), Some(1), "{out}");
+    assert_eq!(reports[0]["same"], false, "{out}");
+
+    let (code, _, err) = recheck(&dir, &["--run", "laptop.nope"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(r#"no run of run "laptop.nope" was found"#),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&db_path).expect("db"), db, "nothing written");
+}

@@ -15,7 +15,6 @@ pub use usage::USAGE;
 
 use crate::check::check;
 use crate::config::read_config;
-use crate::error::ProxyError;
 use crate::pin::pin_all;
 
 /// Runs the command line `args` (without the program name), writing to
@@ -51,10 +50,7 @@ pub async fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u
             )
             .await
             .map(|()| true),
-            Command::Recheck(_) => Err(ProxyError::Config {
-                path: config.path.clone(),
-                detail: format!("{} is not built yet", command.name()),
-            }),
+            Command::Recheck(options) => crate::recheck::recheck(&config, &options, out, err).await,
         }
     }
     .await;
