@@ -329,6 +329,15 @@ pub fn unavailable(executed: bool) -> Answer {
     )
 }
 
+/// `UNAVAILABLE`: the proxy is stopping and takes no new call.
+pub fn stopping() -> Answer {
+    Answer::prose(
+        "UNAVAILABLE",
+        "The proxy is stopping and takes no new calls. Nothing was executed. Tell the user.".into(),
+        true,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! One run per `tools/call` (periphery §4.3, §4.4 rules 1–2): a call of a
 //! request whose run waits on an approval collects it (holding up to
-//! `hold` on the core's decision wait); one whose run is executing under
+//! `hold` on the core's decision wait; one whose approval lapsed has it
+//! expired and is decided again); one whose run is executing under
 //! a live lease is `IN_PROGRESS`; otherwise a new run begins, its index row
 //! written in the run's first write group, and the call is proposed,
 //! decided, executed and answered. Deciding happens under one mutex;
@@ -34,7 +35,9 @@ use agentrt::{
 };
 
 use crate::answer::{self, Answer};
+use crate::caller::Caller;
 use crate::config::Config;
+use crate::flight::Flights;
 use crate::index::{self, CallRow};
 use crate::key_state::{self, INTERRUPTION, OnCall};
 use crate::repeat::{self, Attempt, Ending, Known, PastRun, Refusal, ToolRan};
@@ -49,6 +52,7 @@ pub struct Proxy {
     reruns: crate::policy::Reruns,
     decide: tokio::sync::Mutex<()>,
     notices: Mutex<Box<dyn Write + Send>>,
+    flights: Flights,
 }
 
 /// What a takeover leaves.
@@ -57,6 +61,40 @@ enum TakenOver {
     Ended,
     /// The call is answered by this plan.
     Paused(Plan),
+}
+
+/// How often a held call with a progress token is told it still waits.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// A call's hold: how long it may wait in all, from when it began.
+struct Hold {
+    total: Duration,
+    began: tokio::time::Instant,
+}
+
+impl Hold {
+    fn new(total: Duration) -> Hold {
+        Hold {
+            total,
+            began: tokio::time::Instant::now(),
+        }
+    }
+
+    fn waited(&self) -> Duration {
+        self.began.elapsed()
+    }
+
+    fn left(&self) -> Duration {
+        self.total.saturating_sub(self.waited())
+    }
+}
+
+/// How a hold ended.
+enum Held {
+    /// With this answer.
+    Answered(Answer),
+    /// The approval lapsed (this answer if the call is not decided again).
+    Lapsed(Answer),
 }
 
 /// What a verdict leads to.
@@ -116,12 +154,26 @@ impl Proxy {
             reruns,
             decide: tokio::sync::Mutex::new(()),
             notices: Mutex::new(notices),
+            flights: Flights::new(),
         }
     }
 
     /// The registered tools, by name.
     pub fn specs(&self) -> &BTreeMap<String, ToolSpec> {
         &self.specs
+    }
+
+    /// Stops taking calls: a new call is answered `UNAVAILABLE`, and the
+    /// calls held on an approval end now (as if their hold ran out).
+    /// Calls executing upstream go on; [`Proxy::landed`] waits for them.
+    pub fn stop(&self) {
+        self.flights.stop();
+    }
+
+    /// Resolves when no call is in flight (after [`Proxy::stop`], when
+    /// every call taken has finished and been recorded).
+    pub async fn landed(&self) {
+        self.flights.landed().await;
     }
 
     /// The status tool's name.
@@ -146,14 +198,32 @@ impl Proxy {
 
     /// Answers one call of `name` with `args` (absent or `null`: `{}`),
     /// made in the HTTP session `http_session` if any; `None` when the
-    /// proxy offers no such tool.
+    /// proxy offers no such tool. [`Proxy::call_as`] with the host's side.
     pub async fn call(
         &self,
         name: &str,
         args: Option<&[u8]>,
         http_session: Option<&str>,
     ) -> Option<Answer> {
+        let mut caller = Caller::default();
+        caller.http_session = http_session.map(str::to_owned);
+        self.call_as(name, args, &mut caller).await
+    }
+
+    /// Answers one call of `name` with `args` from `caller`: a call held
+    /// on an approval tells `caller` its progress and ends when `caller`
+    /// gives up or the proxy stops; `None` when the proxy offers no such
+    /// tool.
+    pub async fn call_as(
+        &self,
+        name: &str,
+        args: Option<&[u8]>,
+        caller: &mut Caller,
+    ) -> Option<Answer> {
         let spec = self.specs.get(name)?;
+        let Some(_boarded) = self.flights.board() else {
+            return Some(answer::stopping());
+        };
         let bytes: Vec<u8> = match args {
             None => b"{}".to_vec(),
             Some(b) if b.trim_ascii() == b"null" => b"{}".to_vec(),
@@ -164,23 +234,51 @@ impl Proxy {
         let key = Canonical::parse(&bytes)
             .ok()
             .map(|c| index::request_key(name, &c));
-        let plan = {
-            let _deciding = self.decide.lock().await;
-            self.plan(spec, key.as_deref(), http_session).await
-        };
-        Some(match plan {
-            Plan::Unavailable => answer::unavailable(false),
-            Plan::InProgress => answer::in_progress(),
-            Plan::Hold {
-                run_id,
-                approval_id,
-                interruption,
-            } => self.hold(&run_id, &approval_id, interruption).await,
-            Plan::Attach { run_id } => self.attach(&run_id).await,
-            Plan::Began(session) => self.first_step(*session, name, bytes).await,
-            Plan::Interrupted(approval_id) => answer::interrupted(&approval_id),
-            Plan::Refused(answer) => answer,
-        })
+        let hold = Hold::new(self.config.hold);
+        let mut lapsed_before = false;
+        loop {
+            let plan = {
+                let _deciding = self.decide.lock().await;
+                self.plan(spec, key.as_deref(), caller.http_session.as_deref())
+                    .await
+            };
+            let next = match plan {
+                Plan::Unavailable => Next::Done(answer::unavailable(false)),
+                Plan::InProgress => Next::Done(answer::in_progress()),
+                Plan::Hold {
+                    run_id,
+                    approval_id,
+                    interruption,
+                } => Next::Hold {
+                    run_id,
+                    approval_id,
+                    interruption,
+                },
+                Plan::Attach { run_id } => self.attach_once(&run_id).await,
+                Plan::Began(session) => self.first_step(*session, name, bytes.clone()).await,
+                Plan::Interrupted(approval_id) => Next::Done(answer::interrupted(&approval_id)),
+                Plan::Refused(answer) => Next::Done(answer),
+            };
+            let (run_id, approval_id, interruption) = match next {
+                Next::Done(answer) => return Some(answer),
+                Next::Hold {
+                    run_id,
+                    approval_id,
+                    interruption,
+                } => (run_id, approval_id, interruption),
+            };
+            match self
+                .hold(&run_id, &approval_id, interruption, &hold, caller)
+                .await
+            {
+                Held::Answered(answer) => return Some(answer),
+                // Rule 1: an approval that lapsed is expired and the call
+                // decided again (once: it may ask anew, and that question
+                // lapsing too is the answer).
+                Held::Lapsed(answer) if lapsed_before => return Some(answer),
+                Held::Lapsed(_) => lapsed_before = true,
+            }
+        }
     }
 
     /// Decides what a call of `spec` with request `key` does (rules 1–2,
@@ -405,8 +503,9 @@ impl Proxy {
         }
     }
 
-    /// Proposes the model's call in the run's first step and answers.
-    async fn first_step(&self, mut session: Session, name: &str, args: Vec<u8>) -> Answer {
+    /// Proposes the model's call in the run's first step: the answer, or
+    /// the approval to hold on.
+    async fn first_step(&self, mut session: Session, name: &str, args: Vec<u8>) -> Next {
         let next = async {
             session.step().await?;
             let decision = Decision::tool_call(name, args).with_origin(Origin::Model);
@@ -418,15 +517,7 @@ impl Proxy {
         // The session holds the run's claim until dropped: a hold that
         // collects the approval attaches to the run anew.
         drop(session);
-        match next {
-            Ok(Next::Done(answer)) => answer,
-            Ok(Next::Hold {
-                run_id,
-                approval_id,
-                interruption,
-            }) => self.hold(&run_id, &approval_id, interruption).await,
-            Err(_) => answer::unavailable(true),
-        }
+        next.unwrap_or_else(|_| Next::Done(answer::unavailable(true)))
     }
 
     /// What a verdict leads to: execute, end the run refused, or pause.
@@ -499,19 +590,39 @@ impl Proxy {
         }
     }
 
-    /// Holds the call up to `hold` for approval `approval_id` of `run_id`;
-    /// decided in time, the call is decided again.
-    async fn hold(&self, run_id: &str, approval_id: &str, interruption: bool) -> Answer {
+    /// Holds the call on approval `approval_id` of `run_id` until `hold`
+    /// runs out, the host gives up or the proxy stops, telling the host
+    /// its progress about once a second; an approval decided in time is
+    /// collected (the policy asked again, the recorded request run).
+    async fn hold(
+        &self,
+        run_id: &str,
+        approval_id: &str,
+        interruption: bool,
+        hold: &Hold,
+        caller: &mut Caller,
+    ) -> Held {
         let mut waiting_for = approval_id.to_owned();
         let mut interruption = interruption;
         loop {
-            let waited = self
-                .operator
-                .wait_for_decision(run_id, &waiting_for, self.config.hold)
-                .await;
+            let left = hold.left();
+            // With a progress token the wait is cut in seconds, each
+            // still woken by the decision's commit (no polling).
+            let slice = if caller.progress.is_some() {
+                left.min(PROGRESS_EVERY)
+            } else {
+                left
+            };
+            let waited = tokio::select! {
+                waited = self.operator.wait_for_decision(run_id, &waiting_for, slice) => waited,
+                // Nobody waits for the answer any more: the hold ends as
+                // if it ran out (the approval still waits).
+                () = caller.given_up() => return held_out(&waiting_for, interruption),
+                () = self.flights.stopping() => return held_out(&waiting_for, interruption),
+            };
             return match waited {
                 Ok(Awaited::Approved(_)) => match self.attach_once(run_id).await {
-                    Next::Done(answer) => answer,
+                    Next::Done(answer) => Held::Answered(answer),
                     // The policy asked again for another approval.
                     Next::Hold {
                         approval_id,
@@ -528,36 +639,31 @@ impl Proxy {
                         .decided_at
                         .map(|t| t.add(self.config.repeat_window))
                         .filter(|_| !self.config.repeat_window.is_zero());
-                    answer::rejected(&a.note, until)
+                    Held::Answered(answer::rejected(&a.note, until))
                 }
-                Ok(Awaited::Expired(a)) => answer::expired(&a.id),
+                Ok(Awaited::Expired(a)) => Held::Lapsed(answer::expired(&a.id)),
                 Ok(Awaited::Superseded { latest, .. }) => {
                     waiting_for = latest.id.clone();
                     interruption = latest.kind == INTERRUPTION;
                     continue;
                 }
-                Ok(Awaited::RunEnded(_)) => answer::cancelled(None),
-                Ok(Awaited::TimedOut) if interruption => answer::interrupted(&waiting_for),
-                Ok(Awaited::TimedOut) => answer::pending(&waiting_for),
-                Ok(_) | Err(_) => answer::unavailable(false),
+                Ok(Awaited::RunEnded(_)) => Held::Answered(answer::cancelled(None)),
+                // A slice ran out, not the hold.
+                Ok(Awaited::TimedOut) if slice < left => {
+                    if let Some(progress) = &caller.progress {
+                        progress(hold.waited().as_secs(), hold.total.as_secs()).await;
+                    }
+                    continue;
+                }
+                Ok(Awaited::TimedOut) => held_out(&waiting_for, interruption),
+                Ok(_) | Err(_) => Held::Answered(answer::unavailable(false)),
             };
         }
     }
 
     /// Attaches to a run whose approval was granted: the policy is asked
-    /// again, and the recorded request (never this call's bytes) runs.
-    async fn attach(&self, run_id: &str) -> Answer {
-        match self.attach_once(run_id).await {
-            Next::Done(answer) => answer,
-            Next::Hold {
-                run_id,
-                approval_id,
-                interruption,
-            } => self.hold(&run_id, &approval_id, interruption).await,
-        }
-    }
-
-    /// [`Proxy::attach`] without holding on a new approval.
+    /// again, and the recorded request (never this call's bytes) runs;
+    /// or the approval the policy now asks for.
     async fn attach_once(&self, run_id: &str) -> Next {
         let (mut session, verdict) = match self.gate.attach(run_id).await {
             Ok(attached) => attached,
@@ -568,6 +674,15 @@ impl Proxy {
         let _ = session.close().await;
         next.unwrap_or_else(|_| Next::Done(answer::unavailable(true)))
     }
+}
+
+/// The answer of a hold that ran out on approval `approval_id`.
+fn held_out(approval_id: &str, interruption: bool) -> Held {
+    Held::Answered(if interruption {
+        answer::interrupted(approval_id)
+    } else {
+        answer::pending(approval_id)
+    })
 }
 
 /// Ends a run the call is done with: a `fail` decision of origin

@@ -21,7 +21,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use crate::config::Config;
 use crate::error::ProxyError;
 use crate::raw_args::RawArguments;
-use crate::serve::{ProxyServer, start, stop_signal};
+use crate::serve::{ProxyServer, land, start, stop_signal};
 
 /// The most bytes of one request body.
 const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -153,6 +153,7 @@ pub async fn serve_http(
             stop.cancel();
         })
         .await;
+    land(&proxy, err).await;
     loaded.close().await;
     served.map_err(|e| ProxyError::Config {
         path: config.path.clone(),

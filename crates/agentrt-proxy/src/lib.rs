@@ -3,21 +3,23 @@
 //! offers the host only pinned and classified tools, and puts every
 //! `tools/call` through agentrt's gate as a run of its own (periphery §4).
 //!
-//! Built so far: the configuration file ([`read_config`]), the policy
+//! The pieces: the configuration file ([`read_config`]), the policy
 //! identity ([`policy_id`]), the checks made before any server starts (the
-//! database file, the reach of each server's arguments), `pin` and
-//! `check`, and `serve` over stdio ([`serve_stdio`]): one run per call
-//! ([`Proxy`]), indexed by request key ([`INDEX`], [`request_key`]), held
-//! for an operator and collected by the same call. The takeover of a call
-//! cut off, the repeat window, unknown outcomes asked again, the session's
-//! caps, the status tool, `recheck` and serving over HTTP come next.
+//! database file, the reach of each server's arguments), `pin`, `check`,
+//! `recheck`, and `serve` over stdio ([`serve_stdio`]) or streamable HTTP
+//! ([`serve_http`]): one run per call ([`Proxy`]), indexed by request key
+//! ([`INDEX`], [`request_key`]), decided by the rules of periphery §4.4,
+//! held for an operator and collected by the same call, with the host's
+//! side of each call in a [`Caller`].
 
 mod answer;
 mod call;
+mod caller;
 mod check;
 pub mod cli;
 mod config;
 mod error;
+mod flight;
 mod http_serve;
 mod index;
 mod key_state;
@@ -33,6 +35,7 @@ mod status;
 
 pub use answer::Answer;
 pub use call::Proxy;
+pub use caller::{Caller, ProgressFn};
 pub use check::{LoadedServers, check, load_all, open_store};
 pub use config::{
     Config, DEFAULT_HOLD, DEFAULT_LEASE_TTL, DEFAULT_MAX_PENDING, DEFAULT_REPEAT_WINDOW,

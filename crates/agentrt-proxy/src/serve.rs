@@ -13,13 +13,15 @@ use std::sync::Arc;
 use agentrt::{Gate, GateConfig, Store, StoreOptions, Tool, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 
 use crate::answer::Answer;
 use crate::call::Proxy;
+use crate::caller::Caller;
 use crate::check::{LoadedServers, load_all};
 use crate::config::Config;
 use crate::error::ProxyError;
@@ -186,9 +188,11 @@ impl ServerHandler for ProxyServer {
             let answer = self.proxy.status(args.as_deref()).await;
             return Ok(CallToolResponse::Complete(to_result(answer)));
         }
+        let mut caller = host_side(&context);
+        caller.http_session = http_session.map(str::to_owned);
         match self
             .proxy
-            .call(&request.name, args.as_deref(), http_session)
+            .call_as(&request.name, args.as_deref(), &mut caller)
             .await
         {
             Some(answer) => Ok(CallToolResponse::Complete(to_result(answer))),
@@ -198,6 +202,26 @@ impl ServerHandler for ProxyServer {
             )),
         }
     }
+}
+
+/// The host's side of a call: told a held call's progress when it sent a
+/// progress token; gone when it cancels the request or its session ends.
+fn host_side(context: &RequestContext<RoleServer>) -> Caller {
+    let mut caller = Caller::default().gone_when(context.ct.clone().cancelled_owned());
+    if let Some(token) = context.meta.get_progress_token() {
+        let peer = context.peer.clone();
+        caller = caller.with_progress(Box::new(move |waited, hold| {
+            let (peer, token) = (peer.clone(), token.clone());
+            Box::pin(async move {
+                let progress = ProgressNotificationParam::new(token, waited as f64)
+                    .with_total(hold as f64)
+                    .with_message("waiting for an operator's approval");
+                // A host that cannot be told is not waited for.
+                let _ = peer.notify_progress(progress).await;
+            })
+        }));
+    }
+    caller
 }
 
 /// Opens the database with the proxy's index, as serving does.
@@ -270,7 +294,7 @@ pub async fn serve_stdio(config: Config, err: &mut dyn Write) -> Result<(), Prox
     );
     let raw = Arc::new(RawArguments::default());
     let input = TeeInput::new(tokio::io::stdin(), Arc::clone(&raw));
-    let served = ProxyServer::new(proxy, raw)
+    let served = ProxyServer::new(Arc::clone(&proxy), raw)
         .serve((input, tokio::io::stdout()))
         .await;
     let result = match served {
@@ -286,6 +310,7 @@ pub async fn serve_stdio(config: Config, err: &mut dyn Write) -> Result<(), Prox
             detail: format!("the host's handshake failed: {e}"),
         }),
     };
+    land(&proxy, err).await;
     loaded.close().await;
     result
 }
@@ -325,6 +350,17 @@ pub(crate) async fn start(
             Err(e)
         }
     }
+}
+
+/// Stops the proxy taking calls and waits for those in flight to finish
+/// and be recorded (each within its tool's timeout).
+pub(crate) async fn land(proxy: &Proxy, err: &mut dyn Write) {
+    proxy.stop();
+    let _ = writeln!(
+        err,
+        "agentrt-proxy: stopping: the calls in flight finish and are recorded"
+    );
+    proxy.landed().await;
 }
 
 /// Resolves on SIGINT or SIGTERM (Ctrl-C elsewhere).
