@@ -18,10 +18,10 @@
 //! unknown (the policy told of the attempt through [`crate::policy::Reruns`]);
 //! rule 7 caps the approvals a session may have waiting.
 //!
-//! While a question about an unknown outcome waits, other changes to the
-//! same tool are blocked. Not yet here: asking again about an unresolved
-//! unknown outcome nobody is asked about (expired, step limit) before
-//! blocking its tool.
+//! While another request to the same tool has an unknown outcome, other
+//! changes to the tool are blocked, naming the question about it; one
+//! nobody is asked about is asked again first, and runs of the tool a dead
+//! proxy left behind are taken over first.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -61,6 +61,34 @@ enum TakenOver {
     Ended,
     /// The call is answered by this plan.
     Paused(Plan),
+}
+
+/// The most runs rule 7 takes over before one call is answered.
+const TAKEOVER_ROUNDS: usize = 8;
+
+/// The records could not be read or written.
+struct Unavailable;
+
+/// Where an unknown outcome of another request to a tool stands.
+enum Unresolved {
+    /// An operator is asked about it: this approval.
+    Asked(String),
+    /// A run of the tool was left running by a dead proxy.
+    Abandoned(String),
+    /// Nobody is asked about it.
+    NobodyAsked(Box<AskAgain>),
+}
+
+/// What asking again about an unknown outcome needs.
+struct AskAgain {
+    /// The request's key.
+    key: String,
+    /// The key's finished run, closed when the new one begins.
+    previous: String,
+    /// The attempt asked about.
+    attempt: Attempt,
+    /// The recorded request's arguments (canonical).
+    args: Vec<u8>,
 }
 
 /// How often a held call with a progress token is told it still waits.
@@ -333,21 +361,15 @@ impl Proxy {
                 rerun = repeat::unknown_attempt(&past);
             }
         }
-        // Rule 7: while another request to the same tool waits on a
-        // question about an unknown outcome, a change is blocked.
+        // Rule 7: while another request to the same tool has an unknown
+        // outcome, a change is blocked, naming the question about it.
         if spec.side_effect != agentrt::SideEffect::ReadOnly {
-            let store = self.gate.store().clone();
-            let session = self.config.session.clone();
-            let (tool, own_key) = (spec.name.clone(), key.map(str::to_owned));
-            let waiting =
-                blocking(move || unknown_waiting(&store, &session, &tool, own_key.as_deref()))
-                    .await;
-            match waiting {
+            match self.unknown_on_tool(spec, key).await {
                 Ok(Some(approval_id)) => {
                     return Plan::Refused(answer::blocked_by_unknown(&approval_id));
                 }
                 Ok(None) => {}
-                Err(_) => return Plan::Unavailable,
+                Err(Unavailable) => return Plan::Unavailable,
             }
         }
         // Rule 7: a call that will ask for an approval while the session
@@ -365,6 +387,91 @@ impl Proxy {
             }
         }
         self.begin(spec, key, previous, http_session, rerun).await
+    }
+
+    /// Rule 7: the question an operator is asked about another request to
+    /// `spec`'s tool whose outcome is unknown. If nothing waits about it
+    /// (the question expired or was rejected, the step limit, a crash
+    /// before asking) it is asked again in a fresh run first, so a tool is
+    /// never blocked with nothing to act on; runs of the tool left behind
+    /// by a dead proxy are taken over first.
+    async fn unknown_on_tool(
+        &self,
+        spec: &ToolSpec,
+        own_key: Option<&str>,
+    ) -> Result<Option<String>, Unavailable> {
+        // A takeover that ends a run can uncover the next one; each round
+        // settles one row, and the rows are few.
+        for _ in 0..TAKEOVER_ROUNDS {
+            let store = self.gate.store().clone();
+            let session = self.config.session.clone();
+            let (tool, own) = (spec.name.clone(), own_key.map(str::to_owned));
+            let found = blocking(move || unresolved(&store, &session, &tool, own.as_deref()))
+                .await
+                .map_err(|_| Unavailable)?;
+            match found {
+                None => return Ok(None),
+                Some(Unresolved::Asked(approval_id)) => return Ok(Some(approval_id)),
+                Some(Unresolved::Abandoned(run_id)) => {
+                    match self.take_over(&run_id, &spec.name).await {
+                        TakenOver::Paused(Plan::Interrupted(approval_id)) => {
+                            return Ok(Some(approval_id));
+                        }
+                        // Ended, or another proxy took it first.
+                        TakenOver::Ended | TakenOver::Paused(Plan::InProgress) => {}
+                        TakenOver::Paused(_) => return Err(Unavailable),
+                    }
+                }
+                Some(Unresolved::NobodyAsked(again)) => {
+                    return self.ask_again(spec, *again).await.map(Some);
+                }
+            }
+        }
+        Err(Unavailable)
+    }
+
+    /// Asks again, in a fresh run of its request, about an attempt whose
+    /// outcome is unknown: the recorded request proposed by the operator's
+    /// side, the policy told of the attempt (rule 6's question). Nothing
+    /// is executed: the approval's id, or unavailable.
+    async fn ask_again(&self, spec: &ToolSpec, again: AskAgain) -> Result<String, Unavailable> {
+        let plan = self
+            .begin(
+                spec,
+                Some(&again.key),
+                Some(again.previous),
+                None,
+                Some(again.attempt),
+            )
+            .await;
+        let Plan::Began(session) = plan else {
+            return Err(Unavailable);
+        };
+        let mut session = *session;
+        let asked = async {
+            session.step().await?;
+            let decision =
+                Decision::tool_call(&spec.name, again.args).with_origin(Origin::Operator);
+            session.propose(decision).await
+        }
+        .await;
+        let asked = match asked {
+            Ok(verdict) if verdict.outcome == VerdictOutcome::Pending => {
+                verdict.approval.map(|approval| {
+                    self.notice(&approval.id, &approval.kind, &verdict.run.id, &spec.name);
+                    approval.id
+                })
+            }
+            // Denied: the tool is refused now, and so is this call.
+            Ok(verdict) if verdict.outcome == VerdictOutcome::Denied => {
+                let _ = end_run(&mut session, "one call per run: the question was refused").await;
+                None
+            }
+            // Never executed here: the question is the only thing asked.
+            _ => None,
+        };
+        let _ = session.close().await;
+        asked.ok_or(Unavailable)
     }
 
     /// Whether the policy's outcome for `spec` is to ask an operator (its
@@ -736,44 +843,55 @@ fn past_runs(store: &Store, session: &str, key: &str) -> agentrt::Result<Vec<Pas
         let Some(finished_at) = run.finished_at else {
             continue;
         };
-        let latest = || -> agentrt::Result<Option<agentrt::Approval>> {
-            Ok(store.list_approvals(&run.id)?.pop())
-        };
+        let approvals = store.list_approvals(&run.id)?;
+        let latest = approvals.last();
         use agentrt::TerminalReason as R;
         let ending = match run.reason {
             Some(R::ApprovalRejected) => Ending::Rejected {
-                note: latest()?.map(|a| a.note).unwrap_or_default(),
+                note: latest.map(|a| a.note.clone()).unwrap_or_default(),
             },
             Some(R::OperatorCancelled) => Ending::Cancelled,
-            Some(R::ApprovalExpired) => match latest()? {
+            Some(R::ApprovalExpired) => match latest {
                 Some(a) => Ending::Expired {
                     interruption: a.kind == INTERRUPTION,
-                    approval_id: a.id,
+                    approval_id: a.id.clone(),
                 },
                 None => Ending::Other,
             },
             _ => Ending::Other,
         };
-        let started: Vec<String> = store
-            .list_events(&run.id)?
-            .into_iter()
-            .filter(|e| e.event_type == agentrt::EventType::StepToolStarted)
-            .map(|e| e.step_id)
-            .collect();
-        let asked: Vec<String> = store
-            .list_approvals(&run.id)?
-            .into_iter()
-            .filter(|a| a.kind == INTERRUPTION)
-            .map(|a| a.step_id)
-            .collect();
-        let tool = tool_ran(&run.id, &store.list_steps(&run.id)?, &started, &asked);
         past.push(PastRun {
             finished_at,
             ending,
-            tool,
+            tool: run_tool_ran(store, &run.id, &approvals)?,
         });
     }
     Ok(past)
+}
+
+/// What the tool of run `run_id` (its approvals read) did.
+fn run_tool_ran(
+    store: &Store,
+    run_id: &str,
+    approvals: &[agentrt::Approval],
+) -> agentrt::Result<ToolRan> {
+    let started: Vec<String> = store
+        .list_events(run_id)?
+        .into_iter()
+        .filter(|e| e.event_type == agentrt::EventType::StepToolStarted)
+        .map(|e| e.step_id)
+        .collect();
+    let asked: Vec<String> = approvals
+        .iter()
+        .filter(|a| a.kind == INTERRUPTION)
+        .map(|a| a.step_id.clone())
+        .collect();
+    Ok(tool_ran(
+        run_id,
+        &store.list_steps(run_id)?,
+        &started,
+        &asked,
+    ))
 }
 
 /// What a run's tool did, from its steps: the last step that called it
@@ -846,28 +964,72 @@ fn waiting_approvals(store: &Store, session: &str) -> agentrt::Result<u64> {
     Ok(waiting)
 }
 
-/// The pending question about an unknown outcome of another request (not
-/// `own_key`) to `tool` in `session`, if any.
-fn unknown_waiting(
+/// Rule 7's look at the other requests (not `own_key`) to `tool` in
+/// `session`: the first whose outcome is unknown, with where it stands.
+/// A question an operator approved settles it (the re-run waits for its
+/// call); one rejected or expired does not.
+fn unresolved(
     store: &Store,
     session: &str,
     tool: &str,
     own_key: Option<&str>,
-) -> agentrt::Result<Option<String>> {
+) -> agentrt::Result<Option<Unresolved>> {
+    let now = Timestamp::now();
     for row in index::open_rows(store, session)? {
         if row.tool != tool || Some(row.request_key.as_str()) == own_key {
             continue;
         }
-        if store.get_run(&row.run_id)?.status != RunStatus::WaitingForApproval {
-            continue;
+        let run = store.get_run(&row.run_id)?;
+        match run.status {
+            RunStatus::WaitingForApproval => {
+                let question = store.list_approvals(&row.run_id)?.into_iter().find(|a| {
+                    a.kind == INTERRUPTION && a.status == agentrt::ApprovalStatus::Pending
+                });
+                if let Some(question) = question {
+                    return Ok(Some(Unresolved::Asked(question.id)));
+                }
+            }
+            RunStatus::Running => {
+                if key_state::lease_expired(store, &row.run_id, now)? {
+                    return Ok(Some(Unresolved::Abandoned(row.run_id)));
+                }
+            }
+            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled => {
+                if let Some(again) = nobody_asked(store, session, &row)? {
+                    return Ok(Some(Unresolved::NobodyAsked(Box::new(again))));
+                }
+            }
         }
-        let question = store
-            .list_approvals(&row.run_id)?
+    }
+    Ok(None)
+}
+
+/// The key of `row` (its run finished) if its last attempt's outcome is
+/// unknown: newest run first, the first whose tool ran decides.
+fn nobody_asked(store: &Store, session: &str, row: &CallRow) -> agentrt::Result<Option<AskAgain>> {
+    for earlier in index::key_rows(store, session, &row.request_key)?
+        .iter()
+        .rev()
+    {
+        let approvals = store.list_approvals(&earlier.run_id)?;
+        let attempt = match run_tool_ran(store, &earlier.run_id, &approvals)? {
+            ToolRan::No => continue,
+            ToolRan::Known(_) => return Ok(None),
+            ToolRan::Unknown(attempt) => attempt,
+        };
+        let step = store
+            .list_steps(&attempt.run_id)?
             .into_iter()
-            .find(|a| a.kind == INTERRUPTION && a.status == agentrt::ApprovalStatus::Pending);
-        if let Some(question) = question {
-            return Ok(Some(question.id));
-        }
+            .find(|s| s.id == attempt.step_id);
+        let Some(args) = step.and_then(|s| s.decision).and_then(|d| d.args) else {
+            return Ok(None);
+        };
+        return Ok(Some(AskAgain {
+            key: row.request_key.clone(),
+            previous: row.run_id.clone(),
+            attempt,
+            args: args.as_str().as_bytes().to_vec(),
+        }));
     }
     Ok(None)
 }

@@ -144,19 +144,20 @@ pub fn read(
     } else {
         None
     };
-    let lease_expired = if run.status == RunStatus::Running {
-        // Leases are compared by the wall clock, across processes.
-        let (_, expires) = store.lease(&row.run_id)?;
-        Timestamp::parse(&expires).map_or(true, |at| at < now)
-    } else {
-        false
-    };
+    let lease_expired = run.status == RunStatus::Running && lease_expired(store, &row.run_id, now)?;
     Ok(Some(RowFacts {
         run_id: row.run_id,
         status: run.status,
         latest_approval,
         lease_expired,
     }))
+}
+
+/// Whether run `run_id`'s lease expired at `now` (leases are compared by
+/// the wall clock, across processes; an unreadable one counts expired).
+pub(crate) fn lease_expired(store: &Store, run_id: &str, now: Timestamp) -> agentrt::Result<bool> {
+    let (_, expires) = store.lease(run_id)?;
+    Ok(Timestamp::parse(&expires).map_or(true, |at| at < now))
 }
 
 #[cfg(test)]

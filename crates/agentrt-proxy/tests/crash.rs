@@ -2,12 +2,14 @@
 //! database: the call is never executed again without an operator. The
 //! same request is `IN_PROGRESS` while the dead proxy's lease lasts, then
 //! the run is taken over and the call answers `INTERRUPTED`, naming the
-//! approval an operator decides.
+//! approval an operator decides. Another request to the same tool takes
+//! the cut-off run over first and is blocked by its question (rule 7).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentrt_mcp_fixture::{Mode, serve};
+use agentrt_mcp_fixture::{Mode, Seen, serve};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use tokio::process::{Child, Command};
@@ -31,7 +33,11 @@ async fn start(config: &Path) -> (Child, RunningService<RoleClient, ()>) {
 }
 
 async fn call(client: &RunningService<RoleClient, ()>) -> CallToolResult {
-    let serde_json::Value::Object(args) = serde_json::json!({"path": "ledger.txt"}) else {
+    call_path(client, "ledger.txt").await
+}
+
+async fn call_path(client: &RunningService<RoleClient, ()>, path: &str) -> CallToolResult {
+    let serde_json::Value::Object(args) = serde_json::json!({"path": path}) else {
         unreachable!();
     };
     client
@@ -48,8 +54,9 @@ fn text(result: &CallToolResult) -> String {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_cut_off_by_a_crash_is_never_run_again_without_an_operator() {
+/// The fixture (never answering a call) and a pinned configuration whose
+/// `read_file` is a change with a 3s lease.
+async fn setup() -> (Arc<Seen>, tempfile::TempDir, PathBuf) {
     let (url, seen) = serve(Mode::HangOnCall).await;
     let dir = tempfile::tempdir().expect("dir");
     let config = dir.path().join("proxy.json");
@@ -74,13 +81,16 @@ async fn a_call_cut_off_by_a_crash_is_never_run_again_without_an_operator() {
         "{}",
         String::from_utf8_lossy(&err)
     );
-    let upstream_calls = || seen.call_sessions.lock().expect("lock").len();
+    (seen, dir, config)
+}
 
-    // The first proxy sends the call upstream, where it hangs; then dies.
-    let (mut first, client) = start(&config).await;
-    let hanging = tokio::spawn(async move { call(&client).await });
+/// Starts a proxy, sends a call of `path` upstream and SIGKILLs the proxy
+/// while the call hangs there.
+async fn crash_mid_call(config: &Path, seen: &Seen, path: &'static str) {
+    let (mut first, client) = start(config).await;
+    let hanging = tokio::spawn(async move { call_path(&client, path).await });
     let started = Instant::now();
-    while upstream_calls() == 0 {
+    while seen.call_sessions.lock().expect("lock").is_empty() {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "the call never went out"
@@ -90,6 +100,15 @@ async fn a_call_cut_off_by_a_crash_is_never_run_again_without_an_operator() {
     first.start_kill().expect("SIGKILL");
     let _ = first.wait().await;
     hanging.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cut_off_by_a_crash_is_never_run_again_without_an_operator() {
+    let (seen, dir, config) = setup().await;
+    let upstream_calls = || seen.call_sessions.lock().expect("lock").len();
+
+    // The first proxy sends the call upstream, where it hangs; then dies.
+    crash_mid_call(&config, &seen, "ledger.txt").await;
 
     // A new proxy: the same request waits out the dead proxy's lease, then
     // is interrupted; it never goes upstream again.
@@ -121,5 +140,34 @@ async fn a_call_cut_off_by_a_crash_is_never_run_again_without_an_operator() {
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].kind, "interrupted_side_effect");
     assert_eq!(approvals[0].status, agentrt::ApprovalStatus::Pending);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_change_to_the_tool_takes_the_cut_off_run_over_and_is_blocked() {
+    let (seen, dir, config) = setup().await;
+    crash_mid_call(&config, &seen, "ledger.txt").await;
+    // Past the dead proxy's lease (3s), a new proxy gets another request
+    // to the same tool: the cut-off run is taken over first, its question
+    // asked, and this call is blocked naming it; nothing runs.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let (_second, client) = start(&config).await;
+    // (Were it sent upstream, it would hang there: bounded here.)
+    let blocked = tokio::time::timeout(Duration::from_secs(20), call_path(&client, "other.txt"))
+        .await
+        .expect("answered, not sent upstream");
+    let blocked = text(&blocked);
+    assert!(blocked.starts_with("BLOCKED: "), "{blocked}");
+    assert_eq!(seen.call_sessions.lock().expect("lock").len(), 1);
+    let store = agentrt::Store::open_existing(dir.path().join("proxy.db"), true).expect("db");
+    let runs = store.list_runs(10, 0).expect("runs").items;
+    assert_eq!(runs.len(), 1, "the blocked call began no run");
+    let approvals = store.list_approvals(&runs[0].id).expect("approvals");
+    assert_eq!(approvals.len(), 1);
+    assert_eq!(approvals[0].kind, "interrupted_side_effect");
+    assert!(
+        blocked.contains(&format!("(approval {})", approvals[0].id)),
+        "{blocked}"
+    );
     client.cancel().await.expect("close");
 }

@@ -684,6 +684,82 @@ async fn an_unknown_outcome_is_asked_about_again_until_an_operator_lets_it_run()
     proxy.client.cancel().await.expect("close");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_outcome_nobody_is_asked_about_is_asked_again_before_its_tool_is_blocked() {
+    let rule = r#"{"side_effect": "remote_mutation", "timeout": "5s"}"#;
+    let proxy = start_with(
+        Mode::Lost,
+        rule,
+        r#", "hold": "0s", "policy": {"remote_mutation": "allow"}"#,
+    )
+    .await;
+    let first = text(
+        &proxy
+            .call(serde_json::json!({"path": "transfer.txt"}))
+            .await,
+    );
+    assert!(first.starts_with("UNKNOWN_OUTCOME: "), "{first}");
+    // The operator rejects the question: nothing waits about the unknown
+    // outcome now, and it is not resolved.
+    let runs = proxy.runs();
+    let question = proxy.store().list_approvals(&runs[0].0).expect("approvals");
+    let options = DecideOptions {
+        by: "operator",
+        note: "",
+        shown_hash: None,
+    };
+    Operator::new(proxy.store())
+        .reject(&runs[0].0, &question[0].id, &options)
+        .expect("reject");
+
+    // Another request to the tool: the question is asked again in a fresh
+    // run of the first request, and this call is blocked, naming it.
+    let other = proxy.call(serde_json::json!({"path": "other.txt"})).await;
+    let blocked = text(&other);
+    assert!(
+        blocked.starts_with("BLOCKED: Another request to this tool"),
+        "{blocked}"
+    );
+    assert_eq!(proxy.upstream_calls(), 1, "nothing ran: {blocked}");
+    let runs = proxy.runs();
+    assert_eq!(runs.len(), 2, "a fresh run asks; none for the blocked call");
+    let asked = proxy.store().list_approvals(&runs[1].0).expect("approvals");
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].kind, "interrupted_side_effect");
+    assert_eq!(asked[0].status, agentrt::ApprovalStatus::Pending);
+    assert!(
+        blocked.contains(&format!("(approval {})", asked[0].id)),
+        "{blocked}"
+    );
+    let capability = asked[0].capability.as_str();
+    assert!(
+        capability.contains(r#""args":{"path":"transfer.txt"}"#)
+            && capability.contains(&format!(
+                r#""interrupted":{{"ended":"no_answer","run_id":"{}""#,
+                runs[0].0
+            )),
+        "the first request, naming its attempt: {capability}"
+    );
+    // Asked once: the next call is blocked on the same question.
+    let again = text(&proxy.call(serde_json::json!({"path": "third.txt"})).await);
+    assert!(
+        again.contains(&format!("(approval {})", asked[0].id)),
+        "{again}"
+    );
+    assert_eq!(proxy.runs().len(), 2);
+
+    // Approved, the first request's own call runs it; then the tool is
+    // free again.
+    Operator::new(proxy.store())
+        .approve(&runs[1].0, &asked[0].id, &options)
+        .expect("approve");
+    proxy
+        .call(serde_json::json!({"path": "transfer.txt"}))
+        .await;
+    assert_eq!(proxy.upstream_calls(), 2);
+    proxy.client.cancel().await.expect("close");
+}
+
 /// Runs `agentrt-proxy recheck --config <dir>/proxy.json` and `extra`.
 async fn recheck(dir: &std::path::Path, extra: &[&str]) -> (u8, String, String) {
     let config = dir.join("proxy.json").to_string_lossy().into_owned();
