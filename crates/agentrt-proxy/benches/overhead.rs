@@ -108,8 +108,9 @@ async fn call_direct(tool: &dyn Tool) {
         cancel: Cancel::never(),
     };
     let result = tool.call(call).await.expect("a result");
-    let text = String::from_utf8_lossy(&result.content);
-    assert!(text.contains(&args), "{text}");
+    // The fixture's text (the arguments), as a JSON string.
+    let text: String = serde_json::from_slice(&result.content).expect("a string");
+    assert_eq!(text, args);
 }
 
 /// The proxy, built as `serve` builds it, on `db` at `durability`.
@@ -192,11 +193,11 @@ struct Host {
 async fn host(setup: &Setup) -> Host {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"));
     command.args(["serve", "--config", &setup.config_path.to_string_lossy()]);
-    command.stderr(std::process::Stdio::null());
-    let proxy =
-        ().serve(TokioChildProcess::new(command).expect("spawn"))
-            .await
-            .expect("the proxy's handshake");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let proxy = ().serve(transport).await.expect("the proxy's handshake");
     let direct =
         ().serve(StreamableHttpClientTransport::from_uri(setup.url.as_str()))
             .await
@@ -213,7 +214,9 @@ async fn call_host(client: &RunningService<RoleClient, ()>, name: &str) {
         .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(map))
         .await
         .expect("a result");
-    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let text = result.content.first().and_then(|c| c.as_text());
+    assert_eq!(text.map(|t| t.text.as_str()), Some(args.as_str()));
 }
 
 fn label(durability: Durability) -> &'static str {
