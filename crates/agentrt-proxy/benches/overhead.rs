@@ -23,7 +23,8 @@
 //! groups per call the store counted.
 //!
 //! `cargo bench -p agentrt-proxy --bench overhead`; figures in
-//! docs/performance.md.
+//! docs/performance.md. `cargo test -p agentrt-proxy --bench overhead`
+//! (CI) runs each path once and a short table, checking every answer.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -42,6 +43,20 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 const ROUNDS: usize = 3000;
 /// Unmeasured rounds before them.
 const WARM: usize = 300;
+/// The same when the bench only checks that it works (`cargo test
+/// --bench overhead`, as CI runs it): criterion's test mode, without
+/// `--bench` on the command line.
+const TEST_ROUNDS: usize = 30;
+const TEST_WARM: usize = 3;
+
+/// The rounds and warm-up rounds of this invocation.
+fn rounds() -> (usize, usize) {
+    if std::env::args().any(|a| a == "--bench") {
+        (ROUNDS, WARM)
+    } else {
+        (TEST_ROUNDS, TEST_WARM)
+    }
+}
 /// The model-visible name of the fixture's `read_file`.
 const TOOL: &str = "fs_read_file";
 
@@ -328,6 +343,7 @@ fn report(what: &str, direct: &[Duration], through: &[Duration]) -> String {
 
 /// The percentile table (see the file's header), printed on stderr.
 fn percentiles(_: &mut Criterion) {
+    let (rounds, warm) = rounds();
     let rt = runtime();
     let setup = rt.block_on(setup());
     let (tool, direct_loaded) = rt.block_on(direct_tool(&setup.config));
@@ -341,8 +357,8 @@ fn percentiles(_: &mut Criterion) {
         let (mut direct, mut through, mut raw) = (Vec::new(), Vec::new(), Vec::new());
         let (mut commits, mut groups) = (0, 0);
         rt.block_on(async {
-            for round in 0..WARM + ROUNDS {
-                if round == WARM {
+            for round in 0..warm + rounds {
+                if round == warm {
                     commits = store.commits();
                     groups = store.write_groups();
                 }
@@ -366,14 +382,14 @@ fn percentiles(_: &mut Criterion) {
                         }
                     }
                 }
-                if round >= WARM {
+                if round >= warm {
                     direct.push(d);
                     through.push(t);
                     raw.push(r);
                 }
             }
         });
-        let per_call = |n: u64| n as f64 / ROUNDS as f64;
+        let per_call = |n: u64| n as f64 / rounds as f64;
         let (commits, groups) = (
             per_call(store.commits() - commits),
             per_call(store.write_groups() - groups),
@@ -396,7 +412,7 @@ fn percentiles(_: &mut Criterion) {
     let host = rt.block_on(host(&setup));
     let (mut direct, mut through) = (Vec::new(), Vec::new());
     rt.block_on(async {
-        for round in 0..WARM + ROUNDS / 3 {
+        for round in 0..warm + rounds / 3 {
             let (mut d, mut t) = (Duration::ZERO, Duration::ZERO);
             for which in 0..2 {
                 let start = Instant::now();
@@ -408,7 +424,7 @@ fn percentiles(_: &mut Criterion) {
                     t = start.elapsed();
                 }
             }
-            if round >= WARM {
+            if round >= warm {
                 direct.push(d);
                 through.push(t);
             }
@@ -425,8 +441,8 @@ fn percentiles(_: &mut Criterion) {
     });
 
     eprintln!(
-        "\nper-call overhead, {ROUNDS} rounds after {WARM} (host: {}):",
-        ROUNDS / 3
+        "\nper-call overhead, {rounds} rounds after {warm} (host: {}):",
+        rounds / 3
     );
     for line in lines {
         eprintln!("{line}");
