@@ -1,7 +1,7 @@
 //! Maintenance tasks: `cargo xtask <task>`.
 //!
-//! - `test`: the whole test suite: `cargo test --workspace`, then the
-//!   tests against real components (agentrt-mcp's `filesystem_server`,
+//! - `test`: the whole test suite: `cargo test --workspace`, the proxy's
+//!   overhead benchmark in test mode, then the tests against real components (agentrt-mcp's `filesystem_server`,
 //!   the mcp example's `mcp_demo`, agentrt-proxy's `python_host`), after
 //!   installing what they need (Node.js, and Python with venv, from Debian
 //!   when missing and run as root; the npm MCP filesystem server, pinned by
@@ -17,7 +17,8 @@ use std::process::{Command, ExitCode, Stdio};
 const USAGE: &str = "usage: cargo xtask <task> [args]
 
 tasks:
-  test     the whole test suite: cargo test --workspace, then the tests
+  test     the whole test suite: cargo test --workspace, the proxy's
+           overhead benchmark in test mode, then the tests
            against real components (installs Node.js and Python 3.10+
            with venv from Debian when missing and this runs as root, the
            pinned npm MCP filesystem server into target/real-servers and
@@ -172,7 +173,12 @@ fn install_npm_servers() -> Result<std::path::PathBuf, String> {
 
 /// The whole test suite.
 fn test() -> ExitCode {
-    if !cargo(&["test", "--workspace"]) {
+    // The proxy's overhead benchmark in criterion's test mode: every path
+    // once and a short table, each answer checked (the figures come from
+    // `cargo bench`).
+    if !cargo(&["test", "--workspace"])
+        || !cargo(&["test", "-p", "agentrt-proxy", "--bench", "overhead"])
+    {
         return ExitCode::FAILURE;
     }
     let npm = match ensure_node().and_then(|()| install_npm_servers()) {

@@ -312,19 +312,30 @@ impl Proxy {
     /// Decides what a call of `spec` with request `key` does (rules 1–2,
     /// else a new run), under the deciding mutex.
     async fn plan(&self, spec: &ToolSpec, key: Option<&str>, http_session: Option<&str>) -> Plan {
+        // One trip off the executor: the key's state and, when a new run
+        // may begin, its earlier runs (rules 4–6).
         let store = self.gate.store().clone();
         let session = self.config.session.clone();
-        let facts = match key {
-            None => Ok(None),
+        let read = match key {
+            None => Ok((OnCall::NewRun { previous: None }, None)),
             Some(key) => {
                 let key = key.to_owned();
-                blocking(move || key_state::read(&store, &session, &key, Timestamp::now())).await
+                blocking(move || {
+                    let facts = key_state::read(&store, &session, &key, Timestamp::now())?;
+                    let on_call = key_state::on_call(key_state::classify(facts));
+                    let past = match on_call {
+                        OnCall::NewRun { .. } => Some(past_runs(&store, &session, &key)?),
+                        _ => None,
+                    };
+                    Ok((on_call, past))
+                })
+                .await
             }
         };
-        let Ok(facts) = facts else {
+        let Ok((on_call, past)) = read else {
             return Plan::Unavailable;
         };
-        let previous = match key_state::on_call(key_state::classify(facts)) {
+        let previous = match on_call {
             OnCall::Hold {
                 run_id,
                 approval_id,
@@ -346,11 +357,17 @@ impl Proxy {
         };
         let mut rerun = None;
         if let Some(key) = key {
-            let store = self.gate.store().clone();
-            let (session, key_owned) = (self.config.session.clone(), key.to_owned());
-            let past = blocking(move || past_runs(&store, &session, &key_owned)).await;
-            let Ok(past) = past else {
-                return Plan::Unavailable;
+            let past = match past {
+                Some(past) => past,
+                // After a takeover: read now.
+                None => {
+                    let store = self.gate.store().clone();
+                    let (session, key) = (self.config.session.clone(), key.to_owned());
+                    match blocking(move || past_runs(&store, &session, &key)).await {
+                        Ok(past) => past,
+                        Err(_) => return Plan::Unavailable,
+                    }
+                }
             };
             let window = self.window(&spec.name);
             let read_only = spec.side_effect == agentrt::SideEffect::ReadOnly;
