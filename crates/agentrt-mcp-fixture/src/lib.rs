@@ -4,7 +4,7 @@
 //! `read_file` (its schema holds a `1e2`, a number spelling `serde_json`
 //! would rewrite), and answers a call with its arguments as text.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -51,6 +51,9 @@ pub struct Seen {
     pub call_arguments: Mutex<Vec<Value>>,
     /// The session header of each DELETE.
     pub deletes: Mutex<Vec<Option<String>>>,
+    /// While set, a call (in any mode) is noted and never answered, as in
+    /// [`Mode::HangOnCall`]: a test sets it to cut off a call in flight.
+    pub hang_calls: AtomicBool,
 }
 
 fn session(headers: &HeaderMap) -> Option<String> {
@@ -128,6 +131,9 @@ async fn post(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) ->
             if let Ok(mut a) = seen.call_arguments.lock() {
                 a.push(args.clone());
             }
+            if seen.hang_calls.load(Ordering::SeqCst) {
+                return std::future::pending().await;
+            }
             match mode {
                 Mode::Expire => StatusCode::NOT_FOUND.into_response(),
                 Mode::HangOnCall => std::future::pending().await,
@@ -185,6 +191,7 @@ pub async fn serve(mode: Mode) -> (String, Arc<Seen>) {
         call_sessions: Mutex::new(Vec::new()),
         call_arguments: Mutex::new(Vec::new()),
         deletes: Mutex::new(Vec::new()),
+        hang_calls: AtomicBool::new(false),
     });
     let app = axum::Router::new()
         .route(
