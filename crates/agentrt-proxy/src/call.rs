@@ -892,12 +892,16 @@ fn run_tool_ran(
     run_id: &str,
     approvals: &[agentrt::Approval],
 ) -> agentrt::Result<ToolRan> {
-    let started: Vec<String> = store
-        .list_events(run_id)?
-        .into_iter()
-        .filter(|e| e.event_type == agentrt::EventType::StepToolStarted)
-        .map(|e| e.step_id)
-        .collect();
+    let events = store.list_events(run_id)?;
+    let steps_with = |kind: agentrt::EventType| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e.event_type == kind)
+            .map(|e| e.step_id.clone())
+            .collect()
+    };
+    let started = steps_with(agentrt::EventType::StepToolStarted);
+    let cut = steps_with(agentrt::EventType::StepInterrupted);
     let asked: Vec<String> = approvals
         .iter()
         .filter(|a| a.kind == INTERRUPTION)
@@ -906,21 +910,30 @@ fn run_tool_ran(
     Ok(tool_ran(
         run_id,
         &store.list_steps(run_id)?,
-        &started,
-        &asked,
+        &StepMarks {
+            started: &started,
+            asked: &asked,
+            cut: &cut,
+        },
     ))
 }
 
+/// Which steps of a run their events and approvals mark.
+struct StepMarks<'a> {
+    /// Their tool started.
+    started: &'a [String],
+    /// An operator was asked about an unknown outcome of theirs.
+    asked: &'a [String],
+    /// They were cut off (their run taken over while they executed).
+    cut: &'a [String],
+}
+
 /// What a run's tool did, from its steps: the last step that called it
-/// decides. A step whose tool `started` and that an operator was `asked`
+/// decides. A step whose tool started and that an operator was asked
 /// about (an interruption) made an attempt whose outcome is unknown,
-/// whatever the question's answer wrote over its observation.
-fn tool_ran(
-    run_id: &str,
-    steps: &[agentrt::Step],
-    started: &[String],
-    asked: &[String],
-) -> ToolRan {
+/// whatever the question's answer wrote over its observation: cut off if
+/// its run was taken over while it executed, else no answer.
+fn tool_ran(run_id: &str, steps: &[agentrt::Step], marks: &StepMarks<'_>) -> ToolRan {
     use agentrt::ObservationKind as K;
     for step in steps.iter().rev() {
         let Some(observation) = &step.observation else {
@@ -953,8 +966,12 @@ fn tool_ran(
             }
             K::Interrupted => return unknown("cut_off"),
             K::PolicyDenied | K::InvalidDecision => {
-                if started.contains(&step.id) && asked.contains(&step.id) {
-                    return unknown("no_answer");
+                if marks.started.contains(&step.id) && marks.asked.contains(&step.id) {
+                    return unknown(if marks.cut.contains(&step.id) {
+                        "cut_off"
+                    } else {
+                        "no_answer"
+                    });
                 }
             }
         }

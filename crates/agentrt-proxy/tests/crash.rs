@@ -55,7 +55,7 @@ fn text(result: &CallToolResult) -> String {
 }
 
 /// The fixture (never answering a call) and a pinned configuration whose
-/// `read_file` is a change with a 3s lease.
+/// `read_file` is a change with a 3s lease and no repeat window.
 async fn setup() -> (Arc<Seen>, tempfile::TempDir, PathBuf) {
     let (url, seen) = serve(Mode::HangOnCall).await;
     let dir = tempfile::tempdir().expect("dir");
@@ -63,7 +63,7 @@ async fn setup() -> (Arc<Seen>, tempfile::TempDir, PathBuf) {
     std::fs::write(
         &config,
         format!(
-            r#"{{"database": "proxy.db", "session": "crash", "hold": "0s", "lease_ttl": "3s",
+            r#"{{"database": "proxy.db", "session": "crash", "hold": "0s", "lease_ttl": "3s", "repeat_window": "0s",
                  "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
                    "connect_timeout": "10s",
                    "rules": {{"read_file": {{"side_effect": "local_mutation", "timeout": "10m"}}}}}}]}}"#
@@ -140,6 +140,37 @@ async fn a_call_cut_off_by_a_crash_is_never_run_again_without_an_operator() {
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].kind, "interrupted_side_effect");
     assert_eq!(approvals[0].status, agentrt::ApprovalStatus::Pending);
+
+    // Rejected, the question resolves nothing: with no repeat window to
+    // refuse it, the identical call asks it again in a fresh run, naming
+    // the attempt as cut off.
+    let writer = agentrt::Store::open_existing(dir.path().join("proxy.db"), false).expect("db");
+    agentrt::operator::reject(
+        &writer,
+        &runs[0].id,
+        &approvals[0].id,
+        &agentrt::operator::DecideOptions {
+            by: "operator",
+            note: "",
+            shown_hash: None,
+        },
+    )
+    .expect("reject");
+    let asked = text(&call(&client).await);
+    assert!(asked.starts_with("INTERRUPTED: "), "{asked}");
+    assert_eq!(upstream_calls(), 1);
+    let mut runs = store.list_runs(10, 0).expect("runs").items;
+    runs.sort_by_key(|r| r.created_at);
+    assert_eq!(runs.len(), 2, "a fresh run asks");
+    let question = store.list_approvals(&runs[1].id).expect("approvals");
+    let capability = question[0].capability.as_str();
+    assert!(
+        capability.contains(&format!(
+            r#""interrupted":{{"ended":"cut_off","run_id":"{}""#,
+            runs[0].id
+        )),
+        "{capability}"
+    );
     client.cancel().await.expect("close");
 }
 
