@@ -789,6 +789,22 @@ impl Proxy {
     /// again, and the recorded request (never this call's bytes) runs;
     /// or the approval the policy now asks for.
     async fn attach_once(&self, run_id: &str) -> Next {
+        // Rule 6's fact for a re-run asked before this process started:
+        // the policy asked again must see the attempt its question named.
+        let known = self.reruns.lock().is_ok_and(|r| r.contains_key(run_id));
+        if !known {
+            let store = self.gate.store().clone();
+            let id = run_id.to_owned();
+            match blocking(move || crate::policy::named_attempt(&store, &id)).await {
+                Ok(Some(attempt)) => {
+                    if let Ok(mut reruns) = self.reruns.lock() {
+                        reruns.insert(run_id.to_owned(), attempt);
+                    }
+                }
+                Ok(None) => {}
+                Err(_) => return Next::Done(answer::unavailable(false)),
+            }
+        }
         let (mut session, verdict) = match self.gate.attach(run_id).await {
             Ok(attached) => attached,
             Err(agentrt::Error::RunLeased { .. }) => return Next::Done(answer::in_progress()),

@@ -205,3 +205,35 @@ fn object_members(object: &Canonical) -> Vec<(String, String)> {
         })
         .unwrap_or_default()
 }
+
+/// The attempt a run's approvals name in their capability, if any: rule
+/// 6's fact rebuilt from the record (a re-check, a restarted proxy).
+pub(crate) fn named_attempt(
+    store: &agentrt::Store,
+    run_id: &str,
+) -> agentrt::Result<Option<Attempt>> {
+    for approval in store.list_approvals(run_id)? {
+        let value: serde_json::Value =
+            serde_json::from_str(approval.capability.as_str()).unwrap_or_default();
+        let Some(named) = value.get("interrupted") else {
+            continue;
+        };
+        let text = |k: &str| named.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+        let ended = match text("ended").as_deref() {
+            Some("cut_off") => "cut_off",
+            Some("timed_out") => "timed_out",
+            _ => "no_answer",
+        };
+        if let (Some(run), Some(step), Some(started)) =
+            (text("run_id"), text("step_id"), text("started_at"))
+        {
+            return Ok(Some(Attempt {
+                run_id: run,
+                step_id: step,
+                started_at: started,
+                ended,
+            }));
+        }
+    }
+    Ok(None)
+}

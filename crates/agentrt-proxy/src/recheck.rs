@@ -23,7 +23,6 @@ use crate::pin::output_error;
 use crate::policy::{ProxyPolicy, Reruns, ToolFacts};
 use crate::policy_id::policy_id;
 use crate::reach::check_reach;
-use crate::repeat::Attempt;
 
 /// The tools' facts from the rules alone (no server reached): the
 /// model-visible name each rule gives.
@@ -48,34 +47,6 @@ fn facts_from_rules(config: &Config) -> BTreeMap<String, ToolFacts> {
         }
     }
     facts
-}
-
-/// The attempt a run's approvals name in their capability, if any.
-fn attempt_of(store: &Store, run_id: &str) -> agentrt::Result<Option<Attempt>> {
-    for approval in store.list_approvals(run_id)? {
-        let value: serde_json::Value =
-            serde_json::from_str(approval.capability.as_str()).unwrap_or_default();
-        let Some(named) = value.get("interrupted") else {
-            continue;
-        };
-        let text = |k: &str| named.get(k).and_then(|v| v.as_str()).map(str::to_owned);
-        let ended = match text("ended").as_deref() {
-            Some("cut_off") => "cut_off",
-            Some("timed_out") => "timed_out",
-            _ => "no_answer",
-        };
-        if let (Some(run), Some(step), Some(started)) =
-            (text("run_id"), text("step_id"), text("started_at"))
-        {
-            return Ok(Some(Attempt {
-                run_id: run,
-                step_id: step,
-                started_at: started,
-                ended,
-            }));
-        }
-    }
-    Ok(None)
 }
 
 /// Runs `recheck`: prints each report (text, or one JSON array) and the
@@ -138,7 +109,7 @@ pub async fn recheck(
         let core = CoreOptions { tools: current };
         let mut reports = Vec::new();
         for id in ids {
-            if let Some(attempt) = attempt_of(&store, &id)?
+            if let Some(attempt) = crate::policy::named_attempt(&store, &id)?
                 && let Ok(mut r) = reruns.lock()
             {
                 r.insert(id.clone(), attempt);

@@ -47,10 +47,17 @@ async fn world(mode: Mode, extra: &str) -> World {
         "{}",
         String::from_utf8_lossy(&err)
     );
-    let config = read_config(&config_path).expect("config");
+    let proxy = proxy_on(dir.path()).await;
+    World { dir, seen, proxy }
+}
+
+/// A proxy on the configuration and database in `dir` (a new process, as
+/// far as the proxy knows).
+async fn proxy_on(dir: &std::path::Path) -> Arc<Proxy> {
+    let config = read_config(&dir.join("proxy.json")).expect("config");
     let loaded = load_all(&config).await.expect("load");
     let store = Store::open_with(
-        dir.path().join("proxy.db"),
+        dir.join("proxy.db"),
         StoreOptions {
             extensions: vec![INDEX],
             ..StoreOptions::default()
@@ -59,11 +66,7 @@ async fn world(mode: Mode, extra: &str) -> World {
     .expect("store");
     let proxy =
         build_proxy(Arc::new(config), store, &loaded, Box::new(std::io::sink())).expect("proxy");
-    World {
-        dir,
-        seen,
-        proxy: Arc::new(proxy),
-    }
+    Arc::new(proxy)
 }
 
 impl World {
@@ -254,4 +257,41 @@ async fn within_the_window_a_lapsed_approval_answers_expired() {
     let again = call_as(&world.proxy, &mut Caller::default()).await;
     assert!(again.starts_with("EXPIRED: "), "{again}");
     assert!(world.pending().is_empty(), "nothing asked anew");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_run_approved_across_a_restart_runs_once_without_asking_again() {
+    // A change needing approval whose answer is lost: its outcome is
+    // unknown.
+    let mut world = world(Mode::Lost, r#", "hold": "0s", "repeat_window": "0s""#).await;
+    let options = agentrt::operator::DecideOptions {
+        by: "operator",
+        note: "",
+        shown_hash: None,
+    };
+    let asked = call_as(&world.proxy, &mut Caller::default()).await;
+    assert!(asked.starts_with("PENDING_APPROVAL: "), "{asked}");
+    let (run, approval) = world.pending().remove(0);
+    agentrt::operator::approve(&world.store_rw(), &run, &approval, &options).expect("approve");
+    let first = call_as(&world.proxy, &mut Caller::default()).await;
+    assert!(first.starts_with("UNKNOWN_OUTCOME: "), "{first}");
+    assert_eq!(world.upstream_calls(), 1);
+    // Rejected, the question resolves nothing: the same call asks again
+    // in a fresh run, the policy told of the attempt (rule 6).
+    let (run, question) = world.pending().remove(0);
+    agentrt::operator::reject(&world.store_rw(), &run, &question, &options).expect("reject");
+    let asked = call_as(&world.proxy, &mut Caller::default()).await;
+    assert!(asked.starts_with("INTERRUPTED: "), "{asked}");
+    let (rerun, again) = world.pending().remove(0);
+    assert_ne!(rerun, run, "a fresh run");
+
+    // A new proxy (the old one's memory gone); the operator approves the
+    // re-run. The policy asked again on collection must know what the
+    // question was about, or it asks for a plain approval instead.
+    world.proxy = proxy_on(world.dir.path()).await;
+    agentrt::operator::approve(&world.store_rw(), &rerun, &again, &options).expect("approve");
+    let collected = call_as(&world.proxy, &mut Caller::default()).await;
+    assert_eq!(world.upstream_calls(), 2, "run once more: {collected}");
+    // (Its answer lost again: an unknown outcome, not a new approval.)
+    assert!(collected.starts_with("UNKNOWN_OUTCOME: "), "{collected}");
 }
