@@ -26,6 +26,9 @@
 //! docs/performance.md. `cargo test -p agentrt-proxy --bench overhead`
 //! (CI) runs each path once and a short table, checking every answer.
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -91,13 +94,7 @@ async fn setup() -> Setup {
         ),
     )
     .expect("config");
-    let args: Vec<String> = ["pin", "--config", &config_path.to_string_lossy()]
-        .iter()
-        .map(|a| (*a).to_owned())
-        .collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = agentrt_proxy::cli::run(&args, &mut out, &mut err).await;
-    assert_eq!(code, 0, "pin: {}", String::from_utf8_lossy(&err));
+    support::pin(&config_path).await;
     let config = agentrt_proxy::read_config(&config_path).expect("config");
     Setup {
         dir,

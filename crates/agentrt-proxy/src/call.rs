@@ -191,6 +191,14 @@ impl Proxy {
         &self.specs
     }
 
+    /// Store reads off the async workers, on the core's blocking hop.
+    async fn off_executor<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Store) -> agentrt::Result<T> + Send + 'static,
+    ) -> agentrt::Result<T> {
+        self.gate.store().off_executor(read).await
+    }
+
     /// Stops taking calls: a new call is answered `UNAVAILABLE`, and the
     /// calls held on an approval end now (as if their hold ran out).
     /// Calls executing upstream go on; [`Proxy::landed`] waits for them.
@@ -215,10 +223,9 @@ impl Proxy {
             Ok(asked) => asked,
             Err(problem) => return answer::invalid(&problem),
         };
-        let store = self.gate.store().clone();
         let session = self.config.session.clone();
-        blocking(move || {
-            crate::status::status(&store, &session, asked.as_deref(), Timestamp::now())
+        self.off_executor(move |store| {
+            crate::status::status(store, &session, asked.as_deref(), Timestamp::now())
         })
         .await
         .unwrap_or_else(|_| answer::unavailable(false))
@@ -314,17 +321,16 @@ impl Proxy {
     async fn plan(&self, spec: &ToolSpec, key: Option<&str>, http_session: Option<&str>) -> Plan {
         // One trip off the executor: the key's state and, when a new run
         // may begin, its earlier runs (rules 4–6).
-        let store = self.gate.store().clone();
         let session = self.config.session.clone();
         let read = match key {
             None => Ok((OnCall::NewRun { previous: None }, None)),
             Some(key) => {
                 let key = key.to_owned();
-                blocking(move || {
-                    let facts = key_state::read(&store, &session, &key, Timestamp::now())?;
+                self.off_executor(move |store| {
+                    let facts = key_state::read(store, &session, &key, Timestamp::now())?;
                     let on_call = key_state::on_call(key_state::classify(facts));
                     let past = match on_call {
-                        OnCall::NewRun { .. } => Some(past_runs(&store, &session, &key)?),
+                        OnCall::NewRun { .. } => Some(past_runs(store, &session, &key)?),
                         _ => None,
                     };
                     Ok((on_call, past))
@@ -361,9 +367,11 @@ impl Proxy {
                 Some(past) => past,
                 // After a takeover: read now.
                 None => {
-                    let store = self.gate.store().clone();
                     let (session, key) = (self.config.session.clone(), key.to_owned());
-                    match blocking(move || past_runs(&store, &session, &key)).await {
+                    match self
+                        .off_executor(move |store| past_runs(store, &session, &key))
+                        .await
+                    {
                         Ok(past) => past,
                         Err(_) => return Plan::Unavailable,
                     }
@@ -392,9 +400,10 @@ impl Proxy {
         // Rule 7: a call that will ask for an approval while the session
         // has `max_pending` waiting is blocked without asking.
         if self.asks_approval(spec) {
-            let store = self.gate.store().clone();
             let session = self.config.session.clone();
-            let waiting = blocking(move || waiting_approvals(&store, &session)).await;
+            let waiting = self
+                .off_executor(move |store| waiting_approvals(store, &session))
+                .await;
             match waiting {
                 Ok(n) if n >= u64::from(self.config.max_pending) => {
                     return Plan::Refused(answer::blocked_by_pending(n));
@@ -420,10 +429,10 @@ impl Proxy {
         // A takeover that ends a run can uncover the next one; each round
         // settles one row, and the rows are few.
         for _ in 0..TAKEOVER_ROUNDS {
-            let store = self.gate.store().clone();
             let session = self.config.session.clone();
             let (tool, own) = (spec.name.clone(), own_key.map(str::to_owned));
-            let found = blocking(move || unresolved(&store, &session, &tool, own.as_deref()))
+            let found = self
+                .off_executor(move |store| unresolved(store, &session, &tool, own.as_deref()))
                 .await
                 .map_err(|_| Unavailable)?;
             match found {
@@ -656,9 +665,9 @@ impl Proxy {
                 let answer = answer::observed(&observation);
                 if session.run().status == RunStatus::WaitingForApproval {
                     // An unknown outcome paused the run on an interruption.
-                    let store = self.gate.store().clone();
                     let run_id = session.run().id.clone();
-                    let approval = blocking(move || store.list_approvals(&run_id))
+                    let approval = self
+                        .off_executor(move |store| store.list_approvals(&run_id))
                         .await
                         .ok()
                         .and_then(|a| a.last().map(|a| a.id.clone()));
@@ -793,9 +802,11 @@ impl Proxy {
         // the policy asked again must see the attempt its question named.
         let known = self.reruns.lock().is_ok_and(|r| r.contains_key(run_id));
         if !known {
-            let store = self.gate.store().clone();
             let id = run_id.to_owned();
-            match blocking(move || crate::policy::named_attempt(&store, &id)).await {
+            match self
+                .off_executor(move |store| crate::policy::named_attempt(store, &id))
+                .await
+            {
                 Ok(Some(attempt)) => {
                     if let Ok(mut reruns) = self.reruns.lock() {
                         reruns.insert(run_id.to_owned(), attempt);
@@ -842,18 +853,6 @@ async fn end_run(session: &mut Session, reason: &str) -> agentrt::Result<()> {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Runs a blocking store read off the async workers.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> agentrt::Result<T> + Send + 'static,
-) -> agentrt::Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| agentrt::Error::InvalidInput {
-            what: "read",
-            detail: e.to_string(),
-        })?
 }
 
 /// The answer of a refusal by rules 4–5.

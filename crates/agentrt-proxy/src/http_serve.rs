@@ -21,7 +21,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use crate::config::Config;
 use crate::error::ProxyError;
 use crate::raw_args::RawArguments;
-use crate::serve::{ProxyServer, land, start, stop_signal};
+use crate::serve::{ProxyServer, file_work, land, start, stop_signal};
 
 /// The most bytes of one request body.
 const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -95,7 +95,10 @@ pub async fn serve_http(
     options: HttpOptions,
     err: &mut dyn Write,
 ) -> Result<(), ProxyError> {
-    let token = options.token_file.as_deref().map(read_token).transpose()?;
+    let token = match options.token_file.clone() {
+        Some(path) => Some(file_work(&config, move || read_token(&path)).await?),
+        None => None,
+    };
     if !options.addr.ip().is_loopback() && token.is_none() {
         return Err(ProxyError::Config {
             path: config.path.clone(),

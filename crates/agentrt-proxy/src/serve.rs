@@ -322,7 +322,9 @@ pub(crate) async fn start(
     config: Config,
     err: &mut dyn Write,
 ) -> Result<(Arc<Proxy>, LoadedServers, Arc<Config>), ProxyError> {
-    check_reach(&config)?;
+    // Files are looked at off the async workers.
+    let reach = config.clone();
+    file_work(&config, move || check_reach(&reach)).await?;
     let store = crate::check::open_store_with(&config, store_options()).await?;
     let loaded = load_all(&config).await?;
     for report in &loaded.reports {
@@ -350,6 +352,20 @@ pub(crate) async fn start(
             Err(e)
         }
     }
+}
+
+/// Runs start-up file work (`work`) on a blocking thread, never on an
+/// async worker.
+pub(crate) async fn file_work<T: Send + 'static>(
+    config: &Config,
+    work: impl FnOnce() -> Result<T, ProxyError> + Send + 'static,
+) -> Result<T, ProxyError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ProxyError::Config {
+            path: config.path.clone(),
+            detail: e.to_string(),
+        })?
 }
 
 /// Stops the proxy taking calls and waits for those in flight to finish

@@ -5,6 +5,8 @@
 //! approval an operator decides. Another request to the same tool takes
 //! the cut-off run over first and is blocked by its question (rule 7).
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -70,17 +72,7 @@ async fn setup() -> (Arc<Seen>, tempfile::TempDir, PathBuf) {
         ),
     )
     .expect("config");
-    let args: Vec<String> = ["pin", "--config", &config.to_string_lossy()]
-        .iter()
-        .map(|a| (*a).to_owned())
-        .collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    assert_eq!(
-        agentrt_proxy::cli::run(&args, &mut out, &mut err).await,
-        0,
-        "{}",
-        String::from_utf8_lossy(&err)
-    );
+    support::pin(&config).await;
     (seen, dir, config)
 }
 

@@ -4,6 +4,8 @@
 //! for the calls executing upstream, and an approval that lapsed is
 //! expired and the call decided again (periphery §4.4 rule 1, §4.5).
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,17 +38,7 @@ async fn world(mode: Mode, extra: &str) -> World {
         ),
     )
     .expect("config");
-    let args: Vec<String> = ["pin", "--config", &config_path.to_string_lossy()]
-        .iter()
-        .map(|a| (*a).to_owned())
-        .collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    assert_eq!(
-        agentrt_proxy::cli::run(&args, &mut out, &mut err).await,
-        0,
-        "{}",
-        String::from_utf8_lossy(&err)
-    );
+    support::pin(&config_path).await;
     let proxy = proxy_on(dir.path()).await;
     World { dir, seen, proxy }
 }

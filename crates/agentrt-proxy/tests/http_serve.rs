@@ -4,6 +4,8 @@
 //! labelled with its MCP session; a token file guards the door; SIGTERM
 //! ends it cleanly.
 
+mod support;
+
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -30,12 +32,7 @@ async fn setup(url: &str) -> tempfile::TempDir {
         ),
     )
     .expect("config");
-    let args: Vec<String> = ["pin", "--config", &config.to_string_lossy()]
-        .iter()
-        .map(|a| (*a).to_owned())
-        .collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    assert_eq!(agentrt_proxy::cli::run(&args, &mut out, &mut err).await, 0);
+    support::pin(&config).await;
     dir
 }
 

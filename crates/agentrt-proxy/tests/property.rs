@@ -12,6 +12,8 @@
 //! over. The ops that wait ([`Op::Expire`], [`Op::Lapse`]) are rare, and a
 //! lapse waits only for leases a crash left behind.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -171,12 +173,7 @@ impl World {
             ),
         )
         .expect("config");
-        let args: Vec<String> = ["pin", "--config", &config_path.to_string_lossy()]
-            .iter()
-            .map(|a| (*a).to_owned())
-            .collect();
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        assert_eq!(agentrt_proxy::cli::run(&args, &mut out, &mut err).await, 0);
+        support::pin(&config_path).await;
         let config = read_config(&config_path).expect("config");
         World {
             dir,

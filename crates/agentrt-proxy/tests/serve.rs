@@ -4,6 +4,8 @@
 //! event sequences of periphery §4.3; an approval is collected by the same
 //! call again, or while the call is held.
 
+mod support;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -42,13 +44,7 @@ async fn start_with(mode: Mode, rules: &str, extra: &str) -> Proxy {
         ),
     )
     .expect("config");
-    let args: Vec<String> = ["pin", "--config", &config.to_string_lossy()]
-        .iter()
-        .map(|a| (*a).to_owned())
-        .collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = agentrt_proxy::cli::run(&args, &mut out, &mut err).await;
-    assert_eq!(code, 0, "pin: {}", String::from_utf8_lossy(&err));
+    support::pin(&config).await;
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"));
     command.args(["serve", "--config", &config.to_string_lossy()]);
     let transport = TokioChildProcess::new(command).expect("spawn");
@@ -351,12 +347,7 @@ async fn the_hosts_argument_bytes_are_judged_and_recorded_as_it_wrote_them() {
         ),
     )
     .expect("config");
-    let args: Vec<String> = ["pin", "--config", &config.to_string_lossy()]
-        .iter()
-        .map(|a| (*a).to_owned())
-        .collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    assert_eq!(agentrt_proxy::cli::run(&args, &mut out, &mut err).await, 0);
+    support::pin(&config).await;
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"))
         .args(["serve", "--config"])
         .arg(&config)

@@ -2,6 +2,8 @@
 //! call lets the call finish and be recorded before the proxy exits, and a
 //! call held on an approval sends the host progress notifications.
 
+mod support;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,17 +29,7 @@ async fn configure(dir: &Path, url: &str, timeout: &str, extra: &str) -> std::pa
         ),
     )
     .expect("config");
-    let args: Vec<String> = ["pin", "--config", &config.to_string_lossy()]
-        .iter()
-        .map(|a| (*a).to_owned())
-        .collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    assert_eq!(
-        agentrt_proxy::cli::run(&args, &mut out, &mut err).await,
-        0,
-        "{}",
-        String::from_utf8_lossy(&err)
-    );
+    support::pin(&config).await;
     config
 }
 

@@ -437,8 +437,16 @@ impl Store {
 
     /// Runs blocking store work (reads through the pool, a lease renewal)
     /// for async code: on one of the runtime's blocking threads, never on
-    /// the caller's executor.
-    pub(crate) async fn off_executor<T, F>(&self, f: F) -> Result<T>
+    /// the caller's executor. A panic in `f` resumes in the caller.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = agentrt::Store::open(":memory:").unwrap();
+    /// let runs = store.off_executor(|store| store.list_runs(10, 0)).await.unwrap();
+    /// assert!(runs.items.is_empty());
+    /// # });
+    /// ```
+    pub async fn off_executor<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Store) -> Result<T> + Send + 'static,
