@@ -1,37 +1,23 @@
 //! The live example's logic, shared by the binary and its replay test.
 
+#[path = "../shared/model_source.rs"]
+mod model_source;
+pub use model_source::Source;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentrt::budget::{ModelConfig, PriceTable};
 use agentrt::render::{self, RenderOptions};
-use agentrt::replay::{Recorder, Replayer};
 use agentrt::{
     Agent, AgentError, ApprovalStatus, BoxFuture, Decision, Driver, GateConfig, IdSource, Limits,
-    Model, Observer, Policy, PolicyDecision, PolicyError, RunStatus, RunView, SideEffect,
-    StepInput, Store, Tool, ToolRequest, ToolResult, ToolSpec, tool_fn,
+    Observer, Policy, PolicyDecision, PolicyError, RunStatus, RunView, SideEffect, StepInput,
+    Store, Tool, ToolRequest, ToolResult, ToolSpec, tool_fn,
 };
 
 /// The model name recordings are kept under.
 pub const MODEL_NAME: &str = "live";
-
-/// Where the model's replies come from.
-pub enum Source {
-    /// An OpenAI-compatible endpoint.
-    Url {
-        /// The base URL (`…/v1`).
-        base_url: String,
-        /// The model id.
-        model: String,
-        /// The API key, if the endpoint needs one.
-        api_key: Option<String>,
-        /// Record every exchange into this directory too.
-        record: Option<PathBuf>,
-    },
-    /// A recording made earlier (offline, byte-identical).
-    Replay(PathBuf),
-}
 
 /// What the example was asked to do.
 pub struct Options {
@@ -173,31 +159,6 @@ pub fn tools() -> Vec<Arc<dyn Tool>> {
     vec![Arc::new(read), Arc::new(pr), Arc::new(finish)]
 }
 
-/// The model for a source.
-pub fn model(source: &Source) -> Result<Arc<dyn Model>, String> {
-    match source {
-        Source::Replay(dir) => Ok(Arc::new(Replayer::new(MODEL_NAME, dir))),
-        Source::Url {
-            base_url,
-            model,
-            api_key,
-            record,
-        } => {
-            let mut config = agentrt_provider::openai::Config::new(model.clone());
-            config.name = Some(MODEL_NAME.to_owned());
-            config.base_url = Some(base_url.clone());
-            config.api_key = api_key.clone().map(agentrt_provider::ApiKey::new);
-            let adapter: Arc<dyn Model> = Arc::new(config.build().map_err(|e| e.to_string())?);
-            match record {
-                None => Ok(adapter),
-                Some(dir) => Ok(Arc::new(
-                    Recorder::new(adapter, dir).map_err(|e| e.to_string())?,
-                )),
-            }
-        }
-    }
-}
-
 /// The run as it stands after the example, and the approval it waits for.
 pub struct Finished {
     /// The run.
@@ -215,7 +176,7 @@ pub async fn run(
     out: &mut dyn Write,
 ) -> Result<Finished, String> {
     let store = Store::open(&options.db).map_err(|e| e.to_string())?;
-    let model = model(&options.source)?;
+    let model = model_source::model(&options.source, MODEL_NAME)?;
     let mut config = GateConfig::new(store.clone(), FirstChangeAsks, tools())
         .with_model(ModelConfig::new(model, PriceTable::free([MODEL_NAME])))
         .with_lease_owner("examples-live");

@@ -14,6 +14,10 @@
 //! the pinned one, and no tool whose answer names an absolute path
 //! (`list_allowed_directories`, `search_files`, `get_file_info`) has a rule.
 
+#[path = "../shared/model_source.rs"]
+mod model_source;
+pub use model_source::Source;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,11 +25,10 @@ use std::time::Duration;
 
 use agentrt::budget::{ModelConfig, PriceTable};
 use agentrt::render::{self, RenderOptions};
-use agentrt::replay::{Recorder, Replayer};
 use agentrt::{
-    Agent, AgentError, BoxFuture, Decision, Driver, GateConfig, IdSource, Limits, Model, Observer,
-    Policy, PolicyDecision, PolicyError, RunStatus, RunView, SideEffect, StepInput, Store,
-    Timestamp, Tool, ToolRequest, ToolResult, ToolSpec, tool_fn,
+    Agent, AgentError, BoxFuture, Decision, Driver, GateConfig, IdSource, Limits, Observer, Policy,
+    PolicyDecision, PolicyError, RunStatus, RunView, SideEffect, StepInput, Store, Timestamp, Tool,
+    ToolRequest, ToolResult, ToolSpec, tool_fn,
 };
 use agentrt_mcp::{Manifest, Server, read_manifest, read_rules, write_private};
 
@@ -344,48 +347,6 @@ pub fn finish() -> Result<Arc<dyn Tool>, String> {
     })))
 }
 
-/// Where the model's replies come from.
-pub enum Source {
-    /// An OpenAI-compatible endpoint.
-    Url {
-        /// The base URL (`…/v1`).
-        base_url: String,
-        /// The model id.
-        model: String,
-        /// The API key, if the endpoint needs one.
-        api_key: Option<String>,
-        /// Record every exchange into this directory too.
-        record: Option<PathBuf>,
-    },
-    /// A recording made earlier (offline, byte-identical).
-    Replay(PathBuf),
-}
-
-/// The model for a source.
-pub fn model(source: &Source) -> Result<Arc<dyn Model>, String> {
-    match source {
-        Source::Replay(dir) => Ok(Arc::new(Replayer::new(MODEL_NAME, dir))),
-        Source::Url {
-            base_url,
-            model,
-            api_key,
-            record,
-        } => {
-            let mut config = agentrt_provider::openai::Config::new(model.clone());
-            config.name = Some(MODEL_NAME.to_owned());
-            config.base_url = Some(base_url.clone());
-            config.api_key = api_key.clone().map(agentrt_provider::ApiKey::new);
-            let adapter: Arc<dyn Model> = Arc::new(config.build().map_err(|e| e.to_string())?);
-            match record {
-                None => Ok(adapter),
-                Some(dir) => Ok(Arc::new(
-                    Recorder::new(adapter, dir).map_err(|e| e.to_string())?,
-                )),
-            }
-        }
-    }
-}
-
 /// What the run step was asked to do.
 pub struct Options {
     /// The operator directory (pinned first).
@@ -451,7 +412,7 @@ async fn drive(
     out: &mut dyn Write,
 ) -> Result<Finished, String> {
     let store = Store::open(options.layout.db()).map_err(|e| e.to_string())?;
-    let model = model(&options.source)?;
+    let model = model_source::model(&options.source, MODEL_NAME)?;
     let mut config = GateConfig::new(store.clone(), FileWriteAsks, tools)
         .with_model(ModelConfig::new(model, PriceTable::free([MODEL_NAME])))
         .with_lease_owner("examples-mcp");
