@@ -17,9 +17,12 @@
 #[allow(dead_code)]
 mod demo;
 
+#[path = "../shared/fake_openai.rs"]
+mod fake_openai;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentrt::{ManualClock, RunStatus, Timestamp, sequential_ids};
@@ -349,23 +352,12 @@ fn replies() -> Vec<serde_json::Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "re-records examples/mcp/recording against a local fake OpenAI-compatible server; run with --ignored"]
 async fn record_the_mcp_example_against_a_local_fake_server() {
-    use axum::routing::post;
-    let replies = Arc::new(Mutex::new(replies().into_iter()));
-    let app = axum::Router::new().route(
-        "/v1/chat/completions",
-        post(move || {
-            let next = replies.lock().unwrap().next().expect("a reply is scripted");
-            async move { axum::Json(next) }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (base_url, server) = fake_openai::serve(replies()).await;
     let dir = recording();
     let _ = std::fs::remove_dir_all(&dir);
     let work = tempfile::tempdir().unwrap();
     whole_run(work.path(), || demo::Source::Url {
-        base_url: format!("http://{addr}/v1"),
+        base_url: base_url.clone(),
         model: "fake-gpt".into(),
         api_key: None,
         record: Some(dir.clone()),
