@@ -51,8 +51,44 @@ pub struct Proxy {
     origins: BTreeMap<String, (String, String)>,
     reruns: crate::policy::Reruns,
     decide: tokio::sync::Mutex<()>,
+    /// Request keys this process has seen (see [`SeenKeys`]).
+    seen: SeenKeys,
     notices: Mutex<Box<dyn Write + Send>>,
     flights: Flights,
+}
+
+/// How a new run claims its request's index row.
+enum Claiming {
+    /// The request has no row in the session (checked in the group).
+    New,
+    /// After the key's open row as read (none: no open row).
+    After(Option<String>),
+}
+
+/// The request keys this process has begun runs for, as 64-bit prefixes:
+/// a hint that a request is new, which the run's first write group then
+/// checks against the index. Bounded: when full it starts over, which
+/// only sends calls the long way once more.
+#[derive(Default)]
+struct SeenKeys(Mutex<std::collections::HashSet<u64>>);
+
+/// The most keys [`SeenKeys`] remembers (about 16 MiB).
+const SEEN_KEYS_MAX: usize = 1 << 20;
+
+impl SeenKeys {
+    /// Whether `key` is new to this process (and remembers it).
+    fn first_time(&self, key: &str) -> bool {
+        let Some(prefix) = key.get(..16).and_then(|p| u64::from_str_radix(p, 16).ok()) else {
+            return false;
+        };
+        let Ok(mut seen) = self.0.lock() else {
+            return false;
+        };
+        if seen.len() >= SEEN_KEYS_MAX {
+            seen.clear();
+        }
+        seen.insert(prefix)
+    }
 }
 
 /// What a takeover leaves.
@@ -155,6 +191,9 @@ enum Plan {
     Interrupted(String),
     /// Rules 4–5 refuse the call.
     Refused(Answer),
+    /// A run for a request believed new was not begun: the request has
+    /// rows after all, and the call is decided with its history read.
+    Seen,
     /// The records could not be read or written.
     Unavailable,
 }
@@ -181,6 +220,7 @@ impl Proxy {
             origins,
             reruns,
             decide: tokio::sync::Mutex::new(()),
+            seen: SeenKeys::default(),
             notices: Mutex::new(notices),
             flights: Flights::new(),
         }
@@ -293,6 +333,8 @@ impl Proxy {
                 Plan::Began(session) => self.first_step(*session, name, bytes.clone()).await,
                 Plan::Interrupted(approval_id) => Next::Done(answer::interrupted(&approval_id)),
                 Plan::Refused(answer) => Next::Done(answer),
+                // `plan` decides such a call the long way itself.
+                Plan::Seen => Next::Done(answer::unavailable(false)),
             };
             let (run_id, approval_id, interruption) = match next {
                 Next::Done(answer) => return Some(answer),
@@ -319,6 +361,22 @@ impl Proxy {
     /// Decides what a call of `spec` with request `key` does (rules 1–2,
     /// else a new run), under the deciding mutex.
     async fn plan(&self, spec: &ToolSpec, key: Option<&str>, http_session: Option<&str>) -> Plan {
+        // A request this process has not seen, to a tool no cross-call
+        // rule reads other rows for, begins its run at once: its first
+        // write group checks that the key has no row at all, which is
+        // what rules 1–6 would have read.
+        if let Some(key) = key
+            && self.only_own_rows(spec)
+            && self.seen.first_time(key)
+        {
+            match self
+                .begin(spec, Some(key), Claiming::New, http_session, None)
+                .await
+            {
+                Plan::Seen => {}
+                plan => return plan,
+            }
+        }
         // One trip off the executor: the key's state and, when a new run
         // may begin, its earlier runs (rules 4–6).
         let session = self.config.session.clone();
@@ -412,7 +470,15 @@ impl Proxy {
                 Err(_) => return Plan::Unavailable,
             }
         }
-        self.begin(spec, key, previous, http_session, rerun).await
+        self.begin(spec, key, Claiming::After(previous), http_session, rerun)
+            .await
+    }
+
+    /// Whether deciding a call of `spec` reads only its own request's
+    /// rows: a read-only tool (rule 7's unknown outcomes are about
+    /// changes) whose calls ask no approval (rule 7's `max_pending`).
+    fn only_own_rows(&self, spec: &ToolSpec) -> bool {
+        spec.side_effect == agentrt::SideEffect::ReadOnly && !self.asks_approval(spec)
     }
 
     /// Rule 7: the question an operator is asked about another request to
@@ -465,7 +531,7 @@ impl Proxy {
             .begin(
                 spec,
                 Some(&again.key),
-                Some(again.previous),
+                Claiming::After(Some(again.previous)),
                 None,
                 Some(again.attempt),
             )
@@ -570,7 +636,7 @@ impl Proxy {
         &self,
         spec: &ToolSpec,
         key: Option<&str>,
-        previous: Option<String>,
+        claiming: Claiming,
         http_session: Option<&str>,
         rerun: Option<Attempt>,
     ) -> Plan {
@@ -613,8 +679,10 @@ impl Proxy {
             open: true,
         };
         let at = Timestamp::now();
-        let rows: agentrt::SatelliteRows =
-            Box::new(move |tx| index::claim(tx, &row, previous.as_deref(), at));
+        let rows: agentrt::SatelliteRows = Box::new(move |tx| match claiming {
+            Claiming::New => index::claim_new(tx, &row, at),
+            Claiming::After(previous) => index::claim(tx, &row, previous.as_deref(), at),
+        });
         let goal = format!("call {}", spec.name);
         // Rule 6: the policy asks about the earlier attempt this run
         // re-runs (told before the run's request is proposed).
@@ -629,6 +697,7 @@ impl Proxy {
             .await
         {
             Ok(session) => Plan::Began(Box::new(session)),
+            Err(e) if index::is_seen(&e) => Plan::Seen,
             // Another process began the same request first: this call is
             // in progress there.
             Err(e) if index::is_lost_race(&e) => Plan::InProgress,

@@ -104,18 +104,28 @@ impl CallRow {
     }
 }
 
-fn key_filter<'a>(session: &'a str, key: &'a str) -> [(&'static str, SqlValue); 3] {
+// Filters never name `open`: a bound value compared with the column of
+// the partial index's `WHERE open = 1` makes SQLite prepare the statement
+// again at every execution (about 20 µs each); rows are filtered here.
+
+fn key_filter<'a>(session: &'a str, key: &'a str) -> [(&'static str, SqlValue); 2] {
     [
         ("session", SqlValue::from(session)),
         ("request_key", SqlValue::from(key)),
-        ("open", SqlValue::Int(1)),
     ]
+}
+
+/// The open row among `rows`, if any.
+fn open_among(rows: &[ExtensionRow]) -> Option<CallRow> {
+    rows.iter()
+        .filter_map(CallRow::from_row)
+        .find(|row| row.open)
 }
 
 /// The open row of (`session`, `key`), if any, as committed.
 pub fn open_row(store: &Store, session: &str, key: &str) -> agentrt::Result<Option<CallRow>> {
-    let rows = store.rows_where(CALLS_TABLE, &key_filter(session, key), 1)?;
-    Ok(rows.first().and_then(CallRow::from_row))
+    let rows = store.rows_where(CALLS_TABLE, &key_filter(session, key), 0)?;
+    Ok(open_among(&rows))
 }
 
 /// Every row of `session`, oldest first.
@@ -126,27 +136,14 @@ pub fn session_rows(store: &Store, session: &str) -> agentrt::Result<Vec<CallRow
 
 /// The open rows of `session` (one per request key), oldest first.
 pub fn open_rows(store: &Store, session: &str) -> agentrt::Result<Vec<CallRow>> {
-    let rows = store.rows_where(
-        CALLS_TABLE,
-        &[
-            ("session", SqlValue::from(session)),
-            ("open", SqlValue::Int(1)),
-        ],
-        0,
-    )?;
-    Ok(rows.iter().filter_map(CallRow::from_row).collect())
+    let mut rows = session_rows(store, session)?;
+    rows.retain(|row| row.open);
+    Ok(rows)
 }
 
 /// Every row of (`session`, `key`), oldest first.
 pub fn key_rows(store: &Store, session: &str, key: &str) -> agentrt::Result<Vec<CallRow>> {
-    let rows = store.rows_where(
-        CALLS_TABLE,
-        &[
-            ("session", SqlValue::from(session)),
-            ("request_key", SqlValue::from(key)),
-        ],
-        0,
-    )?;
+    let rows = store.rows_where(CALLS_TABLE, &key_filter(session, key), 0)?;
     Ok(rows.iter().filter_map(CallRow::from_row).collect())
 }
 
@@ -162,18 +159,25 @@ pub fn claim(
     expected: Option<&str>,
     at: Timestamp,
 ) -> agentrt::Result<()> {
-    let current = tx
-        .rows_where(CALLS_TABLE, &key_filter(&row.session, &row.request_key), 1)?
-        .first()
-        .and_then(CallRow::from_row)
-        .map(|r| r.run_id);
+    let rows = tx.rows_where(CALLS_TABLE, &key_filter(&row.session, &row.request_key), 0)?;
+    let current = open_among(&rows).map(|r| r.run_id);
     if current.as_deref() != expected {
         return Err(agentrt::Error::InvalidInput {
             what: "request key",
             detail: "another call of the same request began a run first".into(),
         });
     }
-    if let Some(previous) = expected {
+    open_new_row(tx, row, expected, at)
+}
+
+/// Closes the key's open row `previous` (if any) and inserts `row` open.
+fn open_new_row(
+    tx: &mut WriteTx<'_>,
+    row: &CallRow,
+    previous: Option<&str>,
+    at: Timestamp,
+) -> agentrt::Result<()> {
+    if let Some(previous) = previous {
         tx.update_row(
             CALLS_TABLE,
             previous,
@@ -197,6 +201,31 @@ pub fn claim(
         ],
     )?;
     Ok(())
+}
+
+/// The index's part of a new run's first write group when the caller
+/// believes the request is new in the session: the run's row is inserted
+/// open only if (`session`, `key`) has no row at all, open or closed.
+/// Otherwise nothing is written and [`agentrt::Error::InvalidInput`] about
+/// a seen request key is returned (see [`is_seen`]): the caller decides
+/// the call the long way, with the key's history read.
+pub fn claim_new(tx: &mut WriteTx<'_>, row: &CallRow, at: Timestamp) -> agentrt::Result<()> {
+    let seen = tx.rows_where(CALLS_TABLE, &key_filter(&row.session, &row.request_key), 1)?;
+    if !seen.is_empty() {
+        return Err(agentrt::Error::InvalidInput {
+            what: SEEN_KEY,
+            detail: "the request was made before in this session".into(),
+        });
+    }
+    open_new_row(tx, row, None, at)
+}
+
+/// What [`claim_new`]'s refusal names.
+const SEEN_KEY: &str = "seen request key";
+
+/// Whether `error` is [`claim_new`]'s refusal: the request has rows.
+pub fn is_seen(error: &agentrt::Error) -> bool {
+    matches!(error, agentrt::Error::InvalidInput { what, .. } if *what == SEEN_KEY)
 }
 
 /// Whether `error` is [`claim`]'s refusal: another call of the same

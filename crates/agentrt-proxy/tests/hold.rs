@@ -9,9 +9,9 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentrt::{ApprovalStatus, RunStatus, Store, StoreOptions, TerminalReason};
+use agentrt::{ApprovalStatus, RunStatus, Store, TerminalReason};
 use agentrt_mcp_fixture::{Mode, Seen, serve};
-use agentrt_proxy::{Caller, INDEX, Proxy, build_proxy, load_all, read_config};
+use agentrt_proxy::{Caller, Proxy};
 
 /// Long enough never to be reached by a test that passes.
 const NEVER: Duration = Duration::from_secs(20);
@@ -43,22 +43,9 @@ async fn world(mode: Mode, extra: &str) -> World {
     World { dir, seen, proxy }
 }
 
-/// A proxy on the configuration and database in `dir` (a new process, as
-/// far as the proxy knows).
+/// A proxy on the configuration and database in `dir`, shared.
 async fn proxy_on(dir: &std::path::Path) -> Arc<Proxy> {
-    let config = read_config(&dir.join("proxy.json")).expect("config");
-    let loaded = load_all(&config).await.expect("load");
-    let store = Store::open_with(
-        dir.join("proxy.db"),
-        StoreOptions {
-            extensions: vec![INDEX],
-            ..StoreOptions::default()
-        },
-    )
-    .expect("store");
-    let proxy =
-        build_proxy(Arc::new(config), store, &loaded, Box::new(std::io::sink())).expect("proxy");
-    Arc::new(proxy)
+    Arc::new(support::proxy_on(dir).await)
 }
 
 impl World {

@@ -13,3 +13,27 @@ pub async fn pin(config: &Path) {
     let code = agentrt_proxy::cli::run(&args, &mut out, &mut err).await;
     assert_eq!(code, 0, "pin: {}", String::from_utf8_lossy(&err));
 }
+
+/// A proxy on the configuration `proxy.json` and the database `proxy.db`
+/// in `dir`, built as `serve` builds it (a new process, as far as the
+/// proxy knows).
+#[allow(dead_code)] // Not every test target builds a proxy in process.
+pub async fn proxy_on(dir: &Path) -> agentrt_proxy::Proxy {
+    let config = agentrt_proxy::read_config(&dir.join("proxy.json")).expect("config");
+    let loaded = agentrt_proxy::load_all(&config).await.expect("load");
+    let store = agentrt::Store::open_with(
+        dir.join("proxy.db"),
+        agentrt::StoreOptions {
+            extensions: vec![agentrt_proxy::INDEX],
+            ..agentrt::StoreOptions::default()
+        },
+    )
+    .expect("store");
+    agentrt_proxy::build_proxy(
+        std::sync::Arc::new(config),
+        store,
+        &loaded,
+        Box::new(std::io::sink()),
+    )
+    .expect("proxy")
+}

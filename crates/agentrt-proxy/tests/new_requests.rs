@@ -1,0 +1,76 @@
+//! A request this process has not seen begins its run at once, and the
+//! run's first write group checks the call index: a request the database
+//! knows (an earlier process made it) is decided the long way, with its
+//! history read. In process, against the fixture server over HTTP.
+
+mod support;
+
+use agentrt::store::SqlValue;
+use agentrt::{RunStatus, Store, StoreOptions};
+use agentrt_mcp_fixture::{Mode, serve};
+use agentrt_proxy::{Answer, CALLS_TABLE, INDEX, Proxy};
+
+const ARGS: &str = r#"{"path":"again.txt"}"#;
+
+async fn read(proxy: &Proxy) -> Answer {
+    proxy
+        .call("fs_read_file", Some(ARGS.as_bytes()), None)
+        .await
+        .expect("the tool is offered")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_repeated_after_a_restart_runs_again_and_closes_the_earlier_row() {
+    let (url, seen) = serve(Mode::Json).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("proxy.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"database": "proxy.db", "session": "again",
+                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
+                   "connect_timeout": "10s",
+                   "rules": {{"read_file": {{"side_effect": "read_only", "timeout": "2s"}}}}}}]}}"#
+        ),
+    )
+    .expect("config");
+    support::pin(&config).await;
+
+    let first = support::proxy_on(dir.path()).await;
+    assert!(matches!(read(&first).await, Answer::Result { ref text, .. } if text == ARGS));
+    // The same process knows the request: the long way, a new run.
+    assert!(matches!(read(&first).await, Answer::Result { ref text, .. } if text == ARGS));
+    drop(first);
+    // A new process does not: its first write group finds the key's rows
+    // and the call is decided the long way, not refused as a lost race.
+    let second = support::proxy_on(dir.path()).await;
+    let answer = read(&second).await;
+    assert!(
+        matches!(answer, Answer::Result { ref text, .. } if text == ARGS),
+        "{answer:?}"
+    );
+    assert_eq!(seen.call_arguments.lock().expect("lock").len(), 3);
+
+    let store = Store::open_with(
+        dir.path().join("proxy.db"),
+        StoreOptions {
+            extensions: vec![INDEX],
+            ..StoreOptions::default()
+        },
+    )
+    .expect("db");
+    let rows = store
+        .rows_where(CALLS_TABLE, &[("session", SqlValue::from("again"))], 0)
+        .expect("rows");
+    let open: Vec<i64> = rows.iter().filter_map(|r| r.int("open")).collect();
+    assert_eq!(open, [0, 0, 1], "one open row per key, the newest");
+    let keys: std::collections::BTreeSet<&str> =
+        rows.iter().filter_map(|r| r.text("request_key")).collect();
+    assert_eq!(keys.len(), 1);
+    for row in &rows {
+        let run = store
+            .get_run(row.text("run_id").expect("run id"))
+            .expect("run");
+        assert_eq!(run.status, RunStatus::Completed);
+    }
+}
