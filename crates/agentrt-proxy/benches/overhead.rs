@@ -288,7 +288,10 @@ fn criterion_benches(c: &mut Criterion) {
     rt.block_on(direct_loaded.close());
 }
 
+/// The runtime, in a process with the allocator set as `agentrt-proxy`
+/// sets it ([`agentrt_proxy::retain_freed_heap`]).
 fn runtime() -> tokio::runtime::Runtime {
+    agentrt_proxy::retain_freed_heap();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -14,6 +14,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Before any thread allocates: SQLite's statement memory stays ours.
+    agentrt_proxy::retain_freed_heap();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
