@@ -165,6 +165,10 @@ enum Held {
 enum Next {
     /// The answer.
     Done(Answer),
+    /// A run begun for a request believed new was never stored (the
+    /// request has rows after all, or another call began it first):
+    /// decide the call again.
+    Again,
     /// Hold on this approval of this run.
     Hold {
         run_id: String,
@@ -338,6 +342,8 @@ impl Proxy {
             };
             let (run_id, approval_id, interruption) = match next {
                 Next::Done(answer) => return Some(answer),
+                // The key is known now: decided the long way.
+                Next::Again => continue,
                 Next::Hold {
                     run_id,
                     approval_id,
@@ -679,6 +685,7 @@ impl Proxy {
             open: true,
         };
         let at = Timestamp::now();
+        let deferred = matches!(claiming, Claiming::New);
         let rows: agentrt::SatelliteRows = Box::new(move |tx| match claiming {
             Claiming::New => index::claim_new(tx, &row, at),
             Claiming::After(previous) => index::claim(tx, &row, previous.as_deref(), at),
@@ -691,11 +698,18 @@ impl Proxy {
         {
             reruns.insert(run_id.clone(), attempt);
         }
-        match self
-            .gate
-            .begin_with_rows(Some(&run_id), &goal, limits, labels, rows)
-            .await
-        {
+        // A request believed new is written with its tool's start (one
+        // commit fewer); a refused claim then shows in `first_step`.
+        let began = if deferred {
+            self.gate
+                .begin_deferred_with_rows(Some(&run_id), &goal, limits, labels, rows)
+                .await
+        } else {
+            self.gate
+                .begin_with_rows(Some(&run_id), &goal, limits, labels, rows)
+                .await
+        };
+        match began {
             Ok(session) => Plan::Began(Box::new(session)),
             Err(e) if index::is_seen(&e) => Plan::Seen,
             // Another process began the same request first: this call is
@@ -716,10 +730,17 @@ impl Proxy {
         }
         .await;
         let _ = session.close().await;
+        let stored = session.stored();
         // The session holds the run's claim until dropped: a hold that
         // collects the approval attaches to the run anew.
         drop(session);
-        next.unwrap_or_else(|_| Next::Done(answer::unavailable(true)))
+        match next {
+            Ok(next) => next,
+            // The run's deferred first write was refused: nothing was
+            // stored and nothing ran.
+            Err(e) if !stored && (index::is_seen(&e) || index::is_lost_race(&e)) => Next::Again,
+            Err(_) => Next::Done(answer::unavailable(true)),
+        }
     }
 
     /// What a verdict leads to: execute, end the run refused, or pause.
@@ -825,6 +846,8 @@ impl Proxy {
             return match waited {
                 Ok(Awaited::Approved(_)) => match self.attach_once(run_id).await {
                     Next::Done(answer) => Held::Answered(answer),
+                    // Attaching never begins a run.
+                    Next::Again => Held::Answered(answer::unavailable(false)),
                     // The policy asked again for another approval.
                     Next::Hold {
                         approval_id,

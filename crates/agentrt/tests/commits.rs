@@ -117,3 +117,98 @@ async fn a_driver_run_commits_one_plus_two_per_tool_call_plus_one() {
     assert_eq!(run.status, RunStatus::Completed);
     assert_eq!(store.commits(), 1 + 2 * 2 + 1);
 }
+
+#[tokio::test]
+async fn a_deferred_run_is_written_with_its_first_tool_start_two_commits_in_all() {
+    let f = fixture();
+    let rows: SatelliteRows = Box::new(|_| Ok(()));
+    let mut session = f
+        .gate
+        .begin_deferred_with_rows(Some("r"), "g", Limits::default(), Labels::new(), rows)
+        .await
+        .unwrap();
+    assert_eq!(f.store.commits(), 0, "nothing is written at begin");
+    assert!(!session.stored());
+    assert!(matches!(f.store.get_run("r"), Err(Error::NotFound { .. })));
+    session.step().await.unwrap().unwrap();
+    let verdict = session
+        .propose(Decision::tool_call("fs_read", r#"{"n":1}"#))
+        .await
+        .unwrap();
+    assert_eq!(verdict.outcome, VerdictOutcome::Allowed);
+    assert_eq!(
+        f.store.commits(),
+        0,
+        "an allowed verdict writes nothing yet"
+    );
+    session.execute().await.unwrap();
+    assert_eq!(
+        f.store.commits(),
+        2,
+        "the run with its tool's start, then the result with the next step"
+    );
+    assert_eq!(f.read.count(), 1);
+    assert!(session.stored());
+    session.close().await.unwrap();
+    let types: Vec<EventType> = f
+        .store
+        .list_events("r")
+        .unwrap()
+        .iter()
+        .map(|e| e.event_type.clone())
+        .collect();
+    assert_eq!(
+        &types[..6],
+        [
+            EventType::RunCreated,
+            EventType::RunStarted,
+            EventType::StepStarted,
+            EventType::StepDecided,
+            EventType::StepPolicy,
+            EventType::StepToolStarted,
+        ]
+    );
+    let report = verify::verify(&f.store, &verify::VerifyOptions::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+}
+
+#[tokio::test]
+async fn a_deferred_run_whose_first_write_is_refused_writes_nothing_and_runs_nothing() {
+    let f = fixture();
+    let refused: SatelliteRows = Box::new(|_| {
+        Err(Error::InvalidInput {
+            what: "satellite",
+            detail: "refused".into(),
+        })
+    });
+    let mut session = f
+        .gate
+        .begin_deferred_with_rows(Some("r"), "g", Limits::default(), Labels::new(), refused)
+        .await
+        .unwrap();
+    session.step().await.unwrap().unwrap();
+    let verdict = session
+        .propose(Decision::tool_call("fs_read", r#"{"n":1}"#))
+        .await
+        .unwrap();
+    assert_eq!(verdict.outcome, VerdictOutcome::Allowed);
+    let e = session.execute().await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidInput {
+                what: "satellite",
+                ..
+            }
+        ),
+        "the satellite's own error: {e:?}"
+    );
+    assert_eq!(f.read.count(), 0, "the tool never ran");
+    assert!(!session.stored());
+    assert_eq!(f.store.commits(), 0);
+    assert!(matches!(f.store.get_run("r"), Err(Error::NotFound { .. })));
+    assert!(matches!(
+        session.step().await,
+        Err(Error::SessionClosed { .. })
+    ));
+}

@@ -89,7 +89,7 @@ impl Session {
                 let (run_id, step_id, decided_at) = (run_id.clone(), step_id.clone(), *decided_at);
                 let (spec_hash, policy_at) = (allowed.spec_hash.clone(), allowed.policy_at);
                 let policy_payload = policy_payload.clone();
-                let r = gate
+                let r = self
                     .write(move |tx| {
                         let gate = g;
                         let wall = gate.lease_now();
@@ -169,7 +169,7 @@ impl Session {
                 let (spec_hash, spec_json) = (allowed.spec_hash.clone(), allowed.spec_json.clone());
                 let policy_payload = policy_payload.clone();
                 let run_copy = draft.run.clone();
-                let r = gate
+                let r = self
                     .write(move |tx| {
                         let gate = g;
                         let approval_id = &approval;
@@ -322,7 +322,7 @@ impl Session {
         // Write group 2: the outcome, with the next step or the run's end.
         let g = Arc::clone(&gate);
         let (ended_step, observed, name) = (step.clone(), observation.clone(), tool_name.clone());
-        let r = gate
+        let r = self
             .write(move |tx| {
                 let (gate, step, observation, tool_name) = (g, ended_step, observed, name);
                 let end_at = gate.now();
@@ -444,7 +444,7 @@ impl Session {
         let duration = at.millis_since(&tool_started_at);
         let late = payload::tool_finished(tool, duration, &observation, true);
         let (run_id, step_id) = (run.id.clone(), step.id.clone());
-        let r = gate
+        let r = self
             .write(move |tx| {
                 tx.append_event(&run_id, &step_id, &at, EventType::StepToolFinished, &late)
             })

@@ -35,6 +35,7 @@ use crate::registry::Registry;
 use crate::store::{Store, WriteTx};
 
 pub(crate) use resume::check_hash as resume_check_hash;
+use session::FirstWrite;
 pub use session::{SatelliteRows, Session, StepInfo, Verdict, VerdictOutcome};
 
 /// The default lease time-to-live.
@@ -389,6 +390,7 @@ impl Gate {
             limits,
             Labels::new(),
             None,
+            FirstWrite::Now,
         )
         .await
     }
@@ -417,7 +419,16 @@ impl Gate {
         limits: Limits,
         labels: Labels,
     ) -> Result<Session> {
-        Session::begin(Arc::clone(&self.inner), run_id, goal, limits, labels, None).await
+        Session::begin(
+            Arc::clone(&self.inner),
+            run_id,
+            goal,
+            limits,
+            labels,
+            None,
+            FirstWrite::Now,
+        )
+        .await
     }
 
     /// [`Gate::begin_labelled`] that also writes a satellite's rows in the
@@ -466,6 +477,58 @@ impl Gate {
             limits,
             labels,
             Some(rows),
+            FirstWrite::Now,
+        )
+        .await
+    }
+
+    /// [`Gate::begin_with_rows`] whose first write group (the run, its
+    /// labels, the satellite's rows, `run.created`, `run.started` and the
+    /// first step) is committed together with the session's first write
+    /// instead of at once: for a caller that decides the first step
+    /// straight away, one commit fewer (a tool call allowed at once is
+    /// then two commits in all: its start with the run's creation, its
+    /// result). Until then nothing is stored: another process does not
+    /// see the run, and a crash leaves no trace of it. The first write
+    /// must come within a third of the lease's time to live (the lease's
+    /// first renewal), or the session loses its lease, and the first step
+    /// is decided without the session's model caller (a model call's row
+    /// needs the run's: the step has none). When that write
+    /// fails on the run's own part (a taken id, the satellite's refusal),
+    /// nothing is written, the error is the one [`Gate::begin_with_rows`]
+    /// would have returned, and the session is closed.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use agentrt::*;
+    /// let gate = Gate::new(GateConfig::new(Store::open(":memory:")?, DefaultPolicy, vec![]))?;
+    /// let rows: SatelliteRows = Box::new(|_| Ok(()));
+    /// let mut session = gate
+    ///     .begin_deferred_with_rows(Some("r1"), "g", Limits::default(), Labels::new(), rows)
+    ///     .await?;
+    /// assert!(matches!(gate.store().get_run("r1"), Err(Error::NotFound { .. })));
+    /// session.step().await?;
+    /// let verdict = session.propose(Decision::complete(br#""done""#.to_vec())).await?;
+    /// assert_eq!(verdict.outcome, VerdictOutcome::Ended);
+    /// assert_eq!(gate.store().get_run("r1")?.status, RunStatus::Completed);
+    /// # Ok::<(), agentrt::Error>(()) }).unwrap();
+    /// ```
+    pub async fn begin_deferred_with_rows(
+        &self,
+        run_id: Option<&str>,
+        goal: &str,
+        limits: Limits,
+        labels: Labels,
+        rows: SatelliteRows,
+    ) -> Result<Session> {
+        Session::begin(
+            Arc::clone(&self.inner),
+            run_id,
+            goal,
+            limits,
+            labels,
+            Some(rows),
+            FirstWrite::Deferred,
         )
         .await
     }

@@ -130,7 +130,27 @@ pub struct Session {
     /// A call (`step`, `propose`, `execute`, `fail`) is in progress. Left
     /// set when the caller dropped the call's future before it returned.
     pub(crate) in_call: bool,
+    /// The run's own first write, when deferred to the session's first.
+    /// (In a mutex only so that the session stays `Sync`.)
+    pub(crate) unwritten: Option<std::sync::Mutex<Unwritten>>,
+    /// The run's deferred first write failed: it was never stored.
+    pub(crate) never_written: bool,
     pub(crate) _claim: Claim,
+}
+
+/// When a run's first write group is committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FirstWrite {
+    /// When it begins.
+    Now,
+    /// With the session's first write.
+    Deferred,
+}
+
+/// A run's first write, not yet committed, and how its error reads.
+pub(crate) struct Unwritten {
+    write: SatelliteRows,
+    error: Box<dyn FnOnce(Error) -> Error + Send>,
 }
 
 impl std::fmt::Debug for Session {
@@ -229,6 +249,8 @@ impl Session {
             caller: None,
             totals: crate::budget::SharedTotals::default(),
             in_call: false,
+            unwritten: None,
+            never_written: false,
             _claim: claim,
         }
     }
@@ -240,6 +262,7 @@ impl Session {
         limits: Limits,
         labels: crate::model::Labels,
         rows: Option<SatelliteRows>,
+        first_write: FirstWrite,
     ) -> Result<Session> {
         limits.validate()?;
         let run_id = match run_id {
@@ -264,6 +287,20 @@ impl Session {
             created_at: at,
         });
         let mut draft = Draft::new(&run, None);
+        // Deferred, the first step is opened in memory now and written
+        // with the session's first write; a run a limit would end before
+        // its first step is written at once, as it always was.
+        let first_step = match first_write {
+            FirstWrite::Deferred
+                if super::limits::check(&run, std::iter::empty::<&Arc<Step>>(), || gate.now())
+                    .is_none() =>
+            {
+                let (step_id, started_at) = (gate.new_id(), gate.now());
+                writes::opened_step(&mut draft, step_id.clone(), started_at);
+                Some((step_id, started_at))
+            }
+            _ => None,
+        };
         let specs: Vec<&str> = gate.registry.iter().map(|r| r.spec_hash.as_str()).collect();
         let created = payload::run_created(goal, &run.labels, &limits, specs);
         let labels = run.labels.clone();
@@ -273,51 +310,103 @@ impl Session {
         // as it is, not read as a taken run id.
         let satellite_failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let failed = Arc::clone(&satellite_failed);
-        let written = gate
-            .write(move |tx| {
-                let run_id = id;
-                tx.insert_run(&NewRun {
-                    id: &run_id,
-                    goal: &goal,
-                    limits_json: &limits_json,
-                    created_at: at,
-                    lease_owner: &g.owner,
-                    lease_expires_at: g.lease_expiry(),
+        let deferred = first_step.is_some();
+        let mut opened = Draft::new(&run, None);
+        let write_run = move |tx: &mut crate::store::WriteTx<'_>| -> Result<Draft> {
+            let run_id = id;
+            tx.insert_run(&NewRun {
+                id: &run_id,
+                goal: &goal,
+                limits_json: &limits_json,
+                created_at: at,
+                lease_owner: &g.owner,
+                lease_expires_at: g.lease_expiry(),
+            })?;
+            tx.insert_run_labels(&run_id, &labels)?;
+            if let Some(rows) = rows {
+                rows(tx).inspect_err(|_| {
+                    failed.store(true, std::sync::atomic::Ordering::SeqCst);
                 })?;
-                tx.insert_run_labels(&run_id, &labels)?;
-                if let Some(rows) = rows {
-                    rows(tx).inspect_err(|_| {
-                        failed.store(true, std::sync::atomic::Ordering::SeqCst);
-                    })?;
-                }
-                for r in g.registry.iter() {
-                    tx.insert_spec(&r.spec_hash, r.spec_json.as_str())?;
-                }
-                tx.append_event(&run_id, "", &at, EventType::RunCreated, &created)?;
-                tx.append_event(&run_id, "", &at, EventType::RunStarted, &payload::empty())?;
-                writes::open_next_or_settle(&g, tx, &mut draft, &[])?;
-                Ok(draft)
-            })
-            .await;
-        let draft = match written {
-            Ok(draft) => draft,
-            Err(e) => {
-                if is_constraint(&e) && !satellite_failed.load(std::sync::atomic::Ordering::SeqCst)
-                {
-                    return Err(Error::InvalidInput {
-                        what: "run id",
-                        detail: format!(
-                            "a run with id {run_id:?} already exists; choose another id, or resume it"
-                        ),
-                    });
-                }
-                return Err(e);
             }
+            for r in g.registry.iter() {
+                tx.insert_spec(&r.spec_hash, r.spec_json.as_str())?;
+            }
+            tx.append_event(&run_id, "", &at, EventType::RunCreated, &created)?;
+            tx.append_event(&run_id, "", &at, EventType::RunStarted, &payload::empty())?;
+            match first_step {
+                Some((step_id, started_at)) => {
+                    writes::start_step_as(&g, tx, &mut opened, step_id, started_at)?;
+                }
+                None => writes::open_next_or_settle(&g, tx, &mut opened, &[])?,
+            }
+            Ok(opened)
         };
+        let taken_id = move |e: Error| -> Error {
+            if is_constraint(&e) && !satellite_failed.load(std::sync::atomic::Ordering::SeqCst) {
+                return Error::InvalidInput {
+                    what: "run id",
+                    detail: format!(
+                        "a run with id {run_id:?} already exists; choose another id, or resume it"
+                    ),
+                };
+            }
+            e
+        };
+        if deferred {
+            let mut session = Session::new(gate, run, claim);
+            session.apply(draft);
+            session.unwritten = Some(std::sync::Mutex::new(Unwritten {
+                write: Box::new(move |tx| write_run(tx).map(|_| ())),
+                error: Box::new(taken_id),
+            }));
+            // Held now, so the first write is guarded as any other; the
+            // heartbeat renews a row that exists by its first beat when the
+            // first write comes at once, as it should.
+            session.hold_lease();
+            return Ok(session);
+        }
+        let draft = gate.write(write_run).await.map_err(taken_id)?;
         let mut session = Session::new(gate, run, claim);
         session.apply(draft);
         session.hold_lease();
         Ok(session)
+    }
+
+    /// Runs `f` as the session's next write group, with the run's own
+    /// first write before it in the same group when that is still
+    /// unwritten ([`FirstWrite::Deferred`]). If the run's first write
+    /// fails, nothing is written and the session closes.
+    pub(crate) async fn write<T, F>(&mut self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut crate::store::WriteTx<'_>) -> Result<T> + Send + 'static,
+    {
+        let Some(unwritten) = self.unwritten.take() else {
+            return self.gate.write(f).await;
+        };
+        let Unwritten { write, error } = unwritten
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let first_failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let failed = Arc::clone(&first_failed);
+        let r = self
+            .gate
+            .write(move |tx| {
+                write(tx)
+                    .inspect_err(|_| failed.store(true, std::sync::atomic::Ordering::SeqCst))?;
+                f(tx)
+            })
+            .await;
+        match r {
+            Err(e) if first_failed.load(std::sync::atomic::Ordering::SeqCst) => {
+                let e = error(e);
+                self.never_written = true;
+                self.lease.stop();
+                self.state = State::Closed(Some(format!("the run was never written: {e}")));
+                Err(e)
+            }
+            other => other,
+        }
     }
 
     /// Folds a committed draft into the cached state.
@@ -362,6 +451,11 @@ impl Session {
 
     /// The accounting caller for the open step, when the gate has a model.
     pub(super) fn make_caller(&mut self) {
+        // A model call's row needs the run's row: none before the run's
+        // deferred first write (see `Gate::begin_deferred_with_rows`).
+        if self.unwritten.is_some() {
+            return;
+        }
         let (Some((config, price)), Some(step)) = (&self.gate.model, &self.current) else {
             return;
         };
@@ -473,6 +567,13 @@ impl Session {
         self.cancel = cancel;
     }
 
+    /// Whether the run is stored: `false` while a deferred first write
+    /// ([`Gate::begin_deferred_with_rows`](crate::Gate::begin_deferred_with_rows))
+    /// waits, and after it failed.
+    pub fn stored(&self) -> bool {
+        self.unwritten.is_none() && !self.never_written
+    }
+
     /// The run as last written or read.
     pub fn run(&self) -> &Run {
         &self.run
@@ -534,7 +635,7 @@ impl Session {
             let history = Arc::clone(&self.history);
             let mut draft = self.draft();
             let g = Arc::clone(&gate);
-            let r = gate
+            let r = self
                 .write(move |tx| {
                     writes::open_next_or_settle(&g, tx, &mut draft, &history)?;
                     Ok(draft)
@@ -746,7 +847,7 @@ impl Session {
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
         let g = Arc::clone(&gate);
-        let r = gate
+        let r = self
             .write(move |tx| {
                 let gate = g;
                 let end_at = gate.now();
@@ -811,7 +912,7 @@ impl Session {
             let gate = Arc::clone(&self.gate);
             let run_id = self.run.id.clone();
             let g = Arc::clone(&gate);
-            gate.write(move |tx| {
+            self.write(move |tx| {
                 let gate = g;
                 tx.update_run(
                     &run_id,

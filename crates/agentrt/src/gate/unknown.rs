@@ -65,7 +65,7 @@ impl Session {
         let g = Arc::clone(&gate);
         let run = self.run.clone();
         let (marking, observed, name) = (step.clone(), observation.clone(), tool.clone());
-        let r = gate
+        let r = self
             .write(move |tx| {
                 let gate = g;
                 let end_at = gate.now();
@@ -137,7 +137,7 @@ impl Session {
             let g = Arc::clone(&gate);
             let run = self.run.clone();
             let step_id = marked.id.clone();
-            let r = gate
+            let r = self
                 .write(move |tx| {
                     let mut out = Followup::default();
                     write_next(

@@ -63,7 +63,7 @@ impl Session {
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
         let g = Arc::clone(&gate);
-        let r = gate
+        let r = self
             .write(move |tx| {
                 let gate = g;
                 let end_at = gate.now();
@@ -372,7 +372,7 @@ impl Session {
         let g = Arc::clone(&gate);
         let inserted = approval.clone();
         let (spec_hash, policy_at) = (allowed.spec_hash.clone(), allowed.policy_at);
-        let r = gate
+        let r = self
             .write(move |tx| {
                 let gate = g;
                 let approval = inserted;

@@ -246,10 +246,40 @@ pub(crate) fn open_next_or_settle(
 /// Starts the next step: the run's step count by compare-and-set (the
 /// lease renewed), the step row, `step.started`.
 pub(crate) fn start_step(gate: &GateInner, tx: &mut WriteTx<'_>, draft: &mut Draft) -> Result<()> {
-    let at = gate.now();
+    let (step_id, at) = (gate.new_id(), gate.now());
+    start_step_as(gate, tx, draft, step_id, at)
+}
+
+/// The step [`start_step_as`] opens, as the draft holds it after.
+pub(crate) fn opened_step(draft: &mut Draft, step_id: String, at: Timestamp) {
+    let index = draft.run.step_count;
+    draft.run.step_count = index + 1;
+    draft.current = Some(Step {
+        id: step_id,
+        run_id: draft.run.id.clone(),
+        index,
+        status: StepStatus::Deciding,
+        decision: None,
+        policy: None,
+        observation: None,
+        started_at: at,
+        finished_at: None,
+        spec_hash: String::new(),
+        policy_id: String::new(),
+        decode_error: None,
+    });
+}
+
+/// [`start_step`] with the step's id and start time chosen by the caller.
+pub(crate) fn start_step_as(
+    gate: &GateInner,
+    tx: &mut WriteTx<'_>,
+    draft: &mut Draft,
+    step_id: String,
+    at: Timestamp,
+) -> Result<()> {
     let index = draft.run.step_count;
     let run_id = draft.run.id.clone();
-    let step_id = gate.new_id();
     let guard = RunGuard {
         step_count: Some(index),
         ..running(gate)
@@ -279,21 +309,7 @@ pub(crate) fn start_step(gate: &GateInner, tx: &mut WriteTx<'_>, draft: &mut Dra
         EventType::StepStarted,
         &payload::step_started(index),
     )?;
-    draft.run.step_count = index + 1;
-    draft.current = Some(Step {
-        id: step_id,
-        run_id,
-        index,
-        status: StepStatus::Deciding,
-        decision: None,
-        policy: None,
-        observation: None,
-        started_at: at,
-        finished_at: None,
-        spec_hash: String::new(),
-        policy_id: String::new(),
-        decode_error: None,
-    });
+    opened_step(draft, step_id, at);
     Ok(())
 }
 
