@@ -83,18 +83,13 @@ struct Setup {
 async fn setup() -> Setup {
     let (url, _seen) = serve(Mode::Json).await;
     let dir = tempfile::tempdir().expect("dir");
-    let config_path = dir.path().join("proxy.json");
-    std::fs::write(
-        &config_path,
-        format!(
-            r#"{{"database": "proxy.db", "session": "bench",
-                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
-                               "connect_timeout": "10s",
-                               "rules": {{"read_file": {{"side_effect": "read_only", "timeout": "5s"}}}}}}]}}"#
-        ),
+    let config_path = support::configure(
+        dir.path(),
+        &url,
+        r#""session": "bench""#,
+        r#"{"side_effect": "read_only", "timeout": "5s"}"#,
     )
-    .expect("config");
-    support::pin(&config_path).await;
+    .await;
     let config = agentrt_proxy::read_config(&config_path).expect("config");
     Setup {
         dir,
@@ -289,9 +284,9 @@ fn criterion_benches(c: &mut Criterion) {
 }
 
 /// The runtime, in a process with the allocator set as `agentrt-proxy`
-/// sets it ([`agentrt_proxy::retain_freed_heap`]).
+/// sets it ([`agentrt::store::retain_freed_heap`]).
 fn runtime() -> tokio::runtime::Runtime {
-    agentrt_proxy::retain_freed_heap();
+    agentrt::store::retain_freed_heap();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

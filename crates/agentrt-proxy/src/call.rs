@@ -195,9 +195,9 @@ enum Plan {
     Interrupted(String),
     /// Rules 4–5 refuse the call.
     Refused(Answer),
-    /// A run for a request believed new was not begun: the request has
-    /// rows after all, and the call is decided with its history read.
-    Seen,
+    /// A run for a request believed new was not begun (the request has
+    /// rows after all): decide the call again, the long way.
+    Again,
     /// The records could not be read or written.
     Unavailable,
 }
@@ -337,8 +337,7 @@ impl Proxy {
                 Plan::Began(session) => self.first_step(*session, name, bytes.clone()).await,
                 Plan::Interrupted(approval_id) => Next::Done(answer::interrupted(&approval_id)),
                 Plan::Refused(answer) => Next::Done(answer),
-                // `plan` decides such a call the long way itself.
-                Plan::Seen => Next::Done(answer::unavailable(false)),
+                Plan::Again => Next::Again,
             };
             let (run_id, approval_id, interruption) = match next {
                 Next::Done(answer) => return Some(answer),
@@ -375,13 +374,9 @@ impl Proxy {
             && self.only_own_rows(spec)
             && self.seen.first_time(key)
         {
-            match self
+            return self
                 .begin(spec, Some(key), Claiming::New, http_session, None)
-                .await
-            {
-                Plan::Seen => {}
-                plan => return plan,
-            }
+                .await;
         }
         // One trip off the executor: the key's state and, when a new run
         // may begin, its earlier runs (rules 4–6).
@@ -711,7 +706,7 @@ impl Proxy {
         };
         match began {
             Ok(session) => Plan::Began(Box::new(session)),
-            Err(e) if index::is_seen(&e) => Plan::Seen,
+            Err(e) if index::is_seen(&e) => Plan::Again,
             // Another process began the same request first: this call is
             // in progress there.
             Err(e) if index::is_lost_race(&e) => Plan::InProgress,

@@ -20,7 +20,6 @@ pub mod cli;
 mod config;
 mod error;
 mod flight;
-mod heap;
 mod http_serve;
 mod index;
 mod key_state;
@@ -44,7 +43,6 @@ pub use config::{
     parse_config, read_config,
 };
 pub use error::ProxyError;
-pub use heap::retain_freed_heap;
 pub use http_serve::{HttpOptions, serve_http};
 pub use index::{CALLS_TABLE, CallRow, INDEX, request_key};
 pub use key_state::{KeyState, OnCall, RowFacts, classify, on_call};

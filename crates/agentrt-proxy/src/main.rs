@@ -15,7 +15,7 @@ fn main() -> ExitCode {
         }
     };
     // Before any thread allocates: SQLite's statement memory stays ours.
-    agentrt_proxy::retain_freed_heap();
+    agentrt::store::retain_freed_heap();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

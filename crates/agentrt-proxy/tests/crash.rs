@@ -61,18 +61,13 @@ fn text(result: &CallToolResult) -> String {
 async fn setup() -> (Arc<Seen>, tempfile::TempDir, PathBuf) {
     let (url, seen) = serve(Mode::HangOnCall).await;
     let dir = tempfile::tempdir().expect("dir");
-    let config = dir.path().join("proxy.json");
-    std::fs::write(
-        &config,
-        format!(
-            r#"{{"database": "proxy.db", "session": "crash", "hold": "0s", "lease_ttl": "3s", "repeat_window": "0s",
-                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
-                   "connect_timeout": "10s",
-                   "rules": {{"read_file": {{"side_effect": "local_mutation", "timeout": "10m"}}}}}}]}}"#
-        ),
+    let config = support::configure(
+        dir.path(),
+        &url,
+        r#""session": "crash", "hold": "0s", "lease_ttl": "3s", "repeat_window": "0s""#,
+        r#"{"side_effect": "local_mutation", "timeout": "10m"}"#,
     )
-    .expect("config");
-    support::pin(&config).await;
+    .await;
     (seen, dir, config)
 }
 

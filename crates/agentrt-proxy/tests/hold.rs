@@ -27,18 +27,13 @@ struct World {
 async fn world(mode: Mode, extra: &str) -> World {
     let (url, seen) = serve(mode).await;
     let dir = tempfile::tempdir().expect("dir");
-    let config_path = dir.path().join("proxy.json");
-    std::fs::write(
-        &config_path,
-        format!(
-            r#"{{"database": "proxy.db", "session": "hold" {extra},
-                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
-                   "connect_timeout": "10s",
-                   "rules": {{"read_file": {{"side_effect": "remote_mutation", "timeout": "2s"}}}}}}]}}"#
-        ),
+    support::configure(
+        dir.path(),
+        &url,
+        &format!(r#""session": "hold" {extra}"#),
+        r#"{"side_effect": "remote_mutation", "timeout": "2s"}"#,
     )
-    .expect("config");
-    support::pin(&config_path).await;
+    .await;
     let proxy = proxy_on(dir.path()).await;
     World { dir, seen, proxy }
 }

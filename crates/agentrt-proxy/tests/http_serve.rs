@@ -21,18 +21,13 @@ use tokio::process::{Child, Command};
 /// Pins the fixture into a fresh configuration.
 async fn setup(url: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("dir");
-    let config = dir.path().join("proxy.json");
-    std::fs::write(
-        &config,
-        format!(
-            r#"{{"database": "proxy.db", "session": "web",
-                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
-                   "connect_timeout": "10s",
-                   "rules": {{"read_file": {{"side_effect": "read_only", "timeout": "5s"}}}}}}]}}"#
-        ),
+    support::configure(
+        dir.path(),
+        url,
+        r#""session": "web""#,
+        r#"{"side_effect": "read_only", "timeout": "5s"}"#,
     )
-    .expect("config");
-    support::pin(&config).await;
+    .await;
     dir
 }
 

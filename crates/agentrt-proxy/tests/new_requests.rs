@@ -23,18 +23,13 @@ async fn read(proxy: &Proxy) -> Answer {
 async fn a_read_repeated_after_a_restart_runs_again_and_closes_the_earlier_row() {
     let (url, seen) = serve(Mode::Json).await;
     let dir = tempfile::tempdir().expect("dir");
-    let config = dir.path().join("proxy.json");
-    std::fs::write(
-        &config,
-        format!(
-            r#"{{"database": "proxy.db", "session": "again",
-                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
-                   "connect_timeout": "10s",
-                   "rules": {{"read_file": {{"side_effect": "read_only", "timeout": "2s"}}}}}}]}}"#
-        ),
+    support::configure(
+        dir.path(),
+        &url,
+        r#""session": "again""#,
+        r#"{"side_effect": "read_only", "timeout": "2s"}"#,
     )
-    .expect("config");
-    support::pin(&config).await;
+    .await;
 
     let first = support::proxy_on(dir.path()).await;
     assert!(matches!(read(&first).await, Answer::Result { ref text, .. } if text == ARGS));

@@ -160,20 +160,17 @@ impl World {
     async fn new(repeat_window: &str) -> World {
         let (url, seen) = serve(Mode::Json).await;
         let dir = tempfile::tempdir().expect("dir");
-        let config_path = dir.path().join("proxy.json");
         let ttl = format!("{}ms", TTL.as_millis());
-        std::fs::write(
-            &config_path,
-            format!(
-                r#"{{"database": "proxy.db", "session": "prop", "hold": "0s", "lease_ttl": "3s",
-                     "approval_ttl": "{ttl}", "grant_ttl": "{ttl}", "repeat_window": "{repeat_window}",
-                     "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
-                       "connect_timeout": "10s",
-                       "rules": {{"read_file": {{"side_effect": "remote_mutation", "timeout": "5s"}}}}}}]}}"#
+        let config_path = support::configure(
+            dir.path(),
+            &url,
+            &format!(
+                r#""session": "prop", "hold": "0s", "lease_ttl": "3s", "approval_ttl": "{ttl}",
+                   "grant_ttl": "{ttl}", "repeat_window": "{repeat_window}""#
             ),
+            r#"{"side_effect": "remote_mutation", "timeout": "5s"}"#,
         )
-        .expect("config");
-        support::pin(&config_path).await;
+        .await;
         let config = read_config(&config_path).expect("config");
         World {
             dir,

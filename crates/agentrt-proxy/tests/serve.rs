@@ -34,17 +34,13 @@ async fn start(rules: &str, extra: &str) -> Proxy {
 async fn start_with(mode: Mode, rules: &str, extra: &str) -> Proxy {
     let (url, seen) = serve(mode).await;
     let dir = tempfile::tempdir().expect("dir");
-    let config = dir.path().join("proxy.json");
-    std::fs::write(
-        &config,
-        format!(
-            r#"{{"database": "proxy.db", "session": "laptop" {extra},
-                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
-                               "connect_timeout": "10s", "rules": {{"read_file": {rules}}}}}]}}"#
-        ),
+    let config = support::configure(
+        dir.path(),
+        &url,
+        &format!(r#""session": "laptop" {extra}"#),
+        rules,
     )
-    .expect("config");
-    support::pin(&config).await;
+    .await;
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"));
     command.args(["serve", "--config", &config.to_string_lossy()]);
     let transport = TokioChildProcess::new(command).expect("spawn");
@@ -337,17 +333,7 @@ async fn the_hosts_argument_bytes_are_judged_and_recorded_as_it_wrote_them() {
 
     let (url, seen) = serve(Mode::Json).await;
     let dir = tempfile::tempdir().expect("dir");
-    let config = dir.path().join("proxy.json");
-    std::fs::write(
-        &config,
-        format!(
-            r#"{{"database": "proxy.db", "session": "raw",
-                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
-                               "connect_timeout": "10s", "rules": {{"read_file": {READ}}}}}]}}"#
-        ),
-    )
-    .expect("config");
-    support::pin(&config).await;
+    let config = support::configure(dir.path(), &url, r#""session": "raw""#, READ).await;
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"))
         .args(["serve", "--config"])
         .arg(&config)

@@ -18,19 +18,13 @@ use tokio::process::{Child, Command};
 /// Writes a configuration (the fixture at `url`, `read_file` a change
 /// with `timeout`, and `extra` fields) and pins it.
 async fn configure(dir: &Path, url: &str, timeout: &str, extra: &str) -> std::path::PathBuf {
-    let config = dir.join("proxy.json");
-    std::fs::write(
-        &config,
-        format!(
-            r#"{{"database": "proxy.db", "session": "stop" {extra},
-                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
-                   "connect_timeout": "10s",
-                   "rules": {{"read_file": {{"side_effect": "local_mutation", "timeout": "{timeout}"}}}}}}]}}"#
-        ),
+    support::configure(
+        dir,
+        url,
+        &format!(r#""session": "stop" {extra}"#),
+        &format!(r#"{{"side_effect": "local_mutation", "timeout": "{timeout}"}}"#),
     )
-    .expect("config");
-    support::pin(&config).await;
-    config
+    .await
 }
 
 /// Starts the binary on `config` with `handler` as the host.

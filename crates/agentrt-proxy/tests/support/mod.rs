@@ -37,3 +37,26 @@ pub async fn proxy_on(dir: &Path) -> agentrt_proxy::Proxy {
     )
     .expect("proxy")
 }
+
+/// Writes `proxy.json` in `dir` (the database `proxy.db`, the top-level
+/// configuration `fields`, the fixture at `url` as the server `fs` with
+/// `read_file_rule` for its `read_file`) and pins it; the file's path.
+pub async fn configure(
+    dir: &Path,
+    url: &str,
+    fields: &str,
+    read_file_rule: &str,
+) -> std::path::PathBuf {
+    let config = dir.join("proxy.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"database": "proxy.db", {fields},
+                 "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
+                   "connect_timeout": "10s", "rules": {{"read_file": {read_file_rule}}}}}]}}"#
+        ),
+    )
+    .expect("config");
+    pin(&config).await;
+    config
+}

@@ -383,16 +383,22 @@ impl Gate {
 
     /// Starts a run (with `run_id`, or a random id) and opens its first step.
     pub async fn begin(&self, run_id: Option<&str>, goal: &str, limits: Limits) -> Result<Session> {
-        Session::begin(
-            Arc::clone(&self.inner),
-            run_id,
-            goal,
-            limits,
-            Labels::new(),
-            None,
-            FirstWrite::Now,
-        )
-        .await
+        self.begin_run(run_id, goal, limits, Labels::new(), None, FirstWrite::Now)
+            .await
+    }
+
+    /// What every `begin` comes to.
+    async fn begin_run(
+        &self,
+        run_id: Option<&str>,
+        goal: &str,
+        limits: Limits,
+        labels: Labels,
+        rows: Option<SatelliteRows>,
+        first_write: FirstWrite,
+    ) -> Result<Session> {
+        let gate = Arc::clone(&self.inner);
+        Session::begin(gate, run_id, goal, limits, labels, rows, first_write).await
     }
 
     /// [`Gate::begin`] with labels: recorded in `run.created` and in the
@@ -419,16 +425,8 @@ impl Gate {
         limits: Limits,
         labels: Labels,
     ) -> Result<Session> {
-        Session::begin(
-            Arc::clone(&self.inner),
-            run_id,
-            goal,
-            limits,
-            labels,
-            None,
-            FirstWrite::Now,
-        )
-        .await
+        self.begin_run(run_id, goal, limits, labels, None, FirstWrite::Now)
+            .await
     }
 
     /// [`Gate::begin_labelled`] that also writes a satellite's rows in the
@@ -470,33 +468,20 @@ impl Gate {
         labels: Labels,
         rows: SatelliteRows,
     ) -> Result<Session> {
-        Session::begin(
-            Arc::clone(&self.inner),
-            run_id,
-            goal,
-            limits,
-            labels,
-            Some(rows),
-            FirstWrite::Now,
-        )
-        .await
+        self.begin_run(run_id, goal, limits, labels, Some(rows), FirstWrite::Now)
+            .await
     }
 
-    /// [`Gate::begin_with_rows`] whose first write group (the run, its
-    /// labels, the satellite's rows, `run.created`, `run.started` and the
-    /// first step) is committed together with the session's first write
-    /// instead of at once: for a caller that decides the first step
-    /// straight away, one commit fewer (a tool call allowed at once is
-    /// then two commits in all: its start with the run's creation, its
-    /// result). Until then nothing is stored: another process does not
-    /// see the run, and a crash leaves no trace of it. The first write
-    /// must come within a third of the lease's time to live (the lease's
-    /// first renewal), or the session loses its lease, and the first step
-    /// is decided without the session's model caller (a model call's row
-    /// needs the run's: the step has none). When that write
-    /// fails on the run's own part (a taken id, the satellite's refusal),
-    /// nothing is written, the error is the one [`Gate::begin_with_rows`]
-    /// would have returned, and the session is closed.
+    /// [`Gate::begin_with_rows`] whose first write group is committed with
+    /// the session's first write instead of at once: one commit fewer for
+    /// a caller that decides straight away (a tool call allowed at once is
+    /// two commits in all). Until then nothing is stored ([`Session::stored`]
+    /// is `false`); it must come before the lease's first renewal (a third
+    /// of its time to live), and the first step has no model caller (a
+    /// model call's row needs the run's). If it is refused on the run's
+    /// own part (a taken id, the satellite's rows), nothing is written,
+    /// the error is the one [`Gate::begin_with_rows`] would have returned
+    /// and the session closes.
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -521,8 +506,7 @@ impl Gate {
         labels: Labels,
         rows: SatelliteRows,
     ) -> Result<Session> {
-        Session::begin(
-            Arc::clone(&self.inner),
+        self.begin_run(
             run_id,
             goal,
             limits,

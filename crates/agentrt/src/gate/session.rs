@@ -130,11 +130,8 @@ pub struct Session {
     /// A call (`step`, `propose`, `execute`, `fail`) is in progress. Left
     /// set when the caller dropped the call's future before it returned.
     pub(crate) in_call: bool,
-    /// The run's own first write, when deferred to the session's first.
-    /// (In a mutex only so that the session stays `Sync`.)
-    pub(crate) unwritten: Option<std::sync::Mutex<Unwritten>>,
-    /// The run's deferred first write failed: it was never stored.
-    pub(crate) never_written: bool,
+    /// Whether the run's row is stored, or its first write still waits.
+    pub(crate) row: RunRow,
     pub(crate) _claim: Claim,
 }
 
@@ -145,6 +142,17 @@ pub(crate) enum FirstWrite {
     Now,
     /// With the session's first write.
     Deferred,
+}
+
+/// Where the run's own row stands, for this session.
+pub(crate) enum RunRow {
+    /// Stored.
+    Stored,
+    /// Its first write waits for the session's first write group (in a
+    /// mutex only so that the session stays `Sync`).
+    Waiting(std::sync::Mutex<Unwritten>),
+    /// Its deferred first write was refused: never stored.
+    Refused,
 }
 
 /// A run's first write, not yet committed, and how its error reads.
@@ -249,8 +257,7 @@ impl Session {
             caller: None,
             totals: crate::budget::SharedTotals::default(),
             in_call: false,
-            unwritten: None,
-            never_written: false,
+            row: RunRow::Stored,
             _claim: claim,
         }
     }
@@ -352,22 +359,22 @@ impl Session {
             }
             e
         };
-        if deferred {
-            let mut session = Session::new(gate, run, claim);
-            session.apply(draft);
-            session.unwritten = Some(std::sync::Mutex::new(Unwritten {
+        let (draft, row) = if deferred {
+            let unwritten = Unwritten {
                 write: Box::new(move |tx| write_run(tx).map(|_| ())),
                 error: Box::new(taken_id),
-            }));
-            // Held now, so the first write is guarded as any other; the
-            // heartbeat renews a row that exists by its first beat when the
-            // first write comes at once, as it should.
-            session.hold_lease();
-            return Ok(session);
-        }
-        let draft = gate.write(write_run).await.map_err(taken_id)?;
+            };
+            (draft, RunRow::Waiting(std::sync::Mutex::new(unwritten)))
+        } else {
+            let written = gate.write(write_run).await.map_err(taken_id)?;
+            (written, RunRow::Stored)
+        };
         let mut session = Session::new(gate, run, claim);
         session.apply(draft);
+        session.row = row;
+        // Held at once, deferred too, so the first write is guarded as any
+        // other; its first renewal finds the row when that write came
+        // straight away, as it should.
         session.hold_lease();
         Ok(session)
     }
@@ -381,8 +388,12 @@ impl Session {
         T: Send + 'static,
         F: FnOnce(&mut crate::store::WriteTx<'_>) -> Result<T> + Send + 'static,
     {
-        let Some(unwritten) = self.unwritten.take() else {
-            return self.gate.write(f).await;
+        let unwritten = match std::mem::replace(&mut self.row, RunRow::Stored) {
+            RunRow::Waiting(unwritten) => unwritten,
+            row => {
+                self.row = row;
+                return self.gate.write(f).await;
+            }
         };
         let Unwritten { write, error } = unwritten
             .into_inner()
@@ -400,7 +411,7 @@ impl Session {
         match r {
             Err(e) if first_failed.load(std::sync::atomic::Ordering::SeqCst) => {
                 let e = error(e);
-                self.never_written = true;
+                self.row = RunRow::Refused;
                 self.lease.stop();
                 self.state = State::Closed(Some(format!("the run was never written: {e}")));
                 Err(e)
@@ -453,7 +464,7 @@ impl Session {
     pub(super) fn make_caller(&mut self) {
         // A model call's row needs the run's row: none before the run's
         // deferred first write (see `Gate::begin_deferred_with_rows`).
-        if self.unwritten.is_some() {
+        if !self.stored() {
             return;
         }
         let (Some((config, price)), Some(step)) = (&self.gate.model, &self.current) else {
@@ -571,7 +582,7 @@ impl Session {
     /// ([`Gate::begin_deferred_with_rows`](crate::Gate::begin_deferred_with_rows))
     /// waits, and after it failed.
     pub fn stored(&self) -> bool {
-        self.unwritten.is_none() && !self.never_written
+        matches!(self.row, RunRow::Stored)
     }
 
     /// The run as last written or read.

@@ -16,6 +16,7 @@ mod digest;
 pub mod extension;
 mod files;
 pub mod group_rows;
+mod heap;
 mod lease;
 mod open;
 mod page;
@@ -47,6 +48,7 @@ pub use changes::{
 };
 pub use extension::{Extension, ExtensionRow, ExtensionTable, SqlValue};
 pub use group_rows::GroupRows;
+pub use heap::retain_freed_heap;
 pub use page::{MAX_PAGE_TEXT, PAGE_READ_ROWS, PendingCount};
 pub use read::Page;
 pub use read_rows::{Cut, ReadRows};
