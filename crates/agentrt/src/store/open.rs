@@ -220,6 +220,10 @@ fn configure(conn: &Connection) -> Result<()> {
 fn configure_connection(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    // Plans that never depend on bound values: without this, every
+    // statement on a table with a partial index (an extension's) is
+    // prepared again at each execution, about 20-40 µs each time.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     conn.pragma_update(None, "trusted_schema", false)?;
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.set_prepared_statement_cache_capacity(64);
@@ -500,5 +504,33 @@ mod tests {
                 .unwrap();
             assert_eq!(got, want, "{pragma}");
         }
+    }
+
+    /// SQLite with STAT4 (as bundled) re-prepares a statement at every
+    /// execution when a partial index's condition might depend on its
+    /// bound values; the proxy's call index has such an index and paid
+    /// 20-40 µs per lookup. The store's connections plan once.
+    #[test]
+    fn statements_on_a_table_with_a_partial_index_are_prepared_once() {
+        let conn = Connection::open_in_memory().unwrap();
+        configure_connection(&conn).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (k TEXT NOT NULL, v TEXT NOT NULL, open INTEGER NOT NULL);
+             CREATE UNIQUE INDEX t_open ON t (k) WHERE open = 1;
+             CREATE INDEX t_k ON t (k, v);
+             INSERT INTO t VALUES ('a', 'x', 1), ('a', 'y', 0);",
+        )
+        .unwrap();
+        let mut stmt = conn
+            .prepare("SELECT v FROM t WHERE k = ? AND v = ? ORDER BY rowid LIMIT ?")
+            .unwrap();
+        for v in ["x", "y", "z", "x"] {
+            let _: Vec<String> = stmt
+                .query_map(rusqlite::params!["a", v, 1], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+        }
+        assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0);
     }
 }
