@@ -104,10 +104,6 @@ impl CallRow {
     }
 }
 
-// Filters never name `open`: a bound value compared with the column of
-// the partial index's `WHERE open = 1` makes SQLite prepare the statement
-// again at every execution (about 20 µs each); rows are filtered here.
-
 fn key_filter<'a>(session: &'a str, key: &'a str) -> [(&'static str, SqlValue); 2] {
     [
         ("session", SqlValue::from(session)),
@@ -115,17 +111,16 @@ fn key_filter<'a>(session: &'a str, key: &'a str) -> [(&'static str, SqlValue); 
     ]
 }
 
-/// The open row among `rows`, if any.
-fn open_among(rows: &[ExtensionRow]) -> Option<CallRow> {
-    rows.iter()
-        .filter_map(CallRow::from_row)
-        .find(|row| row.open)
+/// [`key_filter`] for the key's open row.
+fn open_key_filter<'a>(session: &'a str, key: &'a str) -> [(&'static str, SqlValue); 3] {
+    let [session, key] = key_filter(session, key);
+    [session, key, ("open", SqlValue::Int(1))]
 }
 
 /// The open row of (`session`, `key`), if any, as committed.
 pub fn open_row(store: &Store, session: &str, key: &str) -> agentrt::Result<Option<CallRow>> {
-    let rows = store.rows_where(CALLS_TABLE, &key_filter(session, key), 0)?;
-    Ok(open_among(&rows))
+    let rows = store.rows_where(CALLS_TABLE, &open_key_filter(session, key), 1)?;
+    Ok(rows.first().and_then(CallRow::from_row))
 }
 
 /// Every row of `session`, oldest first.
@@ -136,9 +131,12 @@ pub fn session_rows(store: &Store, session: &str) -> agentrt::Result<Vec<CallRow
 
 /// The open rows of `session` (one per request key), oldest first.
 pub fn open_rows(store: &Store, session: &str) -> agentrt::Result<Vec<CallRow>> {
-    let mut rows = session_rows(store, session)?;
-    rows.retain(|row| row.open);
-    Ok(rows)
+    let filter = [
+        ("session", SqlValue::from(session)),
+        ("open", SqlValue::Int(1)),
+    ];
+    let rows = store.rows_where(CALLS_TABLE, &filter, 0)?;
+    Ok(rows.iter().filter_map(CallRow::from_row).collect())
 }
 
 /// Every row of (`session`, `key`), oldest first.
@@ -159,8 +157,15 @@ pub fn claim(
     expected: Option<&str>,
     at: Timestamp,
 ) -> agentrt::Result<()> {
-    let rows = tx.rows_where(CALLS_TABLE, &key_filter(&row.session, &row.request_key), 0)?;
-    let current = open_among(&rows).map(|r| r.run_id);
+    let current = tx
+        .rows_where(
+            CALLS_TABLE,
+            &open_key_filter(&row.session, &row.request_key),
+            1,
+        )?
+        .first()
+        .and_then(CallRow::from_row)
+        .map(|r| r.run_id);
     if current.as_deref() != expected {
         return Err(agentrt::Error::InvalidInput {
             what: "request key",

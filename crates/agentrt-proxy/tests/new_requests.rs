@@ -5,10 +5,10 @@
 
 mod support;
 
+use agentrt::RunStatus;
 use agentrt::store::SqlValue;
-use agentrt::{RunStatus, Store, StoreOptions};
 use agentrt_mcp_fixture::{Mode, serve};
-use agentrt_proxy::{Answer, CALLS_TABLE, INDEX, Proxy};
+use agentrt_proxy::{Answer, CALLS_TABLE, Proxy};
 
 const ARGS: &str = r#"{"path":"again.txt"}"#;
 
@@ -46,14 +46,7 @@ async fn a_read_repeated_after_a_restart_runs_again_and_closes_the_earlier_row()
     );
     assert_eq!(seen.call_arguments.lock().expect("lock").len(), 3);
 
-    let store = Store::open_with(
-        dir.path().join("proxy.db"),
-        StoreOptions {
-            extensions: vec![INDEX],
-            ..StoreOptions::default()
-        },
-    )
-    .expect("db");
+    let store = support::store_on(dir.path());
     let rows = store
         .rows_where(CALLS_TABLE, &[("session", SqlValue::from("again"))], 0)
         .expect("rows");

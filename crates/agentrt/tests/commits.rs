@@ -118,6 +118,16 @@ async fn a_driver_run_commits_one_plus_two_per_tool_call_plus_one() {
     assert_eq!(store.commits(), 1 + 2 * 2 + 1);
 }
 
+/// Opens the session's step and proposes a read, which the policy allows.
+async fn step_to_an_allowed_read(session: &mut Session) {
+    session.step().await.unwrap().unwrap();
+    let verdict = session
+        .propose(Decision::tool_call("fs_read", r#"{"n":1}"#))
+        .await
+        .unwrap();
+    assert_eq!(verdict.outcome, VerdictOutcome::Allowed);
+}
+
 #[tokio::test]
 async fn a_deferred_run_is_written_with_its_first_tool_start_two_commits_in_all() {
     let f = fixture();
@@ -130,12 +140,7 @@ async fn a_deferred_run_is_written_with_its_first_tool_start_two_commits_in_all(
     assert_eq!(f.store.commits(), 0, "nothing is written at begin");
     assert!(!session.stored());
     assert!(matches!(f.store.get_run("r"), Err(Error::NotFound { .. })));
-    session.step().await.unwrap().unwrap();
-    let verdict = session
-        .propose(Decision::tool_call("fs_read", r#"{"n":1}"#))
-        .await
-        .unwrap();
-    assert_eq!(verdict.outcome, VerdictOutcome::Allowed);
+    step_to_an_allowed_read(&mut session).await;
     assert_eq!(
         f.store.commits(),
         0,
@@ -186,12 +191,7 @@ async fn a_deferred_run_whose_first_write_is_refused_writes_nothing_and_runs_not
         .begin_deferred_with_rows(Some("r"), "g", Limits::default(), Labels::new(), refused)
         .await
         .unwrap();
-    session.step().await.unwrap().unwrap();
-    let verdict = session
-        .propose(Decision::tool_call("fs_read", r#"{"n":1}"#))
-        .await
-        .unwrap();
-    assert_eq!(verdict.outcome, VerdictOutcome::Allowed);
+    step_to_an_allowed_read(&mut session).await;
     let e = session.execute().await.unwrap_err();
     assert!(
         matches!(

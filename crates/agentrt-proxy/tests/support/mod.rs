@@ -21,21 +21,26 @@ pub async fn pin(config: &Path) {
 pub async fn proxy_on(dir: &Path) -> agentrt_proxy::Proxy {
     let config = agentrt_proxy::read_config(&dir.join("proxy.json")).expect("config");
     let loaded = agentrt_proxy::load_all(&config).await.expect("load");
-    let store = agentrt::Store::open_with(
+    agentrt_proxy::build_proxy(
+        std::sync::Arc::new(config),
+        store_on(dir),
+        &loaded,
+        Box::new(std::io::sink()),
+    )
+    .expect("proxy")
+}
+
+/// The database `proxy.db` in `dir`, opened with the proxy's call index.
+#[allow(dead_code)] // Not every test target opens it.
+pub fn store_on(dir: &Path) -> agentrt::Store {
+    agentrt::Store::open_with(
         dir.join("proxy.db"),
         agentrt::StoreOptions {
             extensions: vec![agentrt_proxy::INDEX],
             ..agentrt::StoreOptions::default()
         },
     )
-    .expect("store");
-    agentrt_proxy::build_proxy(
-        std::sync::Arc::new(config),
-        store,
-        &loaded,
-        Box::new(std::io::sink()),
-    )
-    .expect("proxy")
+    .expect("store")
 }
 
 /// Writes `proxy.json` in `dir` (the database `proxy.db`, the top-level

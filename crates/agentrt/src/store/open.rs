@@ -521,16 +521,29 @@ mod tests {
              INSERT INTO t VALUES ('a', 'x', 1), ('a', 'y', 0);",
         )
         .unwrap();
-        let mut stmt = conn
-            .prepare("SELECT v FROM t WHERE k = ? AND v = ? ORDER BY rowid LIMIT ?")
-            .unwrap();
-        for v in ["x", "y", "z", "x"] {
-            let _: Vec<String> = stmt
-                .query_map(rusqlite::params!["a", v, 1], |r| r.get(0))
-                .unwrap()
-                .collect::<rusqlite::Result<_>>()
-                .unwrap();
+        // Whether or not the statement names the index's column.
+        for sql in [
+            "SELECT v FROM t WHERE k = ? AND v = ? ORDER BY rowid LIMIT ?",
+            "SELECT v FROM t WHERE k = ? AND open = ? ORDER BY rowid LIMIT ?",
+        ] {
+            let mut stmt = conn.prepare(sql).unwrap();
+            for (v, open) in [("x", 1), ("y", 0), ("z", 1), ("x", 0)] {
+                let value = if sql.contains("open") {
+                    rusqlite::types::Value::Integer(open)
+                } else {
+                    rusqlite::types::Value::Text(v.into())
+                };
+                let _: Vec<String> = stmt
+                    .query_map(rusqlite::params!["a", value, 1], |r| r.get(0))
+                    .unwrap()
+                    .collect::<rusqlite::Result<_>>()
+                    .unwrap();
+            }
+            assert_eq!(
+                stmt.get_status(rusqlite::StatementStatus::RePrepare),
+                0,
+                "{sql}"
+            );
         }
-        assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0);
     }
 }
