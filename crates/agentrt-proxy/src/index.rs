@@ -2,8 +2,10 @@
 //! began, in its own table of the same SQLite file, written through the
 //! core's extension point in the run's first write group (so the run's
 //! creation explains it, and a row never exists without its run). At most
-//! one row per (session, request key) is open: the partial unique index
-//! makes two racers for the same request begin one run between them.
+//! one row per (session, request key) is open: a claim reads the key's
+//! rows and writes its own in one write transaction, which SQLite
+//! serialises across processes, so two racers for the same request begin
+//! one run between them.
 
 use agentrt::json::write_string;
 use agentrt::store::{Extension, ExtensionRow, ExtensionTable, SqlValue, WriteTx};
@@ -15,9 +17,10 @@ pub const CALLS_TABLE: &str = "proxy_calls";
 /// The proxy's extension: its table and migrations.
 pub const INDEX: Extension = Extension {
     name: "proxy",
-    migrations: &[(
-        1,
-        "CREATE TABLE proxy_calls (
+    migrations: &[
+        (
+            1,
+            "CREATE TABLE proxy_calls (
              run_id      TEXT NOT NULL PRIMARY KEY,
              session     TEXT NOT NULL,
              request_key TEXT NOT NULL,
@@ -31,7 +34,13 @@ pub const INDEX: Extension = Extension {
          CREATE UNIQUE INDEX proxy_calls_open_key
              ON proxy_calls (session, request_key) WHERE open = 1;
          CREATE INDEX proxy_calls_key ON proxy_calls (session, request_key);",
-    )],
+        ),
+        // The open-row index was a fourth b-tree written with every new
+        // call. What it guarded, one open row per key, both claims check
+        // inside the write transaction, which SQLite serialises across
+        // processes; lookups use the key index.
+        (2, "DROP INDEX proxy_calls_open_key;"),
+    ],
     tables: &[ExtensionTable {
         name: CALLS_TABLE,
         key_column: "run_id",
@@ -234,14 +243,9 @@ pub fn is_seen(error: &agentrt::Error) -> bool {
 }
 
 /// Whether `error` is [`claim`]'s refusal: another call of the same
-/// request began a run first (or, across processes, the open-row index
-/// refused a second open row).
+/// request began a run first.
 pub fn is_lost_race(error: &agentrt::Error) -> bool {
-    match error {
-        agentrt::Error::InvalidInput { what, .. } => *what == "request key",
-        agentrt::Error::Database { kind, .. } => *kind == agentrt::DatabaseErrorKind::Constraint,
-        _ => false,
-    }
+    matches!(error, agentrt::Error::InvalidInput { what, .. } if *what == "request key")
 }
 
 /// `{"k":v,…}` of canonical members in sorted key order (the caller sorts).
@@ -257,4 +261,89 @@ pub(crate) fn object(members: &[(&str, &str)]) -> String {
     }
     out.push('}');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use agentrt::store::NewRun;
+    use agentrt::{EventType, StoreOptions};
+
+    use super::*;
+
+    fn at() -> Timestamp {
+        Timestamp::parse("2026-10-01T09:00:00Z").expect("time")
+    }
+
+    fn row(run_id: &str) -> CallRow {
+        CallRow {
+            run_id: run_id.into(),
+            session: "s".into(),
+            request_key: "k".into(),
+            tool: "fs_write".into(),
+            side_effect: "write".into(),
+            created_at: String::new(),
+            open: true,
+        }
+    }
+
+    /// Begins run `run_id` and claims its row in one write group.
+    fn begin(
+        store: &Store,
+        run_id: &str,
+        claim_row: impl FnOnce(&mut WriteTx<'_>, &CallRow) -> agentrt::Result<()>,
+    ) -> agentrt::Result<()> {
+        store
+            .write(|tx| {
+                tx.insert_run(&NewRun {
+                    id: run_id,
+                    goal: "g",
+                    limits_json: "{}",
+                    created_at: at(),
+                    lease_owner: "me",
+                    lease_expires_at: at(),
+                })?;
+                tx.append_event(run_id, "", &at(), EventType::RunCreated, "{}")?;
+                claim_row(tx, &row(run_id))
+            })
+            .map(|_| ())
+    }
+
+    fn open_ids(store: &Store) -> Vec<String> {
+        open_rows(store, "s")
+            .expect("rows")
+            .into_iter()
+            .map(|r| r.run_id)
+            .collect()
+    }
+
+    /// One open row per key rests on the claims' own checks, made inside
+    /// the write transaction (the table has no unique index for it): a
+    /// claim that saw no open row, or a new-request claim, loses to a run
+    /// that claimed the key first, and nothing of it is written.
+    #[test]
+    fn a_second_claim_of_the_same_key_is_refused_and_one_row_stays_open() {
+        let dir = tempfile::tempdir().expect("dir");
+        let options = StoreOptions {
+            extensions: vec![INDEX],
+            ..StoreOptions::default()
+        };
+        let store = Store::open_with(dir.path().join("index.db"), options).expect("store");
+
+        begin(&store, "r1", |tx, r| claim_new(tx, r, at())).expect("first claim");
+        let stale = begin(&store, "r2", |tx, r| claim(tx, r, None, at()))
+            .expect_err("a claim that saw no open row");
+        assert!(is_lost_race(&stale), "{stale:?}");
+        let seen = begin(&store, "r3", |tx, r| claim_new(tx, r, at()))
+            .expect_err("a new-request claim of a seen key");
+        assert!(is_seen(&seen), "{seen:?}");
+        assert_eq!(open_ids(&store), ["r1"]);
+        assert!(
+            store.get_run("r2").is_err(),
+            "the refused run is not written"
+        );
+
+        begin(&store, "r4", |tx, r| claim(tx, r, Some("r1"), at())).expect("the next claim");
+        assert_eq!(open_ids(&store), ["r4"]);
+        assert_eq!(key_rows(&store, "s", "k").expect("rows").len(), 2);
+    }
 }

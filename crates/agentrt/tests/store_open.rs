@@ -69,6 +69,67 @@ fn raw(path: &Path) -> rusqlite::Connection {
     .unwrap()
 }
 
+/// Turns a database of this build back into what a schema-4 build left:
+/// `events` with `AUTOINCREMENT` as migration 1 created it (its counter at
+/// the highest seq), the rows as they were.
+fn undo_migration_5(conn: &rusqlite::Connection) {
+    let events_ddl = &agentrt::store::schema::MIGRATION_1[agentrt::store::schema::MIGRATION_1
+        .find("CREATE TABLE events")
+        .unwrap()..];
+    let events_ddl = &events_ddl[..events_ddl.find(");").unwrap() + 2];
+    assert!(events_ddl.contains("AUTOINCREMENT"), "{events_ddl}");
+    conn.execute_batch(&format!(
+        "ALTER TABLE events RENAME TO events_new;
+         DROP INDEX events_run;
+         {events_ddl}
+         CREATE INDEX events_run ON events (run_id, seq);
+         INSERT INTO events SELECT * FROM events_new ORDER BY seq;
+         DROP TABLE events_new;
+         DELETE FROM schema_migrations WHERE version = 5;"
+    ))
+    .unwrap();
+}
+
+/// Begins run `id` through a gate with `labels` and closes it.
+fn begin_and_close(store: &Store, id: &str, labels: agentrt::Labels) {
+    use agentrt::{DefaultPolicy, Gate, GateConfig};
+    let gate = Gate::new(GateConfig::new(store.clone(), DefaultPolicy, vec![])).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut session = gate
+                .begin_labelled(Some(id), "migrate me", Limits::default(), labels)
+                .await
+                .unwrap();
+            session.close().await.unwrap();
+        });
+}
+
+/// `open_existing`, read-only and not, refuses `db` as a schema-`version`
+/// database older than this build.
+fn refused_as_older(db: &Path, version: i64) {
+    for read_only in [true, false] {
+        let e = open_existing_err(db, read_only);
+        assert!(
+            matches!(&e, Error::SchemaVersion { database, build, .. }
+                if *database == version && *build == agentrt::store::schema::SCHEMA_VERSION),
+            "{e:?}"
+        );
+    }
+}
+
+/// The SQL text SQLite keeps for table `name`.
+fn table_sql(conn: &rusqlite::Connection, name: &str) -> String {
+    conn.query_row(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
 fn sidecar(db: &Path, suffix: &str) -> PathBuf {
     let mut s = db.as_os_str().to_owned();
     s.push(suffix);
@@ -273,9 +334,9 @@ fn fresh_store_has_every_table_at_the_current_version_with_its_meta() {
         .unwrap();
     assert_eq!(
         versions.iter().map(|v| v.0).collect::<Vec<_>>(),
-        [1, 2, 3, agentrt::store::schema::SCHEMA_VERSION]
+        [1, 2, 3, 4, agentrt::store::schema::SCHEMA_VERSION]
     );
-    assert_eq!(agentrt::store::schema::SCHEMA_VERSION, 4);
+    assert_eq!(agentrt::store::schema::SCHEMA_VERSION, 5);
     for (_, applied_at) in &versions {
         Timestamp::parse(applied_at).unwrap();
     }
@@ -413,7 +474,7 @@ fn newer_database_is_refused_by_both_openers() {
     unix::chmod(&db, 0o644);
     raw(&db)
         .execute(
-            "INSERT INTO schema_migrations (version, applied_at) VALUES (5, '2030-01-01T00:00:00.000000000Z')",
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (6, '2030-01-01T00:00:00.000000000Z')",
             [],
         )
         .unwrap();
@@ -424,7 +485,7 @@ fn newer_database_is_refused_by_both_openers() {
     ];
     for e in errors {
         assert!(
-            matches!(&e, Error::SchemaVersion { path, database: 5, build: 4 } if path == &db),
+            matches!(&e, Error::SchemaVersion { path, database: 6, build: 5 } if path == &db),
             "{e:?}"
         );
     }
@@ -436,7 +497,7 @@ fn newer_database_is_refused_by_both_openers() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
     #[cfg(unix)]
     assert_eq!(
         unix::mode(&db),
@@ -466,7 +527,7 @@ fn older_or_unmigrated_database_is_refused_by_open_existing() {
         for read_only in [true, false] {
             let e = open_existing_err(&db, read_only);
             assert!(
-                matches!(&e, Error::SchemaVersion { path, database: 0, build: 4 } if path == &db),
+                matches!(&e, Error::SchemaVersion { path, database: 0, build: 5 } if path == &db),
                 "{name} read_only={read_only}: {e:?}"
             );
         }
@@ -498,25 +559,12 @@ fn older_or_unmigrated_database_is_refused_by_open_existing() {
 /// runs written afterwards are stored, filtered and chained.
 #[test]
 fn a_schema_2_database_migrates_to_3_and_takes_labels() {
+    use agentrt::Labels;
     use agentrt::verify::{self, VerifyOptions};
-    use agentrt::{DefaultPolicy, Gate, GateConfig, Labels};
 
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("schema2.db");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let begin = |store: &Store, id: &str, labels: Labels| {
-        let gate = Gate::new(GateConfig::new(store.clone(), DefaultPolicy, vec![])).unwrap();
-        runtime.block_on(async {
-            let mut session = gate
-                .begin_labelled(Some(id), "migrate me", Limits::default(), labels)
-                .await
-                .unwrap();
-            session.close().await.unwrap();
-        });
-    };
+    let begin = begin_and_close;
     let store = Store::open(&db).unwrap();
     begin(&store, "old1", Labels::new());
     begin(&store, "old2", Labels::new());
@@ -526,6 +574,7 @@ fn a_schema_2_database_migrates_to_3_and_takes_labels() {
         .query_row("SELECT COUNT(*) FROM run_labels", [], |r| r.get(0))
         .unwrap();
     assert_eq!(labelled, 0, "a run without labels writes no label row");
+    undo_migration_5(&conn);
     conn.execute_batch(
         "DROP TABLE run_labels; DROP TABLE extension_migrations; DROP TABLE extension_tables;
          DELETE FROM schema_migrations WHERE version >= 3;",
@@ -533,20 +582,7 @@ fn a_schema_2_database_migrates_to_3_and_takes_labels() {
     .unwrap();
     drop(conn);
 
-    for read_only in [true, false] {
-        let e = open_existing_err(&db, read_only);
-        assert!(
-            matches!(
-                &e,
-                Error::SchemaVersion {
-                    database: 2,
-                    build: 4,
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
-    }
+    refused_as_older(&db, 2);
     let store = Store::open(&db).unwrap();
     let versions: Vec<i64> = raw(&db)
         .prepare("SELECT version FROM schema_migrations ORDER BY version")
@@ -555,7 +591,7 @@ fn a_schema_2_database_migrates_to_3_and_takes_labels() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
     let runs = store.list_runs(0, 0).unwrap();
     assert_eq!(runs.total, 2);
     for run in &runs.items {
@@ -615,26 +651,15 @@ fn a_schema_3_database_migrates_to_4_and_takes_an_extension() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("schema3.db");
     make_db(&db);
-    raw(&db)
-        .execute_batch(
-            "DROP TABLE extension_migrations; DROP TABLE extension_tables;
-             DELETE FROM schema_migrations WHERE version = 4;",
-        )
-        .unwrap();
-    for read_only in [true, false] {
-        let e = open_existing_err(&db, read_only);
-        assert!(
-            matches!(
-                &e,
-                Error::SchemaVersion {
-                    database: 3,
-                    build: 4,
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
-    }
+    let conn = raw(&db);
+    undo_migration_5(&conn);
+    conn.execute_batch(
+        "DROP TABLE extension_migrations; DROP TABLE extension_tables;
+         DELETE FROM schema_migrations WHERE version = 4;",
+    )
+    .unwrap();
+    drop(conn);
+    refused_as_older(&db, 3);
     let options = StoreOptions {
         extensions: vec![NONCES],
         ..StoreOptions::default()
@@ -647,7 +672,7 @@ fn a_schema_3_database_migrates_to_4_and_takes_an_extension() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
     let at = t("2026-10-01T09:00:00Z");
     store
         .write(|tx| {
@@ -660,6 +685,113 @@ fn a_schema_3_database_migrates_to_4_and_takes_an_extension() {
     let report = verify::verify(&store, &VerifyOptions::default()).unwrap();
     assert!(report.intact(), "{report:?}");
     assert_eq!(report.checked, 2);
+}
+
+/// A database a schema-4 build wrote (events counted by `AUTOINCREMENT`)
+/// is migrated to 5: every event copied as it was, so `verify` passes with
+/// the same head; the table is rebuilt without the counter; new events
+/// follow the head, chained, and verify again.
+#[test]
+fn a_schema_4_database_migrates_to_5_with_its_chain_and_head() {
+    use agentrt::Labels;
+    use agentrt::verify::{self, VerifyOptions};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("schema4.db");
+    let begin = |store: &Store, id: &str| {
+        begin_and_close(
+            store,
+            id,
+            Labels::parse([format!("run={id}").as_str()]).unwrap(),
+        )
+    };
+    let store = Store::open(&db).unwrap();
+    begin(&store, "old1");
+    begin(&store, "old2");
+    drop(store);
+    let conn = raw(&db);
+    undo_migration_5(&conn);
+    let counter: i64 = conn
+        .query_row(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(conn);
+    assert!(counter > 0);
+    refused_as_older(&db, 4);
+
+    let store = Store::open(&db).unwrap();
+    let conn = raw(&db);
+    assert!(!table_sql(&conn, "events").contains("AUTOINCREMENT"));
+    let counters: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_sequence WHERE name = 'events'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(counters, 0, "no counter is kept for events any more");
+    let report = verify::verify(&store, &VerifyOptions::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.checked, counter as u64);
+    let head = report.head.clone().unwrap();
+    assert_eq!(
+        store.get_run("old1").unwrap().labels,
+        Labels::parse(["run=old1"]).unwrap()
+    );
+
+    begin(&store, "new");
+    drop(store);
+    let store = Store::open_existing(&db, true).unwrap();
+    let report = verify::verify(
+        &store,
+        &VerifyOptions {
+            kept_head: Some(head),
+            ..VerifyOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(report.intact(), "{report:?}");
+    let events = store.list_events("new").unwrap();
+    assert_eq!(events[0].seq, counter + 1, "the next seq follows the head");
+}
+
+/// A migration copies rows as they are: a schema-4 file whose run row was
+/// deleted by hand (its events left behind) still opens, and
+/// `verify` names the gone row, where a copy checking references would
+/// refuse the open and leave the file unverifiable by this build.
+#[test]
+fn a_tampered_schema_4_database_migrates_and_verify_names_the_break() {
+    use agentrt::verify::{self, VerifyOptions};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tampered.db");
+    make_db(&db);
+    let conn = raw(&db);
+    undo_migration_5(&conn);
+    // As anyone with the sqlite3 shell: no foreign-key checks.
+    conn.execute_batch("PRAGMA foreign_keys = OFF; DELETE FROM runs WHERE id = 'r1'")
+        .unwrap();
+    drop(conn);
+
+    let store = Store::open(&db).unwrap();
+    let report = verify::verify(&store, &VerifyOptions::default()).unwrap();
+    assert!(!report.intact(), "{report:?}");
+    // References are checked again after the migration.
+    let e = store
+        .write(|tx| {
+            tx.append_event(
+                "gone",
+                "",
+                &t("2026-10-01T09:00:00Z"),
+                EventType::RunStarted,
+                "{}",
+            )
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("FOREIGN KEY"), "{e}");
 }
 
 fn raw_create(path: &Path) -> rusqlite::Connection {

@@ -569,6 +569,28 @@ fn a_cut_tail_is_caught_by_its_rows_or_by_a_kept_head() {
         assert!(!with_head.kept_head.unwrap().reached);
     }
 
+    // The last events deleted and the store writing on: the next events
+    // take the cut seqs (no counter remembers them), and the rows the cut
+    // events wrote still name the cut.
+    let path = tampered(
+        &db,
+        "cut-then-written",
+        &format!("DELETE FROM events WHERE seq > {}", head - 2),
+    );
+    let store = Store::open(&path).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(populate_as(&store, &fixed_scripts()[..1], "more-"));
+    drop(store);
+    assert!(head_seq(&path) > head, "written past the old head");
+    let report = check_all(&path);
+    assert!(!report.intact(), "{report:?}");
+    let broken = report.broken.unwrap();
+    assert!(broken.seq > head - 2 && broken.seq <= head, "{broken:?}");
+    assert!(broken.detail.contains("does not list it"), "{broken:?}");
+
     // Every event deleted: the rows they wrote name the cut.
     let path = tampered(&db, "cut-all", "DELETE FROM events");
     let report = check_all(&path);

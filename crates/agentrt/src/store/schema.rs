@@ -2,7 +2,7 @@
 //! edited: a change adds a migration (README decision 7).
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The hash algorithm every stored hash uses (recorded in `agentrt_meta`).
 pub const HASH_ALGORITHM: &str = "blake3-256";
@@ -154,12 +154,42 @@ CREATE TABLE extension_tables (
 );
 ";
 
+/// Migration 5: `events` without `AUTOINCREMENT` (issue 15). The store
+/// sets each seq itself (the head plus one, inside the write transaction),
+/// so the counter row in `sqlite_sequence` that `AUTOINCREMENT` rewrote at
+/// every commit, one more page to the WAL each time, ordered nothing. What
+/// it added, a seq never given twice after a tail was cut, is not what
+/// finds a cut: `verify` names it through the rows the cut events wrote,
+/// and a kept head names the rest (core §10.2).
+///
+/// The table is rebuilt under its own name, every row and column as it
+/// was (a copy, once: its time grows with the log), so every stored link
+/// and row digest still holds.
+pub const MIGRATION_5: &str = "\
+CREATE TABLE events_rebuilt (
+    seq          INTEGER PRIMARY KEY,
+    run_id       TEXT NOT NULL REFERENCES runs(id),
+    step_id      TEXT NOT NULL DEFAULT '',
+    at           TEXT NOT NULL,
+    type         TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    rows_json    TEXT NOT NULL DEFAULT '',
+    hash         TEXT NOT NULL DEFAULT ''
+);
+INSERT INTO events_rebuilt (seq, run_id, step_id, at, type, payload_json, rows_json, hash)
+    SELECT seq, run_id, step_id, at, type, payload_json, rows_json, hash FROM events ORDER BY seq;
+DROP TABLE events;
+ALTER TABLE events_rebuilt RENAME TO events;
+CREATE INDEX events_run ON events (run_id, seq);
+";
+
 /// Every migration, in order: `(version, sql)`.
 pub const MIGRATIONS: &[(i64, &str)] = &[
     (1, MIGRATION_1),
     (2, MIGRATION_2),
     (3, MIGRATION_3),
     (4, MIGRATION_4),
+    (5, MIGRATION_5),
 ];
 
 /// The name of every table and index the core's migrations create. No
@@ -366,6 +396,10 @@ mod tests {
             (
                 4,
                 "4dc6eb8b4b844606e0b61184009cf883baf0849732820472d510dd0a3775236f",
+            ),
+            (
+                5,
+                "6bdcf8183a1573f3be72afbb549ec89b1b31e2d91ee952a0eef270f10f4009b7",
             ),
         ];
         for (version, hash) in pinned {

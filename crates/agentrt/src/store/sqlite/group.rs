@@ -444,14 +444,13 @@ impl GroupRows for SqliteRows<'_> {
     fn chain_head(&self) -> Result<(i64, String)> {
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
-                            COALESCE((SELECT MAX(seq) FROM events), 0)),
-                        COALESCE((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), '')",
-            )
+            .prepare_cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
             .map_err(Error::from_sqlite)?;
-        stmt.query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-            .map_err(Error::from_sqlite)
+        let head = stmt
+            .query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .optional()
+            .map_err(Error::from_sqlite)?;
+        Ok(head.unwrap_or((0, String::new())))
     }
 
     fn mark_written(&mut self, table: RowTable<'_>, key: &str, seq: i64) -> Result<Option<String>> {
