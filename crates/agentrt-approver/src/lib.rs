@@ -1,0 +1,60 @@
+//! Deciding agentrt approvals from outside the process that runs the
+//! agent (periphery §5).
+//!
+//! [`Approver`] is what every channel (the signed webhook, the approval
+//! page) decides through: every method names a run, nothing lists runs,
+//! and every decision is bound to the hash of the approval that was shown.
+//! [`StoreApprover`] implements it over the run's own database with the
+//! core's operator: the checks run inside the decision's transaction, an
+//! approval past its expiry takes the core's expiry path, and an approved
+//! run stays waiting until its owner resumes it (the policy is asked again
+//! then).
+//!
+//! ```
+//! use agentrt::Store;
+//! use agentrt_approver::{Approver, Decision, StoreApprover};
+//!
+//! let approver = StoreApprover::new(Store::open(":memory:")?, None);
+//! let err = approver.pending("no-such-run", 10).unwrap_err();
+//! assert!(err.is_not_found());
+//! let incomplete = Decision { run_id: "r1".into(), ..Decision::default() };
+//! assert!(approver.approve(&incomplete).unwrap_err().is_incomplete());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod decision;
+mod error;
+mod pending;
+mod store_backed;
+
+pub use decision::Decision;
+pub use error::ApproverError;
+pub use pending::Pending;
+pub use store_backed::StoreApprover;
+
+use agentrt::{Approval, Run};
+
+/// Deciding a run's approvals. Every method names the run.
+pub trait Approver: Send + Sync {
+    /// The run's pending approvals in creation order, at most `limit`
+    /// (0: all), when the run waits for approval; none when it is in any
+    /// other state. [`ApproverError::is_not_found`] for a missing run.
+    fn pending(&self, run_id: &str, limit: u64) -> Result<Vec<Pending>, ApproverError>;
+
+    /// One approval of the run, whatever its status; not found when it
+    /// belongs to another run.
+    fn show(&self, run_id: &str, approval_id: &str) -> Result<Pending, ApproverError>;
+
+    /// Approves the approval the decision names, if it still has the hash
+    /// the decision carries. The run stays waiting until its owner resumes
+    /// it.
+    fn approve(&self, decision: &Decision) -> Result<Approval, ApproverError>;
+
+    /// Rejects it on the same terms: the run is cancelled
+    /// (`approval_rejected`).
+    fn reject(&self, decision: &Decision) -> Result<Approval, ApproverError>;
+
+    /// Ends a run that has not finished (`operator_cancelled`) without
+    /// deciding its approvals.
+    fn cancel(&self, run_id: &str, by: &str, note: &str) -> Result<Run, ApproverError>;
+}
