@@ -25,6 +25,7 @@
 mod decision;
 mod error;
 mod pending;
+pub mod signature;
 mod store_backed;
 
 pub use decision::Decision;
