@@ -29,20 +29,56 @@ pub struct Decision {
     /// A note for the record.
     #[serde(default)]
     pub note: String,
+    /// The signature of the request that carried the decision, when the
+    /// channel has one (never read from a body): recorded in the
+    /// decision's own transaction, so a request whose signature was
+    /// recorded before is refused ([`ApproverError::Replayed`]), also
+    /// after a restart.
+    #[serde(skip)]
+    pub request_signature: Option<String>,
+}
+
+/// A request to end a run: which run, who asks, a note for the record.
+/// The run and who asks are required.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cancellation {
+    /// The run.
+    #[serde(default)]
+    pub run_id: String,
+    /// Who asks.
+    #[serde(default)]
+    pub by: String,
+    /// A note for the record.
+    #[serde(default)]
+    pub note: String,
+    /// As [`Decision::request_signature`].
+    #[serde(skip)]
+    pub request_signature: Option<String>,
+}
+
+impl Cancellation {
+    /// Refuses a cancellation missing its run or author.
+    pub(crate) fn check(&self) -> Result<(), ApproverError> {
+        required(&[(&self.run_id, "run_id"), (&self.by, "by")])
+    }
+}
+
+/// The first of `fields` that is empty, as an incomplete request.
+fn required(fields: &[(&String, &'static str)]) -> Result<(), ApproverError> {
+    match fields.iter().find(|(value, _)| value.is_empty()) {
+        Some((_, missing)) => Err(ApproverError::Incomplete { missing }),
+        None => Ok(()),
+    }
 }
 
 impl Decision {
     /// Refuses a decision missing its run, approval or author.
     pub(crate) fn check(&self) -> Result<(), ApproverError> {
-        for (value, what) in [
+        required(&[
             (&self.run_id, "run_id"),
             (&self.approval_id, "approval_id"),
             (&self.by, "by"),
-        ] {
-            if value.is_empty() {
-                return Err(ApproverError::Incomplete { missing: what });
-            }
-        }
-        Ok(())
+        ])
     }
 }

@@ -18,6 +18,10 @@ pub enum ApproverError {
         /// The core's error.
         core: agentrt::Error,
     },
+    /// The request's signature was recorded with an earlier decision;
+    /// nothing was decided.
+    #[error("signature already used")]
+    Replayed,
     /// What the core refused or failed (not found, run state, not pending,
     /// approval changed, approval hash, the database).
     #[error(transparent)]
@@ -28,6 +32,9 @@ impl From<agentrt::Error> for ApproverError {
     fn from(core: agentrt::Error) -> ApproverError {
         match core {
             agentrt::Error::ApprovalExpired { .. } => ApproverError::Expired { core },
+            agentrt::Error::InvalidInput { what, .. } if what == crate::signatures::USED => {
+                ApproverError::Replayed
+            }
             core => ApproverError::Core(core),
         }
     }
@@ -38,7 +45,7 @@ impl ApproverError {
     /// approval-expired error); `None` for an incomplete decision.
     pub fn core(&self) -> Option<&agentrt::Error> {
         match self {
-            ApproverError::Incomplete { .. } => None,
+            ApproverError::Incomplete { .. } | ApproverError::Replayed => None,
             ApproverError::Expired { core } | ApproverError::Core(core) => Some(core),
         }
     }

@@ -26,11 +26,13 @@ mod decision;
 mod error;
 mod pending;
 pub mod signature;
+mod signatures;
 mod store_backed;
 
-pub use decision::Decision;
+pub use decision::{Cancellation, Decision};
 pub use error::ApproverError;
 pub use pending::Pending;
+pub use signatures::{EXTENSION, SIGNATURES_TABLE};
 pub use store_backed::StoreApprover;
 
 use agentrt::{Approval, Run};
@@ -57,5 +59,5 @@ pub trait Approver: Send + Sync {
 
     /// Ends a run that has not finished (`operator_cancelled`) without
     /// deciding its approvals.
-    fn cancel(&self, run_id: &str, by: &str, note: &str) -> Result<Run, ApproverError>;
+    fn cancel(&self, cancellation: &Cancellation) -> Result<Run, ApproverError>;
 }

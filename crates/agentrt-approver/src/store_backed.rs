@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use agentrt::view::{RunSummary, run_summary};
 use agentrt::{
-    Approval, Clock, DecideOptions, Observer, Operator, Run, RunStatus, Store, system_clock,
+    Approval, Clock, DecideOptions, Observer, Operator, Run, RunStatus, SatelliteRows, Store,
+    StoreOptions, system_clock,
 };
 
-use crate::{Approver, ApproverError, Decision, Pending};
+use crate::signatures::{EXTENSION, record};
+use crate::{Approver, ApproverError, Cancellation, Decision, Pending};
 
 /// Steps read at a time while looking for an approval's step.
 const STEP_PAGE: u64 = 128;
@@ -33,7 +35,9 @@ impl std::fmt::Debug for StoreApprover {
 
 impl StoreApprover {
     /// An approver on a store the caller owns; `observer` is told every
-    /// event a decision commits.
+    /// event a decision commits. Decisions that carry a request signature
+    /// need the store opened with [`EXTENSION`](crate::EXTENSION) among its
+    /// options (their signature is recorded in its table).
     pub fn new(store: Store, observer: Option<Arc<dyn Observer>>) -> StoreApprover {
         let mut operator = Operator::new(store.clone());
         if let Some(observer) = observer {
@@ -48,12 +52,21 @@ impl StoreApprover {
 
     /// An approver on the database at `path`, which must exist, be at this
     /// build's schema and not be a symbolic link (the core's
-    /// `open_existing`, read-write: nothing is created or migrated).
+    /// `open_existing`); nothing is created, and the only thing migrated is
+    /// the approver's own table of used signatures, added if missing.
     pub fn open(
         path: impl AsRef<Path>,
         observer: Option<Arc<dyn Observer>>,
     ) -> Result<StoreApprover, ApproverError> {
-        let store = Store::open_existing(path.as_ref(), false)?;
+        let path = path.as_ref();
+        // Refuses what open_existing refuses (missing, a link, another
+        // schema) before the opener that may add the extension's table.
+        drop(Store::open_existing(path, true)?);
+        let options = StoreOptions {
+            extensions: vec![EXTENSION],
+            ..StoreOptions::default()
+        };
+        let store = Store::open_with(path, options)?;
         Ok(StoreApprover::new(store, observer))
     }
 
@@ -104,6 +117,11 @@ impl StoreApprover {
         Ok(Pending::new(approval, &reason, (self.clock)()))
     }
 
+    /// The rows that record a request's signature, when it has one.
+    fn signature_rows(&self, signature: Option<&String>, run_id: &str) -> Option<SatelliteRows> {
+        signature.map(|s| record(s.clone(), run_id.to_owned(), (self.clock)()))
+    }
+
     fn options<'a>(decision: &'a Decision) -> DecideOptions<'a> {
         DecideOptions {
             by: &decision.by,
@@ -132,26 +150,39 @@ impl Approver for StoreApprover {
 
     fn approve(&self, decision: &Decision) -> Result<Approval, ApproverError> {
         decision.check()?;
+        let (run, approval) = (&decision.run_id, &decision.approval_id);
         let options = StoreApprover::options(decision);
-        Ok(self
-            .operator
-            .approve(&decision.run_id, &decision.approval_id, &options)?)
+        let approved = match self.signature_rows(decision.request_signature.as_ref(), run) {
+            Some(rows) => self
+                .operator
+                .approve_with_rows(run, approval, &options, rows),
+            None => self.operator.approve(run, approval, &options),
+        };
+        Ok(approved?)
     }
 
     fn reject(&self, decision: &Decision) -> Result<Approval, ApproverError> {
         decision.check()?;
+        let (run, approval) = (&decision.run_id, &decision.approval_id);
         let options = StoreApprover::options(decision);
-        Ok(self
-            .operator
-            .reject(&decision.run_id, &decision.approval_id, &options)?)
+        let rejected = match self.signature_rows(decision.request_signature.as_ref(), run) {
+            Some(rows) => self
+                .operator
+                .reject_with_rows(run, approval, &options, rows),
+            None => self.operator.reject(run, approval, &options),
+        };
+        Ok(rejected?)
     }
 
-    fn cancel(&self, run_id: &str, by: &str, note: &str) -> Result<Run, ApproverError> {
-        for (value, missing) in [(run_id, "run_id"), (by, "by")] {
-            if value.is_empty() {
-                return Err(ApproverError::Incomplete { missing });
-            }
-        }
-        Ok(self.operator.cancel(run_id, by, note)?)
+    fn cancel(&self, cancellation: &Cancellation) -> Result<Run, ApproverError> {
+        cancellation.check()?;
+        let Cancellation {
+            run_id, by, note, ..
+        } = cancellation;
+        let cancelled = match self.signature_rows(cancellation.request_signature.as_ref(), run_id) {
+            Some(rows) => self.operator.cancel_with_rows(run_id, by, note, rows),
+            None => self.operator.cancel(run_id, by, note),
+        };
+        Ok(cancelled?)
     }
 }

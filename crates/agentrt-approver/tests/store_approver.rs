@@ -10,7 +10,9 @@ use agentrt::{
     Limits, ManualClock, Observer, RunStatus, ScriptedAgent, SideEffect, Store, TerminalReason,
     Timestamp, Tool, ToolResult, ToolSpec, tool_fn,
 };
-use agentrt_approver::{Approver, ApproverError, Decision, StoreApprover};
+use agentrt_approver::{
+    Approver, ApproverError, Cancellation, Decision, SIGNATURES_TABLE, StoreApprover,
+};
 
 fn start() -> Timestamp {
     Timestamp::parse("2026-10-01T09:00:00Z").unwrap()
@@ -90,6 +92,16 @@ fn decision(run: &str, approval: &str, hash: &str) -> Decision {
         hash: hash.into(),
         by: "alice".into(),
         note: "looks right".into(),
+        request_signature: None,
+    }
+}
+
+fn cancellation(run: &str, by: &str, note: &str) -> Cancellation {
+    Cancellation {
+        run_id: run.into(),
+        by: by.into(),
+        note: note.into(),
+        request_signature: None,
     }
 }
 
@@ -263,7 +275,11 @@ fn an_incomplete_decision_touches_nothing() {
             );
         }
     }
-    let e = approver.cancel("r1", "", "why").unwrap_err();
+    let e = approver.cancel(&cancellation("r1", "", "why")).unwrap_err();
+    assert!(e.is_incomplete(), "{e:?}");
+    let e = approver
+        .cancel(&cancellation("", "alice", "why"))
+        .unwrap_err();
     assert!(e.is_incomplete(), "{e:?}");
     assert_eq!(world.events("r1").len(), before);
 }
@@ -309,7 +325,9 @@ fn cancel_ends_a_run_without_deciding_its_approval_and_refuses_a_finished_one() 
     let approver = world.approver();
     let summary = approver.run("r1").unwrap();
     assert_eq!(summary.id, "r1");
-    let run = approver.cancel("r1", "alice", "wrong branch").unwrap();
+    let run = approver
+        .cancel(&cancellation("r1", "alice", "wrong branch"))
+        .unwrap();
     assert_eq!(run.status, RunStatus::Cancelled);
     assert_eq!(run.reason, Some(TerminalReason::OperatorCancelled));
     let stored = &world.store().list_approvals("r1").unwrap()[0];
@@ -318,7 +336,9 @@ fn cancel_ends_a_run_without_deciding_its_approval_and_refuses_a_finished_one() 
         approver.pending("r1", 0).unwrap().is_empty(),
         "a run not waiting lists nothing, whatever its rows say"
     );
-    let e = approver.cancel("r1", "alice", "again").unwrap_err();
+    let e = approver
+        .cancel(&cancellation("r1", "alice", "again"))
+        .unwrap_err();
     assert!(
         matches!(e.core(), Some(agentrt::Error::RunState { .. })),
         "{e:?}"
@@ -359,4 +379,63 @@ fn open_needs_an_existing_database_and_creates_nothing() {
     std::os::unix::fs::symlink(&world.db, &link).unwrap();
     let e = StoreApprover::open(&link, None).unwrap_err();
     assert!(e.to_string().contains("symbolic link"), "{e}");
+}
+
+/// A decision carried by a signed request records the signature in its own
+/// transaction: the same signature again is refused and decides nothing,
+/// also by an approver opened afresh (a restarted server); a refused
+/// decision records nothing, so its signature stays unused.
+#[test]
+fn a_signature_recorded_with_a_decision_is_refused_again_after_a_restart() {
+    let world = World::new();
+    world.waiting("r1", r#"{"branch":"main"}"#, Limits::default());
+    world.waiting("r2", r#"{"branch":"dev"}"#, Limits::default());
+    let approver = world.approver();
+    let first = approver.pending("r1", 0).unwrap().remove(0).approval;
+    let second = approver.pending("r2", 0).unwrap().remove(0).approval;
+
+    let changed = Decision {
+        request_signature: Some("v1=aa".into()),
+        ..decision("r1", &first.id, &"0".repeat(64))
+    };
+    assert!(approver.approve(&changed).is_err());
+    let signed = Decision {
+        request_signature: Some("v1=aa".into()),
+        ..decision("r1", &first.id, &first.hash)
+    };
+    // The refused decision recorded nothing: the same signature decides.
+    approver.approve(&signed).unwrap();
+    let row = approver
+        .store()
+        .row(SIGNATURES_TABLE, "v1=aa")
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.text("run_id"), Some("r1"));
+    let decided = world.events("r1").pop().unwrap();
+    assert_eq!(decided.event_type, agentrt::EventType::ApprovalDecided);
+    assert_eq!(row.written_seq(), decided.seq, "explained by the decision");
+    drop(approver);
+
+    let restarted = world.approver();
+    let before = world.events("r2").len();
+    let replayed = Decision {
+        request_signature: Some("v1=aa".into()),
+        ..decision("r2", &second.id, &second.hash)
+    };
+    let e = restarted.reject(&replayed).unwrap_err();
+    assert!(matches!(e, ApproverError::Replayed), "{e:?}");
+    let e = restarted
+        .cancel(&Cancellation {
+            request_signature: Some("v1=aa".into()),
+            ..cancellation("r2", "alice", "stop")
+        })
+        .unwrap_err();
+    assert!(matches!(e, ApproverError::Replayed), "{e:?}");
+    assert_eq!(world.events("r2").len(), before, "nothing was decided");
+    assert_eq!(
+        world.store().get_run("r2").unwrap().status,
+        RunStatus::WaitingForApproval
+    );
+    let report = agentrt::verify::verify(&world.store(), &Default::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
 }

@@ -872,3 +872,79 @@ async fn reject_refuses_an_approval_whose_step_no_longer_awaits_it_and_changes_n
     assert_eq!(rows(&f.store), before, "nothing changed");
     assert!(f.heard.events().is_empty());
 }
+
+/// A channel's rows ride in the decision's own transaction: written and
+/// explained by the decision's events when it commits; a refusal from the
+/// rows (a request seen before) rolls the decision back; an operator's
+/// own refusal writes no row.
+#[tokio::test]
+async fn a_satellites_rows_are_written_with_the_decision_or_not_at_all() {
+    use agentrt::store::SqlValue;
+
+    let store = Store::open_with(":memory:", proxy::options(proxy::PROXY)).unwrap();
+    let f = Fixture::with_store(store, None);
+    let nonce = |n: &'static str| -> SatelliteRows {
+        Box::new(move |tx| {
+            if tx.row("proxy_nonces", n)?.is_some() {
+                return Err(Error::InvalidInput {
+                    what: "nonce",
+                    detail: "used before".into(),
+                });
+            }
+            tx.insert_row(
+                "proxy_nonces",
+                &[
+                    ("nonce", SqlValue::from(n)),
+                    ("seen_at", SqlValue::from("now")),
+                    ("uses", SqlValue::Int(1)),
+                ],
+            )?;
+            Ok(())
+        })
+    };
+    let approval = f.paused().await;
+    let before = rows(&f.store);
+
+    // Refused by the operator (another hash shown): no row.
+    let changed = DecideOptions {
+        shown_hash: Some("0"),
+        ..decide()
+    };
+    let e = f
+        .operator()
+        .approve_with_rows(RUN, &approval.id, &changed, nonce("n-0"))
+        .unwrap_err();
+    assert!(matches!(e, Error::ApprovalChanged { .. }), "{e:?}");
+    assert!(f.store.row("proxy_nonces", "n-0").unwrap().is_none());
+
+    // Committed: the row is written, explained by the decision's event.
+    f.operator()
+        .approve_with_rows(RUN, &approval.id, &decide(), nonce("n-1"))
+        .unwrap();
+    let after = rows(&f.store);
+    let decided = after.events.last().unwrap();
+    assert_eq!(decided.event_type, EventType::ApprovalDecided);
+    let row = f.store.row("proxy_nonces", "n-1").unwrap().unwrap();
+    assert_eq!(row.written_seq(), decided.seq);
+    assert_eq!(after.events.len(), before.events.len() + 1);
+
+    // Refused by the rows: the cancel rolls back whole.
+    let e = f
+        .operator()
+        .cancel_with_rows(RUN, "alice", "stop", nonce("n-1"))
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidInput { what: "nonce", .. }),
+        "{e:?}"
+    );
+    assert_eq!(rows(&f.store), after, "nothing of the cancel was written");
+    let cancelled = f
+        .operator()
+        .cancel_with_rows(RUN, "alice", "stop", nonce("n-2"))
+        .unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    assert!(f.store.row("proxy_nonces", "n-2").unwrap().is_some());
+    let report =
+        agentrt::verify::verify(&f.store, &agentrt::verify::VerifyOptions::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+}

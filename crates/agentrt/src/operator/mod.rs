@@ -12,6 +12,7 @@ use crate::agent::Observer;
 use crate::clock::{Clock, Timestamp, system_clock};
 use crate::error::{Error, Result};
 use crate::expiry::write_expiry;
+use crate::gate::SatelliteRows;
 use crate::gate::payload;
 use crate::gate::resume_check_hash as check_hash;
 use crate::model::{
@@ -102,7 +103,7 @@ impl Operator {
         approval_id: &str,
         options: &DecideOptions<'_>,
     ) -> Result<Approval> {
-        self.decide(run_id, approval_id, options, Verb::Approve)
+        self.decide(run_id, approval_id, options, Verb::Approve, None)
     }
 
     /// Rejects a pending approval: the step fails and the run is cancelled
@@ -113,7 +114,44 @@ impl Operator {
         approval_id: &str,
         options: &DecideOptions<'_>,
     ) -> Result<Approval> {
-        self.decide(run_id, approval_id, options, Verb::Reject)
+        self.decide(run_id, approval_id, options, Verb::Reject, None)
+    }
+
+    /// [`Operator::approve`], with a satellite's rows written in the same
+    /// transaction once the checks have passed (explained by the decision's
+    /// event). Rows that fail roll the decision back and their error is
+    /// returned: a channel can refuse a request it has seen before in the
+    /// very transaction that would act on it.
+    ///
+    /// ```
+    /// # use agentrt::{Operator, DecideOptions, Store};
+    /// # let store = Store::open(":memory:")?;
+    /// let operator = Operator::new(store);
+    /// let options = DecideOptions { by: "alice", ..DecideOptions::default() };
+    /// let refused = operator.approve_with_rows("no-run", "a1", &options, Box::new(|_tx| Ok(())));
+    /// assert!(matches!(refused, Err(agentrt::Error::NotFound { .. })));
+    /// # Ok::<(), agentrt::Error>(())
+    /// ```
+    pub fn approve_with_rows(
+        &self,
+        run_id: &str,
+        approval_id: &str,
+        options: &DecideOptions<'_>,
+        rows: SatelliteRows,
+    ) -> Result<Approval> {
+        self.decide(run_id, approval_id, options, Verb::Approve, Some(rows))
+    }
+
+    /// [`Operator::reject`] with a satellite's rows, as
+    /// [`Operator::approve_with_rows`].
+    pub fn reject_with_rows(
+        &self,
+        run_id: &str,
+        approval_id: &str,
+        options: &DecideOptions<'_>,
+        rows: SatelliteRows,
+    ) -> Result<Approval> {
+        self.decide(run_id, approval_id, options, Verb::Reject, Some(rows))
     }
 
     fn decide(
@@ -122,6 +160,7 @@ impl Operator {
         approval_id: &str,
         options: &DecideOptions<'_>,
         verb: Verb,
+        rows: Option<SatelliteRows>,
     ) -> Result<Approval> {
         let decided = self.write(|tx| {
             let run = tx.run(run_id)?.ok_or_else(|| Error::NotFound {
@@ -182,6 +221,8 @@ impl Operator {
             let now = (self.clock)();
             if approval.expires_at.is_some_and(|e| now >= e) {
                 write_expiry(tx, &approval, now)?;
+                // The expiry commits: so do the request's rows.
+                write_rows(tx, rows)?;
                 return Ok(Decided::Expired(approval.id));
             }
             let status = match verb {
@@ -215,6 +256,7 @@ impl Operator {
             if verb == Verb::Reject {
                 reject_run(tx, &run, &approval, options.note, now)?;
             }
+            write_rows(tx, rows)?;
             Ok(Decided::Done(Box::new(Approval {
                 status,
                 decided_at: Some(now),
@@ -233,6 +275,28 @@ impl Operator {
     /// cancel observation, the run is CANCELLED (`operator_cancelled`).
     /// A live loop stops at its next write. Needs no lease.
     pub fn cancel(&self, run_id: &str, by: &str, note: &str) -> Result<Run> {
+        self.cancel_run(run_id, by, note, None)
+    }
+
+    /// [`Operator::cancel`] with a satellite's rows, as
+    /// [`Operator::approve_with_rows`].
+    pub fn cancel_with_rows(
+        &self,
+        run_id: &str,
+        by: &str,
+        note: &str,
+        rows: SatelliteRows,
+    ) -> Result<Run> {
+        self.cancel_run(run_id, by, note, Some(rows))
+    }
+
+    fn cancel_run(
+        &self,
+        run_id: &str,
+        by: &str,
+        note: &str,
+        rows: Option<SatelliteRows>,
+    ) -> Result<Run> {
         self.write(|tx| {
             let run = tx.run(run_id)?.ok_or_else(|| Error::NotFound {
                 what: "run",
@@ -312,6 +376,7 @@ impl Operator {
                     Some(by),
                 ),
             )?;
+            write_rows(tx, rows)?;
             Ok(Run {
                 status: RunStatus::Cancelled,
                 reason: Some(TerminalReason::OperatorCancelled),
@@ -320,6 +385,14 @@ impl Operator {
                 ..run
             })
         })
+    }
+}
+
+/// Writes a satellite's rows, if any, in the operator's transaction.
+fn write_rows(tx: &mut WriteTx<'_>, rows: Option<SatelliteRows>) -> Result<()> {
+    match rows {
+        Some(rows) => rows(tx),
+        None => Ok(()),
     }
 }
 

@@ -1,0 +1,57 @@
+//! The signatures of requests that changed something, kept in the run's
+//! database (a satellite table of the core's extension point), each written
+//! in the transaction of the decision it carried and explained by that
+//! decision's event: a restart does not forget them.
+
+use agentrt::store::{Extension, ExtensionTable, SqlValue};
+use agentrt::{SatelliteRows, Timestamp};
+
+/// The table.
+pub const SIGNATURES_TABLE: &str = "approver_signatures";
+
+/// The approver's extension: hand it to the store's options when the
+/// store is opened for a [`crate::StoreApprover`] built with
+/// [`crate::StoreApprover::new`] (`open` does it itself).
+pub const EXTENSION: Extension = Extension {
+    name: "approver",
+    migrations: &[(
+        1,
+        "CREATE TABLE approver_signatures (
+             signature   TEXT NOT NULL PRIMARY KEY,
+             run_id      TEXT NOT NULL,
+             used_at     TEXT NOT NULL,
+             written_seq INTEGER NOT NULL DEFAULT 0
+         )",
+    )],
+    tables: &[ExtensionTable {
+        name: SIGNATURES_TABLE,
+        key_column: "signature",
+        columns: &["signature", "run_id", "used_at"],
+    }],
+};
+
+/// What a refusal of a used signature names (mapped to
+/// [`crate::ApproverError::Replayed`]).
+pub(crate) const USED: &str = "request signature";
+
+/// The rows of a decision carried by a request signed `signature`: refused
+/// when it was recorded before, else recorded.
+pub(crate) fn record(signature: String, run_id: String, at: Timestamp) -> SatelliteRows {
+    Box::new(move |tx| {
+        if tx.row(SIGNATURES_TABLE, signature.as_str())?.is_some() {
+            return Err(agentrt::Error::InvalidInput {
+                what: USED,
+                detail: "signature already used".into(),
+            });
+        }
+        tx.insert_row(
+            SIGNATURES_TABLE,
+            &[
+                ("signature", SqlValue::from(signature.as_str())),
+                ("run_id", SqlValue::from(run_id.as_str())),
+                ("used_at", SqlValue::from(at.to_string().as_str())),
+            ],
+        )?;
+        Ok(())
+    })
+}
