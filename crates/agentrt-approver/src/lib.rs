@@ -28,6 +28,7 @@ mod pending;
 pub mod signature;
 mod signatures;
 mod store_backed;
+pub mod webhook;
 
 pub use decision::{Cancellation, Decision};
 pub use error::ApproverError;

@@ -1,0 +1,356 @@
+//! The signed webhook (periphery §5.2): an HTTP handler over an
+//! [`Approver`]. Every request goes through the same pipeline, in order:
+//!
+//! 1. the rate limit (one token bucket for the whole handler), before
+//!    anything of the request is read: 429 `rate_limited`;
+//! 2. the body, read up to `max_body` bytes: 413 `body_too_large` (400
+//!    when it cannot be read);
+//! 3. the signature ([`crate::signature`]): 401 `unauthorized` with the
+//!    reason;
+//! 4. the route ([`routes`]): 404 `not_found` for anything else.
+//!
+//! The approver's calls (SQLite) run on the blocking pool, never on the
+//! runtime's workers. A decision or cancel carries the request's signature
+//! into its transaction, so a replay is refused after a restart too.
+
+mod bucket;
+mod respond;
+mod routes;
+mod text;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentrt::{Approval, Clock, system_clock};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use serde::Serialize;
+
+use crate::signature::{
+    NONCE_HEADER, SIGNATURE_HEADER, Secret, SignedHeaders, TIMESTAMP_HEADER, Verifier,
+};
+use crate::{Approver, ApproverError, Cancellation, Decision};
+use bucket::Bucket;
+use respond::{Action, approver_error, error, internal, json};
+use routes::Route;
+
+/// The webhook's settings; [`WebhookConfig::new`] gives the defaults.
+#[derive(Clone)]
+pub struct WebhookConfig {
+    /// What decides.
+    pub approver: Arc<dyn Approver>,
+    /// The shared secret (at least 32 bytes).
+    pub secret: Secret,
+    /// How far a request's timestamp may be from now (default 5 minutes).
+    pub skew: Duration,
+    /// Requests a second the whole handler accepts (default 10).
+    pub rate: u32,
+    /// Requests it accepts at once (default 20).
+    pub burst: u32,
+    /// The largest body read (default 16 KiB).
+    pub max_body: usize,
+    /// How many pending approvals a listing shows (default 20).
+    pub limit: u64,
+    /// The clock the signature window and the rate are judged by.
+    pub clock: Clock,
+}
+
+impl std::fmt::Debug for WebhookConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookConfig")
+            .field("skew", &self.skew)
+            .field("rate", &self.rate)
+            .field("burst", &self.burst)
+            .field("max_body", &self.max_body)
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookConfig {
+    /// The defaults around `approver` and `secret`.
+    pub fn new(approver: Arc<dyn Approver>, secret: Secret) -> WebhookConfig {
+        WebhookConfig {
+            approver,
+            secret,
+            skew: Duration::from_secs(300),
+            rate: 10,
+            burst: 20,
+            max_body: 16 * 1024,
+            limit: 20,
+            clock: system_clock(),
+        }
+    }
+}
+
+struct Shared {
+    config: WebhookConfig,
+    bucket: Mutex<Bucket>,
+    verifier: Mutex<Verifier>,
+}
+
+/// The webhook as an axum router (its routes only; nest it under a prefix
+/// to serve it beside others: the signed path is the path it sees).
+pub fn router(config: WebhookConfig) -> Router {
+    let shared = Shared {
+        bucket: Mutex::new(Bucket::new(config.rate, config.burst)),
+        verifier: Mutex::new(Verifier::new(
+            config.secret.clone(),
+            config.skew,
+            config.rate,
+            config.burst,
+        )),
+        config,
+    };
+    Router::new().fallback(handle).with_state(Arc::new(shared))
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, request: axum::extract::Request) -> Response {
+    let now = (shared.config.clock)();
+    if !locked(&shared.bucket).take(now) {
+        return error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "too many requests",
+        );
+    }
+    let (parts, body) = request.into_parts();
+    let body = match read_body(body, shared.config.max_body).await {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let method = parts.method.as_str();
+    let path = parts.uri.path();
+    let headers = signed_headers(&parts.headers);
+    let seconds = i64::try_from(now.as_unix_nanos().div_euclid(1_000_000_000)).unwrap_or(0);
+    let verified = locked(&shared.verifier).verify(seconds, &headers, method, path, &body);
+    if let Err(refusal) = verified {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            &refusal.to_string(),
+        );
+    }
+    let Some(route) = routes::route(method, path) else {
+        return error(StatusCode::NOT_FOUND, "not_found", "no such route");
+    };
+    let signature = headers.signature.map(str::to_owned);
+    answer(&shared, route, &parts, body, signature).await
+}
+
+/// The body, at most `max` bytes.
+async fn read_body(body: Body, max: usize) -> Result<Bytes, Response> {
+    use http_body_util::BodyExt;
+    match http_body_util::Limited::new(body, max).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            &format!("the body is larger than {max} bytes"),
+        )),
+        Err(_) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "the body could not be read",
+        )),
+    }
+}
+
+fn signed_headers(headers: &HeaderMap) -> SignedHeaders<'_> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    SignedHeaders {
+        timestamp: get(TIMESTAMP_HEADER),
+        nonce: get(NONCE_HEADER),
+        signature: get(SIGNATURE_HEADER),
+    }
+}
+
+/// Runs `f` with the approver on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    shared: &Arc<Shared>,
+    f: impl FnOnce(&dyn Approver) -> Result<T, ApproverError> + Send + 'static,
+) -> Result<Result<T, ApproverError>, Response> {
+    let approver = Arc::clone(&shared.config.approver);
+    tokio::task::spawn_blocking(move || f(approver.as_ref()))
+        .await
+        .map_err(|_| internal())
+}
+
+#[derive(Serialize)]
+struct Listing {
+    run_id: String,
+    pending: Vec<crate::Pending>,
+}
+
+#[derive(Serialize)]
+struct Decided<'a> {
+    status: &'a str,
+    run_id: &'a str,
+    approval_id: &'a str,
+    hash: &'a str,
+    by: &'a str,
+}
+
+#[derive(Serialize)]
+struct Cancelled<'a> {
+    status: &'a str,
+    run_id: &'a str,
+    by: &'a str,
+}
+
+async fn answer(
+    shared: &Arc<Shared>,
+    route: Route<'_>,
+    parts: &Parts,
+    body: Bytes,
+    signature: Option<String>,
+) -> Response {
+    let result = match route {
+        Route::Pending { run } => pending(shared, run).await,
+        Route::Show { run, id } => show(shared, run, id, parts).await,
+        Route::Approve { run, id } => decide(shared, run, id, &body, signature, true).await,
+        Route::Reject { run, id } => decide(shared, run, id, &body, signature, false).await,
+        Route::Cancel { run } => cancel(shared, run, &body, signature).await,
+    };
+    result.unwrap_or_else(|response| response)
+}
+
+async fn pending(shared: &Arc<Shared>, run: &str) -> Result<Response, Response> {
+    let limit = shared.config.limit;
+    let run_id = run.to_owned();
+    let found = blocking(shared, move |a| a.pending(&run_id, limit)).await?;
+    let pending = found.map_err(|e| approver_error(&e, Action::Read))?;
+    Ok(json(
+        StatusCode::OK,
+        &Listing {
+            run_id: run.to_owned(),
+            pending,
+        },
+    ))
+}
+
+async fn show(
+    shared: &Arc<Shared>,
+    run: &str,
+    id: &str,
+    parts: &Parts,
+) -> Result<Response, Response> {
+    let (run_id, approval_id) = (run.to_owned(), id.to_owned());
+    let found = blocking(shared, move |a| a.show(&run_id, &approval_id)).await?;
+    let shown = found.map_err(|e| approver_error(&e, Action::Read))?;
+    if shown.expired || shown.approval.status == agentrt::ApprovalStatus::Expired {
+        return Err(error(
+            StatusCode::GONE,
+            "expired",
+            &format!("approval {} has expired", shown.approval.id),
+        ));
+    }
+    if wants_text(parts) {
+        return Ok(respond::text(StatusCode::OK, text::approval_text(&shown)));
+    }
+    Ok(json(StatusCode::OK, &shown))
+}
+
+/// `?format=text`, or an `Accept` header starting with `text/plain`.
+fn wants_text(parts: &Parts) -> bool {
+    let query = parts.uri.query().unwrap_or_default();
+    let asked = query.split('&').any(|pair| pair == "format=text");
+    let accepts = parts
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/plain"));
+    asked || accepts
+}
+
+fn bad_request(text: &str) -> Response {
+    error(StatusCode::BAD_REQUEST, "bad_request", text)
+}
+
+async fn decide(
+    shared: &Arc<Shared>,
+    run: &str,
+    id: &str,
+    body: &[u8],
+    signature: Option<String>,
+    approve: bool,
+) -> Result<Response, Response> {
+    let mut decision: Decision = serde_json::from_slice(body).map_err(|_| {
+        bad_request(
+            "the body is not a decision: {\"run_id\", \"approval_id\", \"hash\", \"by\", \"note\"}",
+        )
+    })?;
+    if decision.run_id != run || decision.approval_id != id {
+        return Err(bad_request(
+            "the decision's run_id and approval_id must be the path's",
+        ));
+    }
+    if decision.hash.is_empty() || decision.by.is_empty() {
+        return Err(bad_request("the decision needs a hash and by"));
+    }
+    decision.request_signature = signature;
+    let sent = decision.clone();
+    let decided = blocking(shared, move |a| {
+        if approve {
+            a.approve(&sent)
+        } else {
+            a.reject(&sent)
+        }
+    })
+    .await?;
+    let approval: Approval = decided.map_err(|e| approver_error(&e, Action::Decide))?;
+    let (status, code) = if approve {
+        ("approved", StatusCode::ACCEPTED)
+    } else {
+        ("rejected", StatusCode::OK)
+    };
+    Ok(json(
+        code,
+        &Decided {
+            status,
+            run_id: &approval.run_id,
+            approval_id: &approval.id,
+            hash: &approval.hash,
+            by: &approval.decided_by,
+        },
+    ))
+}
+
+async fn cancel(
+    shared: &Arc<Shared>,
+    run: &str,
+    body: &[u8],
+    signature: Option<String>,
+) -> Result<Response, Response> {
+    let mut cancellation: Cancellation = serde_json::from_slice(body).map_err(|_| {
+        bad_request("the body is not a cancellation: {\"run_id\", \"by\", \"note\"}")
+    })?;
+    if cancellation.run_id != run {
+        return Err(bad_request("the cancellation's run_id must be the path's"));
+    }
+    if cancellation.by.is_empty() {
+        return Err(bad_request("the cancellation needs by"));
+    }
+    cancellation.request_signature = signature;
+    let by = cancellation.by.clone();
+    let cancelled = blocking(shared, move |a| a.cancel(&cancellation)).await?;
+    let run_row = cancelled.map_err(|e| approver_error(&e, Action::Cancel))?;
+    Ok(json(
+        StatusCode::OK,
+        &Cancelled {
+            status: "cancelled",
+            run_id: &run_row.id,
+            by: &by,
+        },
+    ))
+}

@@ -1,0 +1,534 @@
+//! The signed webhook (periphery §5.2) over real HTTP on 127.0.0.1: every
+//! route, the pipeline's order, the error mapping, replays across a
+//! restart, and a fuzzed request that never brings it down.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentrt::{
+    Decision as AgentDecision, DefaultPolicy, Driver, GateConfig, Limits, ManualClock, RunStatus,
+    ScriptedAgent, SideEffect, Store, Timestamp, Tool, ToolResult, ToolSpec, tool_fn,
+};
+use agentrt_approver::StoreApprover;
+use agentrt_approver::signature::{Secret, headers_at};
+use agentrt_approver::webhook::{WebhookConfig, router};
+use serde_json::{Value, json};
+
+const SECRET: [u8; 32] = [42; 32];
+
+fn start() -> Timestamp {
+    Timestamp::parse("2026-10-01T09:00:00Z").unwrap()
+}
+
+fn seconds(t: Timestamp) -> i64 {
+    i64::try_from(t.as_unix_nanos() / 1_000_000_000).unwrap()
+}
+
+fn push() -> Vec<Arc<dyn Tool>> {
+    vec![Arc::new(tool_fn(
+        ToolSpec::new("push", "Push to the remote", SideEffect::RemoteMutation),
+        |_call| async move { Ok(ToolResult::raw(r#"{"pushed":true}"#).with_summary("pushed")) },
+    ))]
+}
+
+/// A database with runs paused for approval, a clock, and the webhook
+/// served over it on a loopback port.
+struct World {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+    clock: ManualClock,
+    url: String,
+    http: reqwest::Client,
+    nonce: std::sync::atomic::AtomicU64,
+}
+
+impl World {
+    async fn new(tune: impl FnOnce(&mut WebhookConfig)) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runs.db");
+        drop(Store::open(&db).unwrap());
+        let clock = ManualClock::new(start());
+        let url = serve(&db, &clock, tune).await;
+        World {
+            _dir: dir,
+            db,
+            clock,
+            url,
+            http: reqwest::Client::builder().no_proxy().build().unwrap(),
+            nonce: Default::default(),
+        }
+    }
+
+    /// Serves another webhook on the same database: a restarted server.
+    async fn restarted(&self) -> String {
+        serve(&self.db, &self.clock, |_| {}).await
+    }
+
+    /// Runs `id` until it waits for approval of a push; its approval's id
+    /// and hash.
+    async fn waiting(&self, id: &str, limits: Limits) -> (String, String) {
+        let store = Store::open(&self.db).unwrap();
+        let config =
+            GateConfig::new(store.clone(), DefaultPolicy, push()).with_clock(self.clock.clock());
+        let agent = ScriptedAgent::new(vec![AgentDecision::tool_call(
+            "push",
+            r#"{"ref":"<script>alert(1)</script>"}"#,
+        )]);
+        let run = Driver::new(config, agent)
+            .unwrap()
+            .start(Some(id), "push", limits)
+            .await
+            .unwrap();
+        assert_eq!(run.status, RunStatus::WaitingForApproval);
+        let approval = store.list_approvals(id).unwrap().remove(0);
+        (approval.id, approval.hash)
+    }
+
+    fn next_nonce(&self) -> String {
+        let n = self
+            .nonce
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("nonce-{n}")
+    }
+
+    /// A request signed now with a fresh nonce.
+    async fn signed(&self, method: &str, path: &str, body: &str) -> Reply {
+        let nonce = self.next_nonce();
+        self.signed_as(
+            &self.url,
+            method,
+            path,
+            body,
+            seconds(self.clock.peek()),
+            &nonce,
+        )
+        .await
+    }
+
+    async fn signed_as(
+        &self,
+        base: &str,
+        method: &str,
+        path: &str,
+        body: &str,
+        timestamp: i64,
+        nonce: &str,
+    ) -> Reply {
+        let secret = Secret::new(SECRET).unwrap();
+        // The signed path is the path without its query.
+        let signed_path = path.split('?').next().unwrap_or_default();
+        let headers = headers_at(
+            &secret,
+            timestamp,
+            nonce,
+            method,
+            signed_path,
+            body.as_bytes(),
+        );
+        let mut request = self
+            .http
+            .request(method.parse().unwrap(), format!("{base}{path}"))
+            .body(body.to_owned());
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        Reply::from(request.send().await.unwrap()).await
+    }
+
+    async fn unsigned(&self, method: &str, path: &str, body: Vec<u8>) -> Reply {
+        let request = self
+            .http
+            .request(method.parse().unwrap(), format!("{}{path}", self.url))
+            .body(body);
+        Reply::from(request.send().await.unwrap()).await
+    }
+
+    fn status(&self, run: &str) -> RunStatus {
+        Store::open_existing(&self.db, true)
+            .unwrap()
+            .get_run(run)
+            .unwrap()
+            .status
+    }
+}
+
+async fn serve(db: &PathBuf, clock: &ManualClock, tune: impl FnOnce(&mut WebhookConfig)) -> String {
+    let approver = StoreApprover::open(db, None)
+        .unwrap()
+        .with_clock(clock.clock());
+    let mut config = WebhookConfig::new(Arc::new(approver), Secret::new(SECRET).unwrap());
+    config.clock = clock.clock();
+    tune(&mut config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router(config)).await });
+    url
+}
+
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    content_type: String,
+    cache: String,
+    body: String,
+}
+
+impl Reply {
+    async fn from(response: reqwest::Response) -> Reply {
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let (content_type, cache) = (header("content-type"), header("cache-control"));
+        Reply {
+            status: response.status().as_u16(),
+            content_type,
+            cache,
+            body: response.text().await.unwrap(),
+        }
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+
+    /// `(status, code)` of an error answer.
+    fn refused(&self) -> (u16, String) {
+        (
+            self.status,
+            self.json()["code"].as_str().unwrap_or_default().to_owned(),
+        )
+    }
+}
+
+fn decision(run: &str, approval: &str, hash: &str) -> String {
+    json!({"run_id": run, "approval_id": approval, "hash": hash, "by": "alice", "note": "ok"})
+        .to_string()
+}
+
+#[tokio::test]
+async fn every_route_answers_as_specified() {
+    let world = World::new(|_| {}).await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let (a2, h2) = world.waiting("r2", Limits::default()).await;
+    world.waiting("r3", Limits::default()).await;
+
+    let listing = world.signed("GET", "/runs/r1/approvals", "").await;
+    assert_eq!(listing.status, 200, "{listing:?}");
+    assert_eq!(listing.content_type, "application/json");
+    assert_eq!(listing.cache, "no-store");
+    let listed = listing.json();
+    assert_eq!(listed["run_id"], "r1");
+    assert_eq!(listed["pending"][0]["id"], a1.as_str());
+    assert_eq!(listed["pending"][0]["hash"], h1.as_str());
+
+    let shown = world
+        .signed("GET", &format!("/runs/r1/approvals/{a1}"), "")
+        .await;
+    assert_eq!(
+        (shown.status, shown.json()["hash"].clone()),
+        (200, json!(h1))
+    );
+
+    let text = world
+        .signed("GET", &format!("/runs/r1/approvals/{a1}?format=text"), "")
+        .await;
+    assert_eq!(text.status, 200, "{text:?}");
+    assert!(text.content_type.starts_with("text/plain"));
+    let lines: Vec<&str> = text.body.lines().collect();
+    assert_eq!(lines[0], format!("APPROVAL PENDING  {a1}"));
+    assert_eq!(lines[1], "run     r1");
+    assert!(
+        lines.contains(&format!("hash    {h1}").as_str()),
+        "{}",
+        text.body
+    );
+    assert!(
+        text.body
+            .contains("arguments (the tool call the model made")
+    );
+    assert!(
+        text.body.contains("<script>alert(1)</script>"),
+        "shown as text"
+    );
+    assert!(
+        text.body
+            .ends_with(&format!("----- end of approval {a1} for tool push -----\n"))
+    );
+
+    let approved = world
+        .signed(
+            "POST",
+            &format!("/runs/r1/approvals/{a1}/approve"),
+            &decision("r1", &a1, &h1),
+        )
+        .await;
+    assert_eq!(approved.status, 202, "{approved:?}");
+    assert_eq!(
+        approved.json(),
+        json!({"status": "approved", "run_id": "r1", "approval_id": a1, "hash": h1, "by": "alice"})
+    );
+    assert_eq!(world.status("r1"), RunStatus::WaitingForApproval);
+
+    let rejected = world
+        .signed(
+            "POST",
+            &format!("/runs/r2/approvals/{a2}/reject"),
+            &decision("r2", &a2, &h2),
+        )
+        .await;
+    assert_eq!(rejected.status, 200, "{rejected:?}");
+    assert_eq!(rejected.json()["status"], "rejected");
+    assert_eq!(world.status("r2"), RunStatus::Cancelled);
+
+    let body = json!({"run_id": "r3", "by": "bob", "note": "not today"}).to_string();
+    let cancelled = world.signed("POST", "/runs/r3/cancel", &body).await;
+    assert_eq!(cancelled.status, 200, "{cancelled:?}");
+    assert_eq!(
+        cancelled.json(),
+        json!({"status": "cancelled", "run_id": "r3", "by": "bob"})
+    );
+    assert_eq!(world.status("r3"), RunStatus::Cancelled);
+}
+
+#[tokio::test]
+async fn the_pipeline_refuses_in_order_rate_then_size_then_signature_then_route() {
+    let world = World::new(|c| {
+        c.rate = 0;
+        c.burst = 7;
+        c.max_body = 64;
+    })
+    .await;
+    // Size before signature: an oversized unsigned body is too large.
+    let big = world
+        .unsigned("POST", "/runs/r1/cancel", vec![b'x'; 65])
+        .await;
+    assert_eq!(big.refused(), (413, "body_too_large".into()), "{big:?}");
+    // Signature before route: an unsigned request to nowhere is refused.
+    let unsigned = world.unsigned("GET", "/nowhere", Vec::new()).await;
+    assert_eq!(unsigned.refused(), (401, "unauthorized".into()));
+    assert_eq!(
+        unsigned.json()["error"],
+        "timestamp outside the accepted window"
+    );
+    // Signed, nowhere: not found, whatever the method; never 405.
+    for (method, path) in [
+        ("GET", "/nowhere"),
+        ("GET", "/runs/r1/approvals/"),
+        ("DELETE", "/runs/r1/approvals"),
+        ("POST", "/runs/r1/approvals"),
+    ] {
+        let reply = world.signed(method, path, "").await;
+        assert_eq!(
+            reply.refused(),
+            (404, "not_found".into()),
+            "{method} {path}"
+        );
+    }
+    // A stale timestamp names the window.
+    let stale = world
+        .signed_as(
+            &world.url,
+            "GET",
+            "/runs/r1/approvals",
+            "",
+            seconds(start()) - 301,
+            "old",
+        )
+        .await;
+    assert_eq!(stale.refused(), (401, "unauthorized".into()));
+    // Seven tokens are spent; the eighth request is refused before anything
+    // of it is read, oversized or not.
+    let limited = world
+        .unsigned("POST", "/runs/r1/cancel", vec![b'x'; 65])
+        .await;
+    assert_eq!(
+        limited.refused(),
+        (429, "rate_limited".into()),
+        "{limited:?}"
+    );
+}
+
+#[tokio::test]
+async fn malformed_decisions_are_bad_requests() {
+    let world = World::new(|_| {}).await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let path = format!("/runs/r1/approvals/{a1}/approve");
+    for body in [
+        "not json".to_owned(),
+        json!({"run_id": "r1", "approval_id": a1, "hash": h1, "by": "a", "extra": 1}).to_string(),
+        decision("r2", &a1, &h1),
+        decision("r1", "other", &h1),
+        json!({"run_id": "r1", "approval_id": a1, "by": "alice"}).to_string(),
+        json!({"run_id": "r1", "approval_id": a1, "hash": h1}).to_string(),
+    ] {
+        let reply = world.signed("POST", &path, &body).await;
+        assert_eq!(reply.refused(), (400, "bad_request".into()), "{body}");
+    }
+    for body in [
+        json!({"run_id": "r2", "by": "bob"}).to_string(),
+        json!({"run_id": "r1"}).to_string(),
+    ] {
+        let reply = world.signed("POST", "/runs/r1/cancel", &body).await;
+        assert_eq!(reply.refused(), (400, "bad_request".into()), "{body}");
+    }
+    assert_eq!(world.status("r1"), RunStatus::WaitingForApproval);
+}
+
+#[tokio::test]
+async fn the_approvers_refusals_map_to_their_codes() {
+    let world = World::new(|_| {}).await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let approve = format!("/runs/r1/approvals/{a1}/approve");
+
+    let changed = world
+        .signed("POST", &approve, &decision("r1", &a1, &"0".repeat(64)))
+        .await;
+    assert_eq!(changed.refused(), (409, "approval_changed".into()));
+    let missing = world.signed("GET", "/runs/nope/approvals", "").await;
+    assert_eq!(missing.refused(), (404, "not_found".into()));
+    let other = world.signed("GET", "/runs/r1/approvals/nope", "").await;
+    assert_eq!(other.refused(), (404, "not_found".into()));
+
+    assert_eq!(
+        world
+            .signed("POST", &approve, &decision("r1", &a1, &h1))
+            .await
+            .status,
+        202
+    );
+    let again = world
+        .signed("POST", &approve, &decision("r1", &a1, &h1))
+        .await;
+    assert_eq!(again.refused(), (409, "not_pending".into()));
+
+    let cancel = json!({"run_id": "r1", "by": "bob"}).to_string();
+    assert_eq!(
+        world
+            .signed("POST", "/runs/r1/cancel", &cancel)
+            .await
+            .status,
+        200
+    );
+    let finished = world.signed("POST", "/runs/r1/cancel", &cancel).await;
+    assert_eq!(finished.refused(), (409, "run_finished".into()));
+    let reject = format!("/runs/r1/approvals/{a1}/reject");
+    let not_waiting = world
+        .signed("POST", &reject, &decision("r1", &a1, &h1))
+        .await;
+    assert_eq!(not_waiting.refused(), (409, "run_not_waiting".into()));
+}
+
+#[tokio::test]
+async fn an_expired_approval_is_gone_and_a_decision_on_it_expires_it() {
+    let world = World::new(|_| {}).await;
+    let limits = Limits::default().approval_ttl(Duration::from_secs(60));
+    let (a1, h1) = world.waiting("r1", limits).await;
+    world.clock.advance(Duration::from_secs(61));
+    let shown = world
+        .signed("GET", &format!("/runs/r1/approvals/{a1}"), "")
+        .await;
+    assert_eq!(shown.refused(), (410, "expired".into()));
+    assert_eq!(
+        world.status("r1"),
+        RunStatus::WaitingForApproval,
+        "showing writes nothing"
+    );
+    let decided = world
+        .signed(
+            "POST",
+            &format!("/runs/r1/approvals/{a1}/approve"),
+            &decision("r1", &a1, &h1),
+        )
+        .await;
+    assert_eq!(decided.refused(), (410, "expired".into()));
+    assert_eq!(
+        world.status("r1"),
+        RunStatus::Cancelled,
+        "the core's expiry ran"
+    );
+}
+
+#[tokio::test]
+async fn a_replayed_signature_is_refused_also_after_a_restart() {
+    let world = World::new(|_| {}).await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let path = format!("/runs/r1/approvals/{a1}/approve");
+    let body = decision("r1", &a1, &h1);
+    let now = seconds(world.clock.peek());
+    let first = world
+        .signed_as(&world.url, "POST", &path, &body, now, "once")
+        .await;
+    assert_eq!(first.status, 202, "{first:?}");
+    let replay = world
+        .signed_as(&world.url, "POST", &path, &body, now, "once")
+        .await;
+    assert_eq!(replay.refused(), (401, "unauthorized".into()));
+    assert_eq!(replay.json()["error"], "signature already used");
+
+    let restarted = world.restarted().await;
+    let replay = world
+        .signed_as(&restarted, "POST", &path, &body, now, "once")
+        .await;
+    assert_eq!(replay.refused(), (401, "unauthorized".into()), "{replay:?}");
+    assert_eq!(replay.json()["error"], "signature already used");
+}
+
+#[test]
+fn any_request_gets_an_answer_and_the_server_stays_up() {
+    use proptest::prelude::*;
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let world = runtime.block_on(World::new(|c| {
+        c.rate = 1_000_000;
+        c.burst = 1_000_000;
+    }));
+    runtime.block_on(world.waiting("r1", Limits::default()));
+    let methods = prop::sample::select(vec!["GET", "POST", "PUT", "HEAD", "OPTIONS"]);
+    let segment = prop::sample::select(vec![
+        "runs",
+        "r1",
+        "approvals",
+        "cancel",
+        "approve",
+        "reject",
+        "",
+        "%00",
+        "..",
+        "é",
+    ]);
+    let path = prop::collection::vec(segment, 0..7).prop_map(|s| format!("/{}", s.join("/")));
+    let body = prop::collection::vec(any::<u8>(), 0..300);
+    let signed = any::<bool>();
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 200,
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(
+            &(methods, path, body, signed),
+            |(method, path, body, signed)| {
+                let reply = runtime.block_on(async {
+                    if signed {
+                        let text = String::from_utf8_lossy(&body).into_owned();
+                        world.signed(method, &path, &text).await
+                    } else {
+                        world.unsigned(method, &path, body.clone()).await
+                    }
+                });
+                prop_assert!(
+                    [200, 202, 400, 401, 404, 409, 410, 413].contains(&reply.status),
+                    "{method} {path}: {reply:?}"
+                );
+                Ok(())
+            },
+        )
+        .unwrap();
+    let alive = runtime.block_on(world.signed("GET", "/runs/r1/approvals", ""));
+    assert_eq!(alive.status, 200);
+}
