@@ -14,36 +14,15 @@
 #[allow(dead_code)]
 mod demo;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agentrt::Store;
 
-fn parse_args() -> Result<Option<Option<PathBuf>>, String> {
-    let mut db = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--db" => db = Some(args.next().ok_or("--db needs a path")?.into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(Some(db))
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let db = match parse_args() {
-        Ok(Some(db)) => db,
-        Ok(None) => {
-            println!("{}", demo::USAGE);
-            return ExitCode::SUCCESS;
-        }
-        Err(problem) => {
-            eprintln!("{problem}\n{}", demo::USAGE);
-            return ExitCode::from(2);
-        }
+    let db = match examples::or_usage(examples::db_arg(std::env::args().skip(1)), demo::USAGE) {
+        Ok(db) => db,
+        Err(code) => return code,
     };
     let store = match db {
         Some(path) => Store::open(path),

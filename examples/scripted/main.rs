@@ -38,16 +38,9 @@ fn parse_args() -> Result<Option<demo::Options>, String> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let options = match parse_args() {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            println!("{}", demo::USAGE);
-            return ExitCode::SUCCESS;
-        }
-        Err(problem) => {
-            eprintln!("{problem}\n{}", demo::USAGE);
-            return ExitCode::from(2);
-        }
+    let options = match examples::or_usage(parse_args(), demo::USAGE) {
+        Ok(options) => options,
+        Err(code) => return code,
     };
     eprintln!("events, as they commit:");
     match demo::run(

@@ -25,6 +25,7 @@
 mod decision;
 mod error;
 mod pending;
+pub mod serve;
 pub mod signature;
 mod signatures;
 mod store_backed;

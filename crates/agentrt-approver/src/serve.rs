@@ -1,0 +1,130 @@
+//! `agentrt-approver serve`: the webhook over a database, on a loopback
+//! address unless another is asked for explicitly, until a signal.
+
+use std::future::Future;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::StoreApprover;
+use crate::signature::{Secret, ShortSecret};
+use crate::webhook::{WebhookConfig, router};
+
+/// What `serve` needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// The database (it must exist).
+    pub db: PathBuf,
+    /// Where to listen (`127.0.0.1:0` picks a free port).
+    pub listen: SocketAddr,
+    /// A file only its owner can read, holding the shared secret.
+    pub secret_file: PathBuf,
+    /// Listen on an address other than loopback.
+    pub allow_remote: bool,
+}
+
+/// Why `serve` did not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A non-loopback address without the flag that allows it.
+    #[error(
+        "{0} is not a loopback address; the webhook is plain HTTP: put TLS in front and pass --allow-remote to listen there"
+    )]
+    Remote(SocketAddr),
+    /// The secret file cannot be used.
+    #[error("secret file {path}: {detail}")]
+    SecretFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The database cannot be opened.
+    #[error(transparent)]
+    Approver(#[from] crate::ApproverError),
+    /// Binding or serving failed.
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// The secret in `path`: a regular file of the current user that no one
+/// else may read or write, holding at least 32 bytes (surrounding
+/// whitespace left out: a line from `openssl rand -hex 32` is one).
+pub fn read_secret(path: &Path) -> Result<Secret, ServeError> {
+    let refused = |detail: String| ServeError::SecretFile {
+        path: path.to_owned(),
+        detail,
+    };
+    let mut file = std::fs::File::open(path).map_err(|e| refused(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| refused(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(refused("it is not a regular file".into()));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::getuid() };
+        if meta.uid() != uid {
+            return Err(refused(format!(
+                "it is owned by uid {}, not by the current user (uid {uid})",
+                meta.uid()
+            )));
+        }
+        let mode = meta.mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            return Err(refused(format!(
+                "others may read or write it (mode {mode:04o}); fix it with: chmod 600 {}",
+                path.display()
+            )));
+        }
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| refused(e.to_string()))?;
+    let trimmed = bytes.trim_ascii();
+    Secret::new(trimmed).map_err(|ShortSecret(n)| {
+        refused(format!(
+            "it holds {n} bytes; at least 32 are needed (openssl rand -hex 32 makes a good one)"
+        ))
+    })
+}
+
+/// Serves the webhook until `shutdown` completes; `bound` is told the
+/// address once it listens.
+pub async fn serve(
+    options: &ServeOptions,
+    bound: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    if !options.listen.ip().is_loopback() && !options.allow_remote {
+        return Err(ServeError::Remote(options.listen));
+    }
+    let secret = read_secret(&options.secret_file)?;
+    let db = options.db.clone();
+    let approver = tokio::task::spawn_blocking(move || StoreApprover::open(&db, None))
+        .await
+        .map_err(|e| ServeError::Listen {
+            addr: options.listen,
+            source: std::io::Error::other(e.to_string()),
+        })??;
+    let config = WebhookConfig::new(Arc::new(approver), secret);
+    let listen_error = |source| ServeError::Listen {
+        addr: options.listen,
+        source,
+    };
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(listen_error)?;
+    bound(listener.local_addr().map_err(listen_error)?);
+    axum::serve(listener, router(config))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(listen_error)
+}

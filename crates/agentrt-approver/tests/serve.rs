@@ -1,0 +1,159 @@
+//! The `agentrt-approver serve` binary: it serves the webhook over a
+//! database on loopback, stops at SIGTERM, and refuses a remote address
+//! without its flag and a secret file others can read.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use agentrt::{
+    Decision as AgentDecision, DefaultPolicy, Driver, GateConfig, Limits, RunStatus, ScriptedAgent,
+    SideEffect, Store, Tool, ToolResult, ToolSpec, tool_fn,
+};
+use agentrt_approver::signature::{Secret, signed_headers};
+
+const SECRET: &str = "3f1c9a7be2d84610a5c7e9f02b4d6a8c1e3f5a7b9d0c2e4f6a8b0c2d4e6f8a0b";
+
+fn write_secret(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("{SECRET}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn approver() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentrt-approver"));
+    command.stdin(Stdio::null());
+    command
+}
+
+async fn waiting_run(db: &Path) -> (String, String) {
+    let store = Store::open(db).unwrap();
+    let push: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("push", "Push", SideEffect::RemoteMutation),
+        |_call| async move { Ok(ToolResult::raw("{}").with_summary("pushed")) },
+    ));
+    let agent = ScriptedAgent::new(vec![AgentDecision::tool_call("push", "{}")]);
+    let run = Driver::new(
+        GateConfig::new(store.clone(), DefaultPolicy, vec![push]),
+        agent,
+    )
+    .unwrap()
+    .start(Some("r1"), "push", Limits::default())
+    .await
+    .unwrap();
+    assert_eq!(run.status, RunStatus::WaitingForApproval);
+    let approval = store.list_approvals("r1").unwrap().remove(0);
+    (approval.id, approval.hash)
+}
+
+async fn send(
+    http: &reqwest::Client,
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: &str,
+) -> (u16, serde_json::Value) {
+    let secret = Secret::new(SECRET).unwrap();
+    let mut request = http
+        .request(method.clone(), format!("{base}{path}"))
+        .body(body.to_owned());
+    for (name, value) in signed_headers(&secret, method.as_str(), path, body.as_bytes()).unwrap() {
+        request = request.header(name, value);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn serve_answers_signed_requests_on_loopback_and_stops_at_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let (approval, hash) = waiting_run(&db).await;
+    let secret = dir.path().join("secret");
+    write_secret(&secret, 0o600);
+
+    let mut child = approver()
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(&db)
+        .arg("--secret-file")
+        .arg(&secret)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    let base = first
+        .trim()
+        .strip_prefix("agentrt-approver: listening on ")
+        .unwrap_or_else(|| panic!("{first:?}"))
+        .to_owned();
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let (status, listed) = send(&http, &base, reqwest::Method::GET, "/runs/r1/approvals", "").await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["pending"][0]["hash"], hash.as_str());
+    let body =
+        serde_json::json!({"run_id": "r1", "approval_id": approval, "hash": hash, "by": "alice"})
+            .to_string();
+    let path = format!("/runs/r1/approvals/{approval}/approve");
+    let (status, decided) = send(&http, &base, reqwest::Method::POST, &path, &body).await;
+    assert_eq!(status, 202, "{decided}");
+    assert_eq!(decided["status"], "approved");
+
+    // SAFETY: kill with a valid pid of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+}
+
+#[test]
+fn a_remote_address_needs_its_flag_and_the_secret_must_be_private_and_long() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    drop(Store::open(&db).unwrap());
+    let secret = dir.path().join("secret");
+    write_secret(&secret, 0o600);
+    let run = |listen: &str, secret: &Path| {
+        let out = approver()
+            .args(["serve", "--listen", listen, "--db"])
+            .arg(&db)
+            .arg("--secret-file")
+            .arg(secret)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    let (code, stderr) = run("0.0.0.0:0", &secret);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("not a loopback address") && stderr.contains("--allow-remote"),
+        "{stderr}"
+    );
+
+    write_secret(&secret, 0o640);
+    let (code, stderr) = run("127.0.0.1:0", &secret);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("chmod 600"), "{stderr}");
+    assert!(
+        !stderr.contains(SECRET),
+        "the secret is never shown: {stderr}"
+    );
+
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(&secret, "short\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (code, stderr) = run("127.0.0.1:0", &secret);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("at least 32"), "{stderr}");
+
+    let (code, stderr) = run("127.0.0.1:0", &dir.path().join("missing"));
+    assert_eq!(code, Some(1), "{stderr}");
+}
