@@ -24,6 +24,7 @@
 
 mod decision;
 mod error;
+pub mod page;
 mod pending;
 pub mod serve;
 pub mod signature;

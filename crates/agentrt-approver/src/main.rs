@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agentrt_approver::serve::{ServeOptions, serve};
+use agentrt_approver::serve::{ServeOptions, login_link, serve};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -37,16 +37,59 @@ enum Command {
         #[arg(long)]
         allow_remote: bool,
     },
+    /// Print a one-time login link for the approval page of a run.
+    LoginLink {
+        /// The same secret file `serve` uses.
+        #[arg(long)]
+        secret_file: PathBuf,
+        /// The server's address as the browser reaches it.
+        #[arg(long, default_value = "http://127.0.0.1:8787")]
+        base: String,
+        /// The run whose page the link opens.
+        #[arg(long)]
+        run: String,
+        /// Who signs in (recorded as the decider); defaults to $USER.
+        #[arg(long)]
+        by: Option<String>,
+        /// Minutes the link stays usable (once).
+        #[arg(long, default_value_t = 10)]
+        minutes: u64,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let Command::Serve {
-        db,
-        listen,
-        secret_file,
-        allow_remote,
-    } = cli.command;
+    let (db, listen, secret_file, allow_remote) = match cli.command {
+        Command::Serve {
+            db,
+            listen,
+            secret_file,
+            allow_remote,
+        } => (db, listen, secret_file, allow_remote),
+        Command::LoginLink {
+            secret_file,
+            base,
+            run,
+            by,
+            minutes,
+        } => {
+            let by = by
+                .or_else(|| std::env::var("USER").ok())
+                .filter(|b| !b.is_empty())
+                .unwrap_or_else(|| "operator".to_owned());
+            let ttl = std::time::Duration::from_secs(minutes.saturating_mul(60));
+            return match login_link(&secret_file, &base, &by, &run, ttl) {
+                Ok(link) => {
+                    println!("{link}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("agentrt-approver: error: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+    };
     let options = ServeOptions {
         db,
         listen,

@@ -1,5 +1,6 @@
-//! `agentrt-approver serve`: the webhook over a database, on a loopback
-//! address unless another is asked for explicitly, until a signal.
+//! `agentrt-approver serve`: the webhook and the approval page over a
+//! database, on a loopback address unless another is asked for
+//! explicitly, until a signal; `login-link` for the page.
 
 use std::future::Future;
 use std::io::Read;
@@ -114,7 +115,13 @@ pub async fn serve(
             addr: options.listen,
             source: std::io::Error::other(e.to_string()),
         })??;
-    let config = WebhookConfig::new(Arc::new(approver), secret);
+    let approver: Arc<dyn crate::Approver> = Arc::new(approver);
+    let page = crate::page::router(
+        Arc::clone(&approver),
+        secret.clone(),
+        agentrt::system_clock(),
+    );
+    let config = WebhookConfig::new(approver, secret);
     let listen_error = |source| ServeError::Listen {
         addr: options.listen,
         source,
@@ -123,8 +130,36 @@ pub async fn serve(
         .await
         .map_err(listen_error)?;
     bound(listener.local_addr().map_err(listen_error)?);
-    axum::serve(listener, router(config))
+    axum::serve(listener, page.merge(router(config)))
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(listen_error)
+}
+
+/// A login link for the page at `base` (the server's address as the
+/// browser reaches it), for `by`, opening `run`, usable once within `ttl`.
+pub fn login_link(
+    secret_file: &Path,
+    base: &str,
+    by: &str,
+    run: &str,
+    ttl: std::time::Duration,
+) -> Result<String, ServeError> {
+    let secret = read_secret(secret_file)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let expires = i64::try_from(now.saturating_add(ttl.as_secs())).unwrap_or(i64::MAX);
+    let mut nonce = [0u8; 16];
+    getrandom::fill(&mut nonce).map_err(|e| ServeError::SecretFile {
+        path: secret_file.to_owned(),
+        detail: format!("no randomness for the link: {e}"),
+    })?;
+    let token = crate::page::login_token(&secret, by, expires, &crate::signature::hex(&nonce));
+    let run = crate::page::percent(run);
+    Ok(format!(
+        "{}/ui/login?token={token}&run={run}",
+        base.trim_end_matches('/')
+    ))
 }

@@ -55,7 +55,7 @@ impl Secret {
         })
     }
 
-    fn mac(&self) -> Hmac<Sha256> {
+    pub(crate) fn mac(&self) -> Hmac<Sha256> {
         self.keyed.clone()
     }
 }
@@ -81,11 +81,15 @@ pub fn sign(
     let mut mac = secret.mac();
     mac.update(format!("{timestamp}\n{nonce}\n{method}\n{path}\n").as_bytes());
     mac.update(body);
-    let digest = mac.finalize().into_bytes();
-    let mut out = String::with_capacity(3 + 64);
-    out.push_str("v1=");
-    for byte in digest {
-        out.push_str(&format!("{byte:02x}"));
+    format!("v1={}", hex(&mac.finalize().into_bytes()))
+}
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        let _ = write!(out, "{byte:02x}");
     }
     out
 }
@@ -221,7 +225,7 @@ fn parse_seconds(text: &str) -> Option<i64> {
 
 /// Whether `a` and `b` are equal, in time that depends on their lengths
 /// only.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -253,7 +257,7 @@ pub fn signed_headers(
         .unwrap_or(0);
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)?;
-    let nonce: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let nonce = hex(&bytes);
     Ok(headers_at(secret, now, &nonce, method, path, body))
 }
 

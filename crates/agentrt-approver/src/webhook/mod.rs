@@ -37,6 +37,7 @@ use crate::{Approver, ApproverError, Cancellation, Decision};
 use bucket::Bucket;
 use respond::{Action, approver_error, error, internal, json};
 use routes::Route;
+pub(crate) use text::approval_text;
 
 /// The webhook's settings; [`WebhookConfig::new`] gives the defaults.
 #[derive(Clone)]
