@@ -6,7 +6,9 @@
 //!   installing what they need (Node.js, and Python with venv, from Debian
 //!   when missing and run as root; the npm MCP filesystem server, pinned by
 //!   its lockfile, and the Python MCP SDK, pinned with hashes, into
-//!   `target/`).
+//!   `target/`), and the approval page's tests in headless Chromium
+//!   (Debian's `chromium` and `chromium-driver`, installed when missing
+//!   and run as root; screenshots in `target/browser-screenshots`).
 //! - `ci`: what CI runs (format check, clippy with warnings as errors, the
 //!   whole test suite).
 //! - `mutants`: cargo-mutants over the files that hold the controls that
@@ -22,7 +24,9 @@ tasks:
            against real components (installs Node.js and Python 3.10+
            with venv from Debian when missing and this runs as root, the
            pinned npm MCP filesystem server into target/real-servers and
-           the pinned Python MCP SDK into target/real-hosts/venv)
+           the pinned Python MCP SDK into target/real-hosts/venv), and
+           the approval page in headless Chromium (chromium and
+           chromium-driver from Debian when missing, as root)
   ci       format check, clippy -D warnings, the whole test suite (test)
   mutants  cargo mutants -p agentrt over the control files, with only the
            core's tests, reusing target/ (--copy-target=true); any further
@@ -126,16 +130,56 @@ fn run(program: &str, args: &[&str], dir: Option<&std::path::Path>) -> bool {
     command.status().map(|s| s.success()).unwrap_or(false)
 }
 
+/// Whether this runs as root (and so may install Debian packages).
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Whether `program --version` runs.
+fn runs(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Chromium and its WebDriver, from Debian when missing and this runs as
+/// root: the approval page's browser tests.
+fn ensure_chromium() -> Result<(), String> {
+    let present = || runs("chromium") && runs("chromedriver");
+    if present() {
+        return Ok(());
+    }
+    if is_root() {
+        let _ = run("apt-get", &["update"], None);
+        let _ = run(
+            "apt-get",
+            &["install", "-y", "chromium", "chromium-driver"],
+            None,
+        );
+    }
+    if present() {
+        Ok(())
+    } else {
+        Err(
+            "the browser tests need Chromium and chromedriver (Debian: chromium chromium-driver); \
+             install them, or run `cargo test --workspace` for the tests that need only Rust"
+                .into(),
+        )
+    }
+}
+
 /// Node.js, installed from Debian when missing and this runs as root.
 fn ensure_node() -> Result<(), String> {
     if node_major().is_some_and(|m| m >= NODE_MAJOR) {
         return Ok(());
     }
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if root {
+    if is_root() {
         let _ = run("apt-get", &["update"], None);
         let _ = run("apt-get", &["install", "-y", "nodejs", "npm"], None);
     }
@@ -204,7 +248,24 @@ fn test() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if real_host_test(&entry, &python) {
+    if !real_host_test(&entry, &python) {
+        return ExitCode::FAILURE;
+    }
+    if let Err(e) = ensure_chromium() {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
+    // Headless Chromium over WebDriver against the approval page;
+    // screenshots land in target/browser-screenshots.
+    if cargo(&[
+        "test",
+        "-p",
+        "agentrt-approver",
+        "--features",
+        "browser",
+        "--test",
+        "browser",
+    ]) {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -249,11 +310,7 @@ fn ensure_python() -> Result<String, String> {
     if good(python_with_venv(python)) {
         return Ok(python.to_owned());
     }
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if root {
+    if is_root() {
         let _ = run("apt-get", &["update"], None);
         let _ = run(
             "apt-get",

@@ -1,0 +1,196 @@
+//! The approval page in a real browser: headless Chromium driven over
+//! WebDriver (`chromedriver`), against the page served on 127.0.0.1 over a
+//! real database. Behind the `browser` feature: `cargo xtask test`
+//! installs Debian's `chromium` and `chromium-driver` (as root) and runs
+//! it. Screenshots go to `target/browser-screenshots/`.
+
+#[path = "browser/webdriver.rs"]
+mod webdriver;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agentrt::{
+    ApprovalStatus, Decision as AgentDecision, DefaultPolicy, Driver, GateConfig, Limits,
+    RunStatus, ScriptedAgent, SideEffect, Store, Tool, ToolResult, ToolSpec, tool_fn,
+};
+use agentrt_approver::StoreApprover;
+use agentrt_approver::page::{login_token, router};
+use agentrt_approver::signature::Secret;
+use webdriver::Browser;
+
+const SECRET: [u8; 32] = [23; 32];
+
+struct World {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+    base: String,
+}
+
+impl World {
+    async fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runs.db");
+        drop(Store::open(&db).unwrap());
+        let approver = StoreApprover::open(&db, None).unwrap();
+        let app = router(
+            Arc::new(approver),
+            Secret::new(SECRET).unwrap(),
+            agentrt::system_clock(),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        World {
+            _dir: dir,
+            db,
+            base,
+        }
+    }
+
+    async fn waiting(&self, id: &str, args: &str) -> (String, String) {
+        let store = Store::open(&self.db).unwrap();
+        let push: Arc<dyn Tool> = Arc::new(tool_fn(
+            ToolSpec::new("push", "Push", SideEffect::RemoteMutation),
+            |_call| async move { Ok(ToolResult::raw("{}").with_summary("pushed")) },
+        ));
+        let agent = ScriptedAgent::new(vec![AgentDecision::tool_call("push", args)]);
+        let run = Driver::new(
+            GateConfig::new(store.clone(), DefaultPolicy, vec![push]),
+            agent,
+        )
+        .unwrap()
+        .start(Some(id), "push", Limits::default())
+        .await
+        .unwrap();
+        assert_eq!(run.status, RunStatus::WaitingForApproval);
+        let approval = store.list_approvals(id).unwrap().pop().unwrap();
+        (approval.id, approval.hash)
+    }
+
+    fn link(&self, run: &str) -> String {
+        let expires = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+            + 600;
+        let token = login_token(
+            &Secret::new(SECRET).unwrap(),
+            "alice",
+            expires,
+            &format!("nonce-{run}"),
+        );
+        format!("{}/ui/login?token={token}&run={run}", self.base)
+    }
+
+    fn approval(&self, run: &str) -> agentrt::Approval {
+        Store::open_existing(&self.db, true)
+            .unwrap()
+            .list_approvals(run)
+            .unwrap()
+            .pop()
+            .unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_opens_the_link_sees_the_hash_and_approves() {
+    let world = World::new().await;
+    let (id, hash) = world.waiting("r1", r#"{"ref":"main"}"#).await;
+    let browser = Browser::start().await;
+    browser.goto(&world.link("r1")).await;
+    assert_eq!(browser.title().await, "Approvals of run r1");
+    let shown = browser.find(&format!("#hash-{id}")).await;
+    assert_eq!(browser.text(&shown).await, hash, "the hash in full");
+    browser.screenshot("approve-before").await;
+
+    let button = browser.find(&format!("#approve-{id}")).await;
+    browser.click(&button).await;
+    let message = browser.wait_for("#message").await;
+    assert!(browser.text(&message).await.contains("was approved"));
+    browser.screenshot("approve-after").await;
+    browser.quit().await;
+
+    let decided = world.approval("r1");
+    assert_eq!(decided.status, ApprovalStatus::Approved);
+    assert_eq!(decided.hash, hash, "approved with the hash that was shown");
+    assert_eq!(decided.decided_by, "alice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_changed_after_it_was_shown_is_not_decided() {
+    let world = World::new().await;
+    let (id, hash) = world.waiting("r1", r#"{"ref":"main"}"#).await;
+    let browser = Browser::start().await;
+    browser.goto(&world.link("r1")).await;
+    let button = browser.find(&format!("#approve-{id}")).await;
+
+    // Behind the page's back, the stored approval changes.
+    let changed = format!(
+        "{}{}",
+        &hash[..63],
+        if hash.ends_with('0') { '1' } else { '0' }
+    );
+    let conn = rusqlite::Connection::open(&world.db).unwrap();
+    conn.execute(
+        "UPDATE approvals SET hash = ?1 WHERE id = ?2",
+        [&changed, &id],
+    )
+    .unwrap();
+    drop(conn);
+
+    browser.click(&button).await;
+    let message = browser.wait_for("#message").await;
+    assert!(
+        browser
+            .text(&message)
+            .await
+            .contains("changed after it was shown")
+    );
+    let now_shown = browser.find(&format!("#hash-{id}")).await;
+    assert_eq!(
+        browser.text(&now_shown).await,
+        changed,
+        "the page shows the approval as it is now"
+    );
+    browser.screenshot("changed").await;
+    browser.quit().await;
+
+    let stored = world.approval("r1");
+    assert_eq!(
+        stored.status,
+        ApprovalStatus::Pending,
+        "nothing was decided"
+    );
+    assert_eq!(stored.decided_by, "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_in_a_tool_argument_is_shown_as_text() {
+    let world = World::new().await;
+    let script =
+        r#"<script>document.title='pwned'</script><img src=x onerror="document.title='pwned'">"#;
+    let args = serde_json::json!({ "ref": script }).to_string();
+    let (id, _) = world.waiting("r1", &args).await;
+    let browser = Browser::start().await;
+    browser.goto(&world.link("r1")).await;
+    let text = browser.find(&format!("#text-{id}")).await;
+    let shown = browser.text(&text).await;
+    assert!(
+        shown.contains("<script>document.title='pwned'</script>"),
+        "{shown}"
+    );
+    assert_eq!(
+        browser.title().await,
+        "Approvals of run r1",
+        "no script ran"
+    );
+    assert_eq!(
+        browser.count("script").await,
+        0,
+        "no script element in the page"
+    );
+    assert_eq!(browser.count("img").await, 0, "no image element either");
+    browser.screenshot("script-as-text").await;
+    browser.quit().await;
+}
