@@ -4,16 +4,14 @@
 //! installs Debian's `chromium` and `chromium-driver` (as root) and runs
 //! it. Screenshots go to `target/browser-screenshots/`.
 
+mod support;
 #[path = "browser/webdriver.rs"]
 mod webdriver;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentrt::{
-    ApprovalStatus, Decision as AgentDecision, DefaultPolicy, Driver, GateConfig, Limits,
-    RunStatus, ScriptedAgent, SideEffect, Store, Tool, ToolResult, ToolSpec, tool_fn,
-};
+use agentrt::{ApprovalStatus, Limits, Store};
 use agentrt_approver::StoreApprover;
 use agentrt_approver::page::{login_token, router};
 use agentrt_approver::signature::Secret;
@@ -49,23 +47,7 @@ impl World {
     }
 
     async fn waiting(&self, id: &str, args: &str) -> (String, String) {
-        let store = Store::open(&self.db).unwrap();
-        let push: Arc<dyn Tool> = Arc::new(tool_fn(
-            ToolSpec::new("push", "Push", SideEffect::RemoteMutation),
-            |_call| async move { Ok(ToolResult::raw("{}").with_summary("pushed")) },
-        ));
-        let agent = ScriptedAgent::new(vec![AgentDecision::tool_call("push", args)]);
-        let run = Driver::new(
-            GateConfig::new(store.clone(), DefaultPolicy, vec![push]),
-            agent,
-        )
-        .unwrap()
-        .start(Some(id), "push", Limits::default())
-        .await
-        .unwrap();
-        assert_eq!(run.status, RunStatus::WaitingForApproval);
-        let approval = store.list_approvals(id).unwrap().pop().unwrap();
-        (approval.id, approval.hash)
+        support::pause_on_push(&self.db, id, args, Limits::default(), None).await
     }
 
     fn link(&self, run: &str) -> String {

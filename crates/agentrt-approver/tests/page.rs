@@ -6,12 +6,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentrt::{
-    ApprovalStatus, Decision as AgentDecision, DefaultPolicy, Driver, GateConfig, Limits,
-    ManualClock, RunStatus, ScriptedAgent, SideEffect, Store, Timestamp, Tool, ToolResult,
-    ToolSpec, tool_fn,
-};
+use agentrt::{ApprovalStatus, Limits, ManualClock, Store, Timestamp};
 use agentrt_approver::StoreApprover;
+
+mod support;
 use agentrt_approver::page::{login_token, router};
 use agentrt_approver::signature::Secret;
 
@@ -66,22 +64,8 @@ impl World {
 
     /// Pauses run `id` on a push whose arguments hold `args`.
     async fn waiting(&self, id: &str, args: &str) -> (String, String) {
-        let store = Store::open(&self.db).unwrap();
-        let push: Arc<dyn Tool> = Arc::new(tool_fn(
-            ToolSpec::new("push", "Push", SideEffect::RemoteMutation),
-            |_call| async move { Ok(ToolResult::raw("{}").with_summary("pushed")) },
-        ));
-        let config = GateConfig::new(store.clone(), DefaultPolicy, vec![push])
-            .with_clock(self.clock.clock());
-        let agent = ScriptedAgent::new(vec![AgentDecision::tool_call("push", args)]);
-        let run = Driver::new(config, agent)
-            .unwrap()
-            .start(Some(id), "push", Limits::default())
-            .await
-            .unwrap();
-        assert_eq!(run.status, RunStatus::WaitingForApproval);
-        let approval = store.list_approvals(id).unwrap().pop().unwrap();
-        (approval.id, approval.hash)
+        let clock = Some(self.clock.clock());
+        support::pause_on_push(&self.db, id, args, Limits::default(), clock).await
     }
 
     fn link(&self, nonce: &str) -> String {

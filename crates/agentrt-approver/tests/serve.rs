@@ -5,13 +5,11 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 
-use agentrt::{
-    Decision as AgentDecision, DefaultPolicy, Driver, GateConfig, Limits, RunStatus, ScriptedAgent,
-    SideEffect, Store, Tool, ToolResult, ToolSpec, tool_fn,
-};
+use agentrt::{Limits, Store};
 use agentrt_approver::signature::{Secret, signed_headers};
+
+mod support;
 
 const SECRET: &str = "3f1c9a7be2d84610a5c7e9f02b4d6a8c1e3f5a7b9d0c2e4f6a8b0c2d4e6f8a0b";
 
@@ -28,23 +26,7 @@ fn approver() -> Command {
 }
 
 async fn waiting_run(db: &Path) -> (String, String) {
-    let store = Store::open(db).unwrap();
-    let push: Arc<dyn Tool> = Arc::new(tool_fn(
-        ToolSpec::new("push", "Push", SideEffect::RemoteMutation),
-        |_call| async move { Ok(ToolResult::raw("{}").with_summary("pushed")) },
-    ));
-    let agent = ScriptedAgent::new(vec![AgentDecision::tool_call("push", "{}")]);
-    let run = Driver::new(
-        GateConfig::new(store.clone(), DefaultPolicy, vec![push]),
-        agent,
-    )
-    .unwrap()
-    .start(Some("r1"), "push", Limits::default())
-    .await
-    .unwrap();
-    assert_eq!(run.status, RunStatus::WaitingForApproval);
-    let approval = store.list_approvals("r1").unwrap().remove(0);
-    (approval.id, approval.hash)
+    support::pause_on_push(db, "r1", "{}", Limits::default(), None).await
 }
 
 async fn send(

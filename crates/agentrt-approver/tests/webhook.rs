@@ -6,11 +6,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentrt::{
-    Decision as AgentDecision, DefaultPolicy, Driver, GateConfig, Limits, ManualClock, RunStatus,
-    ScriptedAgent, SideEffect, Store, Timestamp, Tool, ToolResult, ToolSpec, tool_fn,
-};
+use agentrt::{Limits, ManualClock, RunStatus, Store, Timestamp};
 use agentrt_approver::StoreApprover;
+
+mod support;
 use agentrt_approver::signature::{Secret, headers_at};
 use agentrt_approver::webhook::{WebhookConfig, router};
 use serde_json::{Value, json};
@@ -23,13 +22,6 @@ fn start() -> Timestamp {
 
 fn seconds(t: Timestamp) -> i64 {
     i64::try_from(t.as_unix_nanos() / 1_000_000_000).unwrap()
-}
-
-fn push() -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(tool_fn(
-        ToolSpec::new("push", "Push to the remote", SideEffect::RemoteMutation),
-        |_call| async move { Ok(ToolResult::raw(r#"{"pushed":true}"#).with_summary("pushed")) },
-    ))]
 }
 
 /// A database with runs paused for approval, a clock, and the webhook
@@ -68,21 +60,8 @@ impl World {
     /// Runs `id` until it waits for approval of a push; its approval's id
     /// and hash.
     async fn waiting(&self, id: &str, limits: Limits) -> (String, String) {
-        let store = Store::open(&self.db).unwrap();
-        let config =
-            GateConfig::new(store.clone(), DefaultPolicy, push()).with_clock(self.clock.clock());
-        let agent = ScriptedAgent::new(vec![AgentDecision::tool_call(
-            "push",
-            r#"{"ref":"<script>alert(1)</script>"}"#,
-        )]);
-        let run = Driver::new(config, agent)
-            .unwrap()
-            .start(Some(id), "push", limits)
-            .await
-            .unwrap();
-        assert_eq!(run.status, RunStatus::WaitingForApproval);
-        let approval = store.list_approvals(id).unwrap().remove(0);
-        (approval.id, approval.hash)
+        let args = r#"{"ref":"<script>alert(1)</script>"}"#;
+        support::pause_on_push(&self.db, id, args, limits, Some(self.clock.clock())).await
     }
 
     fn next_nonce(&self) -> String {
