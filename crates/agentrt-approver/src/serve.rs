@@ -130,10 +130,14 @@ pub async fn serve(
         .await
         .map_err(listen_error)?;
     bound(listener.local_addr().map_err(listen_error)?);
-    axum::serve(listener, page.merge(router(config)))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(listen_error)
+    let app = page.merge(router(config));
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+    .map_err(listen_error)
 }
 
 /// A login link for the page at `base` (the server's address as the

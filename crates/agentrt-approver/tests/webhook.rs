@@ -11,7 +11,7 @@ use agentrt_approver::StoreApprover;
 
 mod support;
 use agentrt_approver::signature::{Secret, headers_at};
-use agentrt_approver::webhook::{WebhookConfig, router};
+use agentrt_approver::webhook::{WebhookConfig, WebhookEvent, router};
 use serde_json::{Value, json};
 
 const SECRET: [u8; 32] = [42; 32];
@@ -141,7 +141,8 @@ async fn serve(db: &PathBuf, clock: &ManualClock, tune: impl FnOnce(&mut Webhook
     tune(&mut config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router(config)).await });
+    let app = router(config).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await });
     url
 }
 
@@ -510,4 +511,124 @@ fn any_request_gets_an_answer_and_the_server_stays_up() {
         .unwrap();
     let alive = runtime.block_on(world.signed("GET", "/runs/r1/approvals", ""));
     assert_eq!(alive.status, 200);
+}
+
+#[tokio::test]
+async fn the_observer_hears_every_verified_decision_and_every_refusal() {
+    let heard: Arc<std::sync::Mutex<Vec<WebhookEvent>>> = Arc::default();
+    let sink = Arc::clone(&heard);
+    let world = World::new(move |c| {
+        c.observer = Some(Arc::new(move |e: &WebhookEvent| {
+            sink.lock().unwrap().push(e.clone())
+        }));
+    })
+    .await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let approve = format!("/runs/r1/approvals/{a1}/approve");
+    assert_eq!(
+        world.signed("GET", "/runs/r1/approvals", "").await.status,
+        200
+    );
+    assert_eq!(
+        world
+            .signed("POST", &approve, &decision("r1", &a1, &"0".repeat(64)))
+            .await
+            .status,
+        409
+    );
+    assert_eq!(
+        world
+            .signed("POST", &approve, &decision("r1", &a1, &h1))
+            .await
+            .status,
+        202
+    );
+    assert_eq!(
+        world.unsigned("POST", &approve, Vec::new()).await.status,
+        401
+    );
+
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard.len(), 3, "a read is not an event: {heard:?}");
+    let WebhookEvent::Decision {
+        run_id,
+        action,
+        approval_id,
+        by,
+        status,
+        remote,
+        error,
+    } = &heard[0]
+    else {
+        panic!("{heard:?}");
+    };
+    assert_eq!(
+        (
+            run_id.as_str(),
+            *action,
+            approval_id.as_str(),
+            by.as_str(),
+            *status
+        ),
+        ("r1", "approve", a1.as_str(), "alice", 409)
+    );
+    assert!(remote.starts_with("127.0.0.1:"), "{remote}");
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains("changed") || e.contains("hash")),
+        "{error:?}"
+    );
+    assert!(
+        matches!(
+            &heard[1],
+            WebhookEvent::Decision {
+                status: 202,
+                error: None,
+                ..
+            }
+        ),
+        "{heard:?}"
+    );
+    assert_eq!(heard[1].name(), "webhook.decision");
+    let WebhookEvent::Refused {
+        method,
+        path,
+        status,
+        reason,
+        ..
+    } = &heard[2]
+    else {
+        panic!("{heard:?}");
+    };
+    assert_eq!(
+        (method.as_str(), path.as_str(), *status),
+        ("POST", approve.as_str(), 401)
+    );
+    assert_eq!(reason, "timestamp outside the accepted window");
+    assert_eq!(heard[2].name(), "webhook.refused");
+}
+
+/// An approval whose stored request no longer matches its own stored hash
+/// (edited behind the store's back) is 409 `approval_hash`, decided not.
+#[tokio::test]
+async fn an_approval_that_does_not_match_its_own_hash_is_refused() {
+    let world = World::new(|_| {}).await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let conn = rusqlite::Connection::open(&world.db).unwrap();
+    conn.execute(
+        "UPDATE approvals SET request_json = replace(request_json, 'script', 'SCRIPT') WHERE id = ?1",
+        [&a1],
+    )
+    .unwrap();
+    drop(conn);
+    let reply = world
+        .signed(
+            "POST",
+            &format!("/runs/r1/approvals/{a1}/approve"),
+            &decision("r1", &a1, &h1),
+        )
+        .await;
+    assert_eq!(reply.refused(), (409, "approval_hash".into()), "{reply:?}");
+    assert_eq!(world.status("r1"), RunStatus::WaitingForApproval);
 }

@@ -35,7 +35,7 @@ use crate::signature::{
 };
 use crate::{Approver, ApproverError, Cancellation, Decision};
 use bucket::Bucket;
-use respond::{Action, approver_error, error, internal, json};
+use respond::{Action, ErrorText, approver_error, error, internal, json};
 use routes::Route;
 pub(crate) use text::approval_text;
 
@@ -58,7 +58,60 @@ pub struct WebhookConfig {
     pub limit: u64,
     /// The clock the signature window and the rate are judged by.
     pub clock: Clock,
+    /// Told of every verified decision and every refused request (nothing
+    /// of it is stored).
+    pub observer: Option<WebhookObserver>,
 }
+
+/// What the webhook tells its observer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WebhookEvent {
+    /// `webhook.decision`: a verified approve, reject or cancel, and how
+    /// it ended.
+    Decision {
+        /// The run the path names.
+        run_id: String,
+        /// `approve`, `reject` or `cancel`.
+        action: &'static str,
+        /// The approval the path names (empty for a cancel).
+        approval_id: String,
+        /// Who the body says decides (empty when unreadable).
+        by: String,
+        /// The answer's status.
+        status: u16,
+        /// The client's address, when known.
+        remote: String,
+        /// Why it was refused, for an error answer.
+        error: Option<String>,
+    },
+    /// `webhook.refused`: a request refused before its route (rate,
+    /// size, signature).
+    Refused {
+        /// The method.
+        method: String,
+        /// The path.
+        path: String,
+        /// The answer's status.
+        status: u16,
+        /// Why.
+        reason: String,
+        /// The client's address, when known.
+        remote: String,
+    },
+}
+
+impl WebhookEvent {
+    /// `webhook.decision` or `webhook.refused`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WebhookEvent::Decision { .. } => "webhook.decision",
+            WebhookEvent::Refused { .. } => "webhook.refused",
+        }
+    }
+}
+
+/// Hears the webhook's events.
+pub type WebhookObserver = Arc<dyn Fn(&WebhookEvent) + Send + Sync>;
 
 impl std::fmt::Debug for WebhookConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -84,6 +137,7 @@ impl WebhookConfig {
             max_body: 16 * 1024,
             limit: 20,
             clock: system_clock(),
+            observer: None,
         }
     }
 }
@@ -117,18 +171,75 @@ fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, request: axum::extract::Request) -> Response {
+    let remote = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0.to_string())
+        .unwrap_or_default();
+    let method = request.method().as_str().to_owned();
+    let path = request.uri().path().to_owned();
+    let (response, decision) = pipeline(&shared, request).await;
+    if let Some(observer) = &shared.config.observer {
+        let status = response.status().as_u16();
+        let error = response
+            .extensions()
+            .get::<ErrorText>()
+            .map(|e| e.0.clone());
+        let event = match decision {
+            Some(decided) => Some(WebhookEvent::Decision {
+                run_id: decided.run_id,
+                action: decided.action,
+                approval_id: decided.approval_id,
+                by: decided.by,
+                status,
+                remote,
+                error,
+            }),
+            // Refused before its route: rate, size or signature.
+            None if matches!(status, 401 | 413 | 429) || (status == 400 && error.is_some()) => {
+                Some(WebhookEvent::Refused {
+                    method,
+                    path,
+                    status,
+                    reason: error.unwrap_or_default(),
+                    remote,
+                })
+            }
+            None => None,
+        };
+        if let Some(event) = event {
+            observer(&event);
+        }
+    }
+    response
+}
+
+/// What a decision route was asked, for the observer.
+struct Asked {
+    run_id: String,
+    action: &'static str,
+    approval_id: String,
+    by: String,
+}
+
+/// The pipeline; with what a verified decision route was asked.
+async fn pipeline(
+    shared: &Arc<Shared>,
+    request: axum::extract::Request,
+) -> (Response, Option<Asked>) {
     let now = (shared.config.clock)();
     if !locked(&shared.bucket).take(now) {
-        return error(
+        let refused = error(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limited",
             "too many requests",
         );
+        return (refused, None);
     }
     let (parts, body) = request.into_parts();
     let body = match read_body(body, shared.config.max_body).await {
         Ok(body) => body,
-        Err(response) => return response,
+        Err(response) => return (response, None),
     };
     let method = parts.method.as_str();
     let path = parts.uri.path();
@@ -136,17 +247,42 @@ async fn handle(State(shared): State<Arc<Shared>>, request: axum::extract::Reque
     let seconds = i64::try_from(now.as_unix_nanos().div_euclid(1_000_000_000)).unwrap_or(0);
     let verified = locked(&shared.verifier).verify(seconds, &headers, method, path, &body);
     if let Err(refusal) = verified {
-        return error(
+        let refused = error(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             &refusal.to_string(),
         );
+        return (refused, None);
     }
     let Some(route) = routes::route(method, path) else {
-        return error(StatusCode::NOT_FOUND, "not_found", "no such route");
+        return (
+            error(StatusCode::NOT_FOUND, "not_found", "no such route"),
+            None,
+        );
     };
+    let asked = asked(&route, &body);
     let signature = headers.signature.map(str::to_owned);
-    answer(&shared, route, &parts, body, signature).await
+    (answer(shared, route, &parts, body, signature).await, asked)
+}
+
+/// What a decision route was asked (`by` read leniently from the body).
+fn asked(route: &Route<'_>, body: &[u8]) -> Option<Asked> {
+    let (run, action, approval) = match route {
+        Route::Approve { run, id } => (run, "approve", *id),
+        Route::Reject { run, id } => (run, "reject", *id),
+        Route::Cancel { run } => (run, "cancel", ""),
+        Route::Pending { .. } | Route::Show { .. } => return None,
+    };
+    let by = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("by").and_then(|b| b.as_str()).map(str::to_owned))
+        .unwrap_or_default();
+    Some(Asked {
+        run_id: (*run).to_owned(),
+        action,
+        approval_id: approval.to_owned(),
+        by,
+    })
 }
 
 /// The body, at most `max` bytes.

@@ -43,9 +43,15 @@ struct ErrorBody<'a> {
     code: &'a str,
 }
 
+/// The text of an error answer, kept beside it for the observer.
+#[derive(Debug, Clone)]
+pub(crate) struct ErrorText(pub(crate) String);
+
 /// An error answer.
 pub(crate) fn error(status: StatusCode, code: &str, text: &str) -> Response {
-    json(status, &ErrorBody { error: text, code })
+    let mut response = json(status, &ErrorBody { error: text, code });
+    response.extensions_mut().insert(ErrorText(text.to_owned()));
+    response
 }
 
 /// The answer for what the approver refused or failed.
