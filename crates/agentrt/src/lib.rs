@@ -16,6 +16,7 @@ pub mod clock;
 pub mod driver;
 mod error;
 mod expiry;
+pub mod follow;
 pub mod gate;
 pub mod ids;
 pub mod json;

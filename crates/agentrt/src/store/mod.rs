@@ -392,6 +392,44 @@ impl Store {
         }
     }
 
+    /// Waits until the store holds an event after seq `after`, of any run,
+    /// committed by this process or another, or until `timeout` passes.
+    /// Returns the latest seq, or `None` on timeout. Like
+    /// [`Store::wait_for_run`], it sleeps on the store's change signal.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// let store = agentrt::Store::open(":memory:").unwrap();
+    /// let changed = store.wait_for_event(0, Duration::from_millis(10)).await.unwrap();
+    /// assert_eq!(changed, None);
+    /// # });
+    /// ```
+    pub async fn wait_for_event(
+        &self,
+        after: i64,
+        timeout: std::time::Duration,
+    ) -> Result<Option<i64>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut changes = self.inner.head.subscribe(self.inner.file.as_ref())?;
+        loop {
+            let latest = self
+                .off_executor(|store| Ok(crate::verify::chain_head(store)?.map_or(0, |h| h.seq)))
+                .await?;
+            if latest > after {
+                return Ok(Some(latest));
+            }
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Err(Error::Internal { detail: "the store closed while waiting".into() });
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => return Ok(None),
+            }
+        }
+    }
+
     /// The seq of run `run_id`'s latest event (0 when it has none).
     pub(crate) fn run_head(&self, run_id: &str) -> Result<i64> {
         self.read(|rows| rows.run_head(run_id))
