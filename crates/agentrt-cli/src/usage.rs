@@ -29,6 +29,11 @@ Commands:
   events <run>    a run's events in order
       --limit N   events per page (default 500; 0 = all, printed as read)
       --offset N  events to skip (default 0)
+  events --follow [run]
+                  every run's (or one run's) events as JSON Lines as they
+                  commit, until SIGINT or SIGTERM
+      --from SEQ  start after SEQ (default 0)
+      --cursor F  keep the position in file F: a restart goes on from it
   approve <run>   approve the run's pending approval
   reject <run>    reject it: the step fails and the run is cancelled
                   (approval_rejected)

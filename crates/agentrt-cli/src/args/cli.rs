@@ -53,8 +53,11 @@ pub enum CliCommand {
     /// Show a run, its pending approvals and its steps.
     #[command(override_usage = "agentrt [--db PATH] [--json] show [OPTIONS] <RUN>")]
     Show(ShowArgs),
-    /// Print a run's events in order.
-    #[command(override_usage = "agentrt [--db PATH] [--json] events [OPTIONS] <RUN>")]
+    /// Print a run's events in order; with --follow, every run's (or one
+    /// run's) events as JSON Lines as they commit, until SIGINT or SIGTERM.
+    #[command(
+        override_usage = "agentrt [--db PATH] [--json] events [OPTIONS] <RUN>\n       agentrt [--db PATH] events --follow [--from SEQ | --cursor FILE] [RUN]"
+    )]
     Events(EventsArgs),
     /// Approve the run's pending approval.
     #[command(
@@ -144,9 +147,20 @@ pub struct ShowArgs {
 /// `events` arguments.
 #[derive(Debug, Args)]
 pub struct EventsArgs {
-    /// The run id.
+    /// The run id (with --follow: only this run's events).
     #[arg(value_name = "RUN")]
-    pub run: String,
+    pub run: Option<String>,
+    /// Keep printing events as they commit, as JSON Lines, until SIGINT or
+    /// SIGTERM.
+    #[arg(long)]
+    pub follow: bool,
+    /// With --follow: start after this seq (default 0: from the first).
+    #[arg(long, value_name = "SEQ", value_parser = page_number)]
+    pub from: Option<u64>,
+    /// With --follow: keep the position in FILE (created owner-only,
+    /// replaced atomically): a restart goes on where the last one stopped.
+    #[arg(long, value_name = "FILE")]
+    pub cursor: Option<std::ffi::OsString>,
     /// Events per page (default 500; 0 = all, printed as read).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = page_number)]
     pub limit: Option<u64>,

@@ -130,6 +130,15 @@ pub struct Invocation {
     pub command: Command,
 }
 
+/// Where `events --follow` starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FollowStart {
+    /// After this seq, remembered in memory only.
+    After(u64),
+    /// Where the cursor file says (and it is kept there).
+    Cursor(PathBuf),
+}
+
 /// Paging of a listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Paging {
@@ -199,6 +208,13 @@ pub enum Command {
         /// Paging of events.
         paging: Paging,
     },
+    /// `events --follow [run]`.
+    Follow {
+        /// Only this run's events.
+        run: Option<String>,
+        /// Where to start.
+        start: FollowStart,
+    },
     /// `approve <run>` / `reject <run>`.
     Decide(Decide),
     /// `cancel <run>`.
@@ -227,7 +243,7 @@ impl Command {
         match self {
             Command::Runs { .. } => "runs",
             Command::Show { .. } => "show",
-            Command::Events { .. } => "events",
+            Command::Events { .. } | Command::Follow { .. } => "events",
             Command::Decide(d) => d.verb.name(),
             Command::Cancel { .. } => "cancel",
             Command::Verify(_) => "verify",

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use agentrt::{Label, Labels};
 
-use super::cli::{CancelArgs, Cli, CliCommand, DecideArgs, HeadCommand, VerifyArgs};
+use super::cli::{CancelArgs, Cli, CliCommand, DecideArgs, EventsArgs, HeadCommand, VerifyArgs};
 use super::{
-    Command, Decide, Env, Invocation, KeptHead, Keygen, Paging, Parsed, UsageError, Verb, Verify,
+    Command, Decide, Env, FollowStart, Invocation, KeptHead, Keygen, Paging, Parsed, UsageError,
+    Verb, Verify,
 };
 
 /// A problem with the named command's arguments.
@@ -35,10 +36,7 @@ pub fn cli(cli: Cli, env: &Env) -> Result<Parsed, UsageError> {
             run: run_id(a.run).map_err(problem)?,
             paging: paging(a.limit, a.offset, 500),
         },
-        CliCommand::Events(a) => Command::Events {
-            run: run_id(a.run).map_err(problem)?,
-            paging: paging(a.limit, a.offset, 500),
-        },
+        CliCommand::Events(a) => events(a).map_err(problem)?,
         CliCommand::Approve(a) => Command::Decide(decide(Verb::Approve, a, env).map_err(problem)?),
         CliCommand::Reject(a) => Command::Decide(decide(Verb::Reject, a, env).map_err(problem)?),
         CliCommand::Cancel(a) => cancel(a, env).map_err(problem)?,
@@ -117,6 +115,38 @@ fn run_id(run: String) -> Checked<String> {
         return Err("the run id is empty".to_owned());
     }
     Ok(run)
+}
+
+fn events(a: EventsArgs) -> Checked<Command> {
+    if !a.follow {
+        if a.from.is_some() || a.cursor.is_some() {
+            return Err("--from and --cursor go with --follow".to_owned());
+        }
+        let run = a
+            .run
+            .ok_or("events needs a run id (or --follow, for every run's events)")?;
+        return Ok(Command::Events {
+            run: run_id(run)?,
+            paging: paging(a.limit, a.offset, 500),
+        });
+    }
+    if a.limit.is_some() || a.offset.is_some() {
+        return Err(
+            "--follow prints every event as it commits: --limit and --offset do not apply"
+                .to_owned(),
+        );
+    }
+    let start = match (a.from, a.cursor) {
+        (Some(_), Some(_)) => {
+            return Err("--from and --cursor both say where to start: give one".to_owned());
+        }
+        (_, Some(cursor)) => FollowStart::Cursor(path("--cursor", cursor)?),
+        (from, None) => FollowStart::After(from.unwrap_or(0)),
+    };
+    Ok(Command::Follow {
+        run: a.run.map(run_id).transpose()?,
+        start,
+    })
 }
 
 fn path(flag: &str, value: OsString) -> Checked<PathBuf> {

@@ -4,6 +4,7 @@
 mod cancel;
 mod decide;
 mod events;
+mod follow;
 mod head;
 pub mod keygen;
 mod runs;
@@ -31,6 +32,10 @@ pub fn run(inv: &Invocation, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Events { run, paging } => {
             let store = open(&inv.db, Access::ReadOnly)?;
             events::run(&store, run, *paging, inv.json, out)
+        }
+        Command::Follow { run, start } => {
+            let store = open(&inv.db, Access::ReadOnly)?;
+            follow::run(store, run.as_deref(), start, out)
         }
         Command::Decide(decide) => {
             let store = open(&inv.db, Access::ReadWrite)?;
