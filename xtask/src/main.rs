@@ -8,7 +8,9 @@
 //!   its lockfile, and the Python MCP SDK, pinned with hashes, into
 //!   `target/`), and the approval page's tests in headless Chromium
 //!   (Debian's `chromium` and `chromium-driver`, installed when missing
-//!   and run as root; screenshots in `target/browser-screenshots`).
+//!   and run as root; screenshots in `target/browser-screenshots`), and the
+//!   OpenTelemetry exporter against a real OTLP receiver (OtelTap, pinned
+//!   with hashes, into `target/real-receiver/venv`).
 //! - `ci`: what CI runs (format check, clippy with warnings as errors, the
 //!   whole test suite).
 //! - `mutants`: cargo-mutants over the files that hold the controls that
@@ -26,7 +28,8 @@ tasks:
            pinned npm MCP filesystem server into target/real-servers and
            the pinned Python MCP SDK into target/real-hosts/venv), and
            the approval page in headless Chromium (chromium and
-           chromium-driver from Debian when missing, as root)
+           chromium-driver from Debian when missing, as root), and the
+           OTel exporter against OtelTap (target/real-receiver/venv)
   ci       format check, clippy -D warnings, the whole test suite (test)
   mutants  cargo mutants -p agentrt over the control files, with only the
            core's tests, reusing target/ (--copy-target=true); any further
@@ -241,7 +244,14 @@ fn test() -> ExitCode {
     if !ok {
         return ExitCode::FAILURE;
     }
-    let python = match ensure_python().and_then(|python| install_python_host(&python)) {
+    let base = match ensure_python() {
+        Ok(base) => base,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let python = match install_python_host(&base) {
         Ok(python) => python,
         Err(e) => {
             eprintln!("{e}");
@@ -249,6 +259,35 @@ fn test() -> ExitCode {
         }
     };
     if !real_host_test(&entry, &python) {
+        return ExitCode::FAILURE;
+    }
+    let receiver = match install_receiver(&base) {
+        Ok(python) => python,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let args = [
+        "test",
+        "-p",
+        "agentrt-export-otel",
+        "--features",
+        "real-receiver",
+        "--test",
+        "receiver",
+    ];
+    eprintln!(
+        "$ AGENTRT_OTELTAP_PYTHON={} cargo {}",
+        receiver.display(),
+        args.join(" ")
+    );
+    let received = cargo_command()
+        .args(args)
+        .env("AGENTRT_OTELTAP_PYTHON", &receiver)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !received {
         return ExitCode::FAILURE;
     }
     if let Err(e) = ensure_chromium() {
@@ -341,11 +380,43 @@ fn ensure_python() -> Result<String, String> {
 /// `pip check`); returns the venv's python. A venv whose stamp holds the
 /// same requirements and whose python finds mcp 2.3.0 is kept as it is.
 fn install_python_host(python: &str) -> Result<std::path::PathBuf, String> {
-    let requirements = std::path::Path::new("crates/agentrt-proxy/tests/host/requirements.txt");
+    install_venv(
+        python,
+        "crates/agentrt-proxy/tests/host/requirements.txt",
+        "target/real-hosts",
+        ("mcp", "2.3.0"),
+    )
+}
+
+/// Installs the OTLP receiver the export tests send to (OtelTap, pinned
+/// with hashes) into `target/real-receiver/venv`; returns the venv's
+/// python.
+fn install_receiver(python: &str) -> Result<std::path::PathBuf, String> {
+    install_venv(
+        python,
+        "crates/agentrt-export-otel/tests/receiver/requirements.txt",
+        "target/real-receiver",
+        ("oteltap", "1.0.0"),
+    )
+}
+
+/// Installs `requirements` (pinned with hashes) into `<dir>/venv`, unless
+/// the venv already holds exactly them (a stamp beside it, and the
+/// `package` at `version`); returns the venv's python.
+fn install_venv(
+    python: &str,
+    requirements: &str,
+    dir: &str,
+    (package, version): (&str, &str),
+) -> Result<std::path::PathBuf, String> {
+    let requirements = std::path::Path::new(requirements);
     let wanted =
         std::fs::read(requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
-    let venv = std::path::Path::new("target/real-hosts/venv");
-    let stamp = std::path::Path::new("target/real-hosts/venv.requirements.txt");
+    let dir = std::path::Path::new(dir);
+    let venv = dir.join("venv");
+    let venv = venv.as_path();
+    let stamp = dir.join("venv.requirements.txt");
+    let stamp = stamp.as_path();
     // The venv's own python: its path, not the file the link leads to
     // (that is the base python, outside the venv).
     let venv_python = |venv: &std::path::Path| {
@@ -355,19 +426,18 @@ fn install_python_host(python: &str) -> Result<std::path::PathBuf, String> {
             venv.join("bin").join("python")
         }
     };
-    let has_mcp = || {
+    let check = format!(
+        "import importlib.metadata as m, sys; sys.exit(m.version('{package}') != '{version}')"
+    );
+    let has_package = || {
         Command::new(venv_python(venv))
-            .args([
-                "-c",
-                "import importlib.metadata as m, sys; \
-                 sys.exit(m.version('mcp') != '2.3.0')",
-            ])
+            .args(["-c", &check])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
     };
-    let current = std::fs::read(stamp).is_ok_and(|s| s == wanted) && has_mcp();
+    let current = std::fs::read(stamp).is_ok_and(|s| s == wanted) && has_package();
     if !current {
         let _ = std::fs::remove_file(stamp);
         if venv.exists() {
@@ -393,7 +463,7 @@ fn install_python_host(python: &str) -> Result<std::path::PathBuf, String> {
                 None,
             )
             && run(&pip, &["-m", "pip", "check"], None)
-            && has_mcp();
+            && has_package();
         if !ok {
             return Err(format!(
                 "installing {} into {} failed",

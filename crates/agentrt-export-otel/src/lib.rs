@@ -11,6 +11,7 @@
 //! (bounded and sanitized): they may hold secrets.
 
 mod attributes;
+pub mod export;
 mod ids;
 mod spans;
 

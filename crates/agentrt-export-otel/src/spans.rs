@@ -91,6 +91,12 @@ impl Spans {
         }
     }
 
+    /// Whether it holds anything of run `run_id` (a run it has seen begin
+    /// and not yet end).
+    pub fn knows(&self, run_id: &str) -> bool {
+        self.runs.contains_key(run_id)
+    }
+
     /// The spans `event` finishes (none while they are still open).
     pub fn handle(&mut self, event: &Event) -> Vec<SpanData> {
         let payload: Value = serde_json::from_str(&event.payload).unwrap_or(Value::Null);

@@ -1,0 +1,166 @@
+//! Following a database into an OTLP/HTTP receiver: the follower's pages
+//! turned into spans and exported, the cursor moved only once an export
+//! succeeded.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agentrt::follow::{Cursor, FileCursor};
+use agentrt::{Cancel, Event, EventType, Store};
+use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{SpanData, SpanExporter as _};
+
+use crate::{Spans, SpansOptions};
+
+/// Events read at a time.
+const PAGE: u64 = 500;
+/// The longest pause between two attempts at a failed export.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How long one wait for a commit lasts before looking again.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// What `agentrt-export-otel` is asked to do.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// The database (opened read-only).
+    pub db: PathBuf,
+    /// Where the position is kept.
+    pub cursor: PathBuf,
+    /// What the spans carry.
+    pub spans: SpansOptions,
+    /// Export what is there, then return.
+    pub once: bool,
+}
+
+/// Why exporting stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The database or the cursor failed.
+    #[error(transparent)]
+    Store(#[from] agentrt::Error),
+    /// The OTLP exporter could not be built.
+    #[error("cannot build the OTLP exporter: {0}")]
+    Exporter(String),
+}
+
+/// The OTLP/HTTP (protobuf) exporter, configured by the `OTEL_*`
+/// environment (`OTEL_EXPORTER_OTLP_ENDPOINT` or `…_TRACES_ENDPOINT`,
+/// `…_HEADERS`, `…_TIMEOUT`; the resource from `OTEL_SERVICE_NAME`,
+/// default `agentrt`, and `OTEL_RESOURCE_ATTRIBUTES`).
+pub fn otlp_exporter() -> Result<SpanExporter, ExportError> {
+    let mut exporter = SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .build()
+        .map_err(|e| ExportError::Exporter(e.to_string()))?;
+    let mut resource = Resource::builder();
+    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+        resource = resource.with_service_name("agentrt");
+    }
+    exporter.set_resource(&resource.build());
+    Ok(exporter)
+}
+
+/// Feeds `spans` the earlier events of the run `event` belongs to, when
+/// it has not seen the run begin (a restart past the run's start): the
+/// spans those events finish were exported before the cursor and are
+/// dropped; the spans they open finish later, whole.
+async fn prime(store: &Store, spans: &mut Spans, event: &Event) -> Result<(), ExportError> {
+    if spans.knows(&event.run_id) || event.event_type == EventType::RunCreated {
+        return Ok(());
+    }
+    let run = event.run_id.clone();
+    let before = event.seq;
+    let earlier = store
+        .off_executor(move |s| {
+            let mut all = Vec::new();
+            let mut after = 0;
+            loop {
+                let page = s.events_after_capped(Some(&run), after, PAGE)?;
+                let full = page.len() as u64 == PAGE;
+                for e in page {
+                    if e.seq >= before {
+                        return Ok(all);
+                    }
+                    after = e.seq;
+                    all.push(e);
+                }
+                if !full {
+                    return Ok(all);
+                }
+            }
+        })
+        .await?;
+    for e in &earlier {
+        let _already_exported = spans.handle(e);
+    }
+    Ok(())
+}
+
+/// Exports `batch`, again and again with a growing pause while it fails,
+/// until it succeeds (`true`) or `stop` fires (`false`).
+async fn export(exporter: &SpanExporter, batch: Vec<SpanData>, stop: &Cancel) -> bool {
+    let mut pause = Duration::from_millis(200);
+    loop {
+        match exporter.export(batch.clone()).await {
+            Ok(()) => return true,
+            Err(e) => eprintln!(
+                "agentrt-export-otel: export of {} span(s) failed ({e}); again in {} ms",
+                batch.len(),
+                pause.as_millis()
+            ),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = stop.cancelled() => return false,
+        }
+        pause = (pause * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Follows the database into `exporter` until `stop` (or, with `once`,
+/// until caught up). The cursor moves past a page only once its spans
+/// were exported: a receiver that is down holds the follower where it is,
+/// and nothing is lost from the database's point of view.
+pub async fn run(
+    options: &ExportOptions,
+    exporter: &SpanExporter,
+    stop: &Cancel,
+) -> Result<(), ExportError> {
+    let store = Store::open_existing(&options.db, true)?;
+    let mut cursor = FileCursor::new(&options.cursor);
+    let mut after = cursor.load()?;
+    let mut spans = Spans::new(options.spans.clone());
+    loop {
+        if stop.is_cancelled() {
+            return Ok(());
+        }
+        let page = store
+            .off_executor(move |s| s.events_after_capped(None, after, PAGE))
+            .await?;
+        let mut batch = Vec::new();
+        for event in &page {
+            prime(&store, &mut spans, event).await?;
+            batch.extend(spans.handle(event));
+        }
+        if let Some(last) = page.last() {
+            if !batch.is_empty() && !export(exporter, batch, stop).await {
+                // Stopped while the receiver was down: the cursor stays.
+                return Ok(());
+            }
+            cursor.save(last.seq)?;
+            after = last.seq;
+        }
+        if page.len() as u64 == PAGE {
+            continue;
+        }
+        if options.once {
+            return Ok(());
+        }
+        tokio::select! {
+            waited = store.wait_for_event(after, WAIT) => { waited?; }
+            () = stop.cancelled() => return Ok(()),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! `agentrt-export-otel`: an agentrt database's runs sent to an
+//! OpenTelemetry collector over OTLP/HTTP, as they commit.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use agentrt::cancel_pair;
+use agentrt_export_otel::SpansOptions;
+use agentrt_export_otel::export::{ExportOptions, otlp_exporter, run};
+use clap::Parser;
+
+/// Send a database's runs to an OpenTelemetry collector (OTLP/HTTP), as
+/// they commit. The endpoint, headers and resource come from the OTEL_*
+/// environment (OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318).
+#[derive(Parser)]
+#[command(name = "agentrt-export-otel", version)]
+struct Cli {
+    /// The database (read only).
+    #[arg(long)]
+    db: PathBuf,
+    /// Where the position is kept (default: the database's path with
+    /// `.otel-cursor` added).
+    #[arg(long)]
+    cursor: Option<PathBuf>,
+    /// Export tool arguments and results too (bounded): they may hold secrets.
+    #[arg(long)]
+    content: bool,
+    /// Export what is there, then exit.
+    #[arg(long)]
+    once: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let cursor = cli.cursor.unwrap_or_else(|| {
+        let mut path = cli.db.clone().into_os_string();
+        path.push(".otel-cursor");
+        PathBuf::from(path)
+    });
+    let options = ExportOptions {
+        db: cli.db,
+        cursor,
+        spans: SpansOptions {
+            content: cli.content,
+            ..SpansOptions::default()
+        },
+        once: cli.once,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("agentrt-export-otel: error: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async {
+        let exporter = otlp_exporter()?;
+        let (handle, stop) = cancel_pair();
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            if let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) {
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
+                    handle.cancel();
+                });
+            }
+        }
+        run(&options, &exporter, &stop).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agentrt-export-otel: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
