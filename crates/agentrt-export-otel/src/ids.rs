@@ -13,6 +13,9 @@ pub enum SpanKindName {
     Step,
     /// A model attempt.
     Model,
+    /// A tool's execution (id: the step's id, `#`, the seq of its
+    /// `step.tool_started`).
+    Tool,
     /// An approval wait.
     Approval,
     /// A tool that finished after its step had moved on.
@@ -27,6 +30,7 @@ impl SpanKindName {
             SpanKindName::Run => "run",
             SpanKindName::Step => "step",
             SpanKindName::Model => "model",
+            SpanKindName::Tool => "tool",
             SpanKindName::Approval => "approval",
             SpanKindName::Late => "late",
             SpanKindName::Event => "event",

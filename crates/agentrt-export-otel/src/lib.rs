@@ -1,7 +1,7 @@
 //! An agentrt database's runs as OpenTelemetry spans.
 //!
 //! [`Spans`] turns a run's events, in seq order, into finished spans: one
-//! per run, step, model attempt and approval wait, named with fixed names
+//! per run, step, model attempt, tool execution and approval wait, named with fixed names
 //! (model text never names a span), with trace and span ids derived from
 //! the run's own ids ([`trace_id`], [`span_id`]), OpenTelemetry GenAI
 //! attribute names where they exist (`gen_ai.operation.name`,

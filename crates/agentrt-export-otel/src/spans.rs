@@ -55,6 +55,8 @@ struct Open {
 struct RunState {
     run: Option<Open>,
     step: Option<Open>,
+    /// The open step's tool execution.
+    tool: Option<Open>,
     /// Whether the open step was interrupted.
     interrupted: bool,
     models: HashMap<String, Open>,
@@ -137,6 +139,9 @@ impl Spans {
                 ));
             }
             EventType::StepStarted => {
+                if let Some(tool) = state.tool.take() {
+                    finished.push((end_tool(tool, "unknown"), at));
+                }
                 if let Some(step) = state.step.take() {
                     finished.push((end_step(step, state.interrupted, "step.started"), at));
                 }
@@ -167,7 +172,35 @@ impl Spans {
                     describe_step(step, event, &payload, max, content);
                     if event.event_type == EventType::StepInterrupted {
                         state.interrupted = true;
+                        if let Some(tool) = state.tool.take() {
+                            finished.push((end_tool(tool, "interrupted"), at));
+                        }
                     }
+                }
+                if event.event_type == EventType::StepToolStarted {
+                    if let Some(tool) = state.tool.take() {
+                        finished.push((end_tool(tool, "unknown"), at));
+                    }
+                    let parent = state.step.as_ref().map_or(run_span, |s| s.id);
+                    let mut attributes = vec![
+                        ours("run.id", run_id.clone()),
+                        ours("step.id", event.step_id.clone()),
+                        KeyValue::new("gen_ai.operation.name", "execute_tool"),
+                    ];
+                    if let Some(name) = str_of(&payload, "tool") {
+                        attributes.push(KeyValue::new("gen_ai.tool.name", text(name, max)));
+                    }
+                    if let Some(approval) = str_of(&payload, "approval_id") {
+                        attributes.push(ours("approval.id", approval.to_owned()));
+                    }
+                    state.tool = Some(open(
+                        "agentrt.tool",
+                        SpanKind::Internal,
+                        SpanKindName::Tool,
+                        &format!("{}#{}", event.step_id, event.seq),
+                        parent,
+                        attributes,
+                    ));
                 }
                 if event.event_type == EventType::ApprovalRequested
                     && let Some(id) = str_of(&payload, "approval_id")
@@ -238,6 +271,17 @@ impl Spans {
                         .unwrap_or(at);
                     finished.push((span, at));
                 } else if let Some(mut step) = state.step.take() {
+                    if let Some(mut tool) = state.tool.take() {
+                        if let Some(ms) = int_of(&payload, "duration_ms") {
+                            tool.attributes.push(ours("tool.duration_ms", ms));
+                        }
+                        if let Some(error) = error {
+                            tool.status = Status::Error {
+                                description: Cow::Owned(text(error, max)),
+                            };
+                        }
+                        finished.push((tool, at));
+                    }
                     describe_step(&mut step, event, &payload, max, content);
                     let status = if error.is_some() { "failed" } else { "done" };
                     if let Some(error) = error {
@@ -252,6 +296,9 @@ impl Spans {
                 }
             }
             EventType::StepFailed => {
+                if let Some(tool) = state.tool.take() {
+                    finished.push((end_tool(tool, "failed"), at));
+                }
                 if let Some(mut step) = state.step.take() {
                     let detail = str_of(&payload, "detail").unwrap_or_default();
                     step.attributes.push(ours("step.status", "failed"));
@@ -315,6 +362,9 @@ impl Spans {
                 }
             }
             EventType::RunFinished => {
+                if let Some(tool) = state.tool.take() {
+                    finished.push((end_tool(tool, "unknown"), at));
+                }
                 if let Some(step) = state.step.take() {
                     finished.push((end_step(step, state.interrupted, "run.finished"), at));
                 }
@@ -398,6 +448,12 @@ fn end_step(mut step: Open, interrupted: bool, by: &'static str) -> Open {
     step.attributes.push(ours("step.status", status));
     step.attributes.push(ours("step.end", by));
     step
+}
+
+/// A tool execution ended by something other than its own finish.
+fn end_tool(mut tool: Open, status: &'static str) -> Open {
+    tool.attributes.push(ours("tool.status", status));
+    tool
 }
 
 /// What a step event tells about its step.

@@ -169,8 +169,8 @@ fn finish_run(db: &Path, id: &str) {
     });
 }
 
-/// Run `id`: a push an operator approves, then completion. Four spans:
-/// the run, two steps, the approval wait.
+/// Run `id`: a push an operator approves, then completion. Five spans:
+/// the run, two steps, the approval wait, the push.
 fn approved_run(db: &Path, id: &str) {
     paused_run(db, id);
     finish_run(db, id);
@@ -194,7 +194,7 @@ fn the_demo_runs_spans_arrive_with_names_parents_attributes_and_status() {
         .status()
         .unwrap();
     assert!(status.success());
-    let spans = tap.take(4);
+    let spans = tap.take(5);
     assert!(tap.nothing_more());
     tap.stop();
     let by_name = |name: &str| {
@@ -206,6 +206,7 @@ fn the_demo_runs_spans_arrive_with_names_parents_attributes_and_status() {
     let run = by_name("agentrt.run");
     let steps = by_name("agentrt.step");
     let approvals = by_name("agentrt.approval");
+    let tools = by_name("agentrt.tool");
     assert_eq!(
         (run.len(), steps.len(), approvals.len()),
         (1, 2, 1),
@@ -229,6 +230,11 @@ fn the_demo_runs_spans_arrive_with_names_parents_attributes_and_status() {
         .find(|s| attribute(s, "gen_ai.tool.name") == Some("push"))
         .unwrap();
     assert_eq!(approvals[0]["parentSpanId"], pushed["spanId"]);
+    assert_eq!(tools[0]["parentSpanId"], pushed["spanId"]);
+    assert_eq!(
+        attribute(tools[0], "gen_ai.operation.name"),
+        Some("execute_tool")
+    );
     assert_eq!(
         attribute(approvals[0], "agentrt.approval.status"),
         Some("approved")
@@ -266,19 +272,19 @@ fn with_the_receiver_down_and_back_every_span_arrives_once_across_a_clean_stop()
         "nothing exported, so the cursor is short of {last}: {saved}"
     );
     let tap = Tap::start(port);
-    let mut seen = tap.take(4);
+    let mut seen = tap.take(5);
     // Stopped again; another run commits; back again.
     tap.stop();
     approved_run(&db, "r2");
     let tap = Tap::start(port);
-    seen.extend(tap.take(4));
+    seen.extend(tap.take(5));
     // A clean stop, a restart on the same cursor, a third run.
     // SAFETY: a signal to our own child.
     unsafe { libc::kill(following.id() as i32, libc::SIGTERM) };
     assert!(following.wait().unwrap().success());
     approved_run(&db, "r3");
     let mut restarted = exporter(&db, &cursor, port, false).spawn().unwrap();
-    seen.extend(tap.take(4));
+    seen.extend(tap.take(5));
     assert!(tap.nothing_more(), "nothing twice");
     unsafe { libc::kill(restarted.id() as i32, libc::SIGTERM) };
     assert!(restarted.wait().unwrap().success());
@@ -290,7 +296,7 @@ fn with_the_receiver_down_and_back_every_span_arrives_once_across_a_clean_stop()
             .entry(span["spanId"].as_str().unwrap().to_owned())
             .or_default() += 1;
     }
-    assert_eq!(count.len(), 12, "{seen:#?}");
+    assert_eq!(count.len(), 15, "{seen:#?}");
     assert!(
         count.values().all(|n| *n == 1),
         "every span once: {count:?}"
@@ -330,7 +336,7 @@ fn a_run_open_across_a_restart_still_arrives_whole() {
             .unwrap()
             .success()
     );
-    let spans = tap.take(4);
+    let spans = tap.take(5);
     assert!(tap.nothing_more());
     tap.stop();
     let run = spans

@@ -114,6 +114,21 @@ async fn a_run_becomes_a_tree_of_spans_in_its_own_trace() {
         Some(&Value::from("done"))
     );
     assert_eq!(approvals[0].parent_span_id, pushed.span_context.span_id());
+    let tools = named(&spans, "agentrt.tool");
+    assert_eq!(tools.len(), 1, "the push ran once");
+    assert_eq!(tools[0].parent_span_id, pushed.span_context.span_id());
+    assert_eq!(
+        attr(tools[0], "gen_ai.tool.name"),
+        Some(&Value::from("push"))
+    );
+    assert_eq!(
+        attr(tools[0], "gen_ai.operation.name"),
+        Some(&Value::from("execute_tool"))
+    );
+    assert!(
+        tools[0].start_time >= approvals[0].end_time,
+        "it ran once approved"
+    );
     assert_eq!(
         attr(approvals[0], "agentrt.approval.status"),
         Some(&Value::from("approved"))
