@@ -34,10 +34,15 @@ pub const EXTENSION: Extension = Extension {
 /// [`crate::ApproverError::Replayed`]).
 pub(crate) const USED: &str = "request signature";
 
-/// The rows of a decision carried by a request signed `signature`: refused
-/// when it was recorded before, else recorded.
-pub(crate) fn record(signature: String, run_id: String, at: Timestamp) -> SatelliteRows {
+/// The rows of a decision carried by a request signed `signature`, written
+/// first in the decision's transaction: refused when the signature was
+/// recorded before (nothing is decided), else recorded. Without a
+/// signature, nothing.
+pub(crate) fn record(signature: Option<String>, run_id: String, at: Timestamp) -> SatelliteRows {
     Box::new(move |tx| {
+        let Some(signature) = signature else {
+            return Ok(());
+        };
         if tx.row(SIGNATURES_TABLE, signature.as_str())?.is_some() {
             return Err(agentrt::Error::InvalidInput {
                 what: USED,

@@ -9,7 +9,7 @@ use agentrt::{
     StoreOptions, system_clock,
 };
 
-use crate::signatures::{EXTENSION, SIGNATURES_TABLE, record};
+use crate::signatures::{EXTENSION, record};
 use crate::{Approver, ApproverError, Cancellation, Decision, Pending};
 
 /// Steps read at a time while looking for an approval's step.
@@ -117,27 +117,9 @@ impl StoreApprover {
         Ok(Pending::new(approval, &reason, (self.clock)()))
     }
 
-    /// The rows that record a request's signature, when it has one. A
-    /// signature recorded before is refused here already, before the
-    /// decision's own checks could answer in its place (the rows check
-    /// again inside the transaction, for a request racing its replay).
-    fn signature_rows(
-        &self,
-        signature: Option<&String>,
-        run_id: &str,
-    ) -> Result<Option<SatelliteRows>, ApproverError> {
-        let Some(signature) = signature else {
-            return Ok(None);
-        };
-        if self
-            .store
-            .row(SIGNATURES_TABLE, signature.as_str())?
-            .is_some()
-        {
-            return Err(ApproverError::Replayed);
-        }
-        let rows = record(signature.clone(), run_id.to_owned(), (self.clock)());
-        Ok(Some(rows))
+    /// The rows that record a request's signature (nothing without one).
+    fn signature_rows(&self, signature: Option<&String>, run_id: &str) -> SatelliteRows {
+        record(signature.cloned(), run_id.to_owned(), (self.clock)())
     }
 
     fn options<'a>(decision: &'a Decision) -> DecideOptions<'a> {
@@ -168,28 +150,26 @@ impl Approver for StoreApprover {
 
     fn approve(&self, decision: &Decision) -> Result<Approval, ApproverError> {
         decision.check()?;
-        let (run, approval) = (&decision.run_id, &decision.approval_id);
+        let rows = self.signature_rows(decision.request_signature.as_ref(), &decision.run_id);
         let options = StoreApprover::options(decision);
-        let approved = match self.signature_rows(decision.request_signature.as_ref(), run)? {
-            Some(rows) => self
-                .operator
-                .approve_with_rows(run, approval, &options, rows),
-            None => self.operator.approve(run, approval, &options),
-        };
-        Ok(approved?)
+        Ok(self.operator.approve_with_rows(
+            &decision.run_id,
+            &decision.approval_id,
+            &options,
+            rows,
+        )?)
     }
 
     fn reject(&self, decision: &Decision) -> Result<Approval, ApproverError> {
         decision.check()?;
-        let (run, approval) = (&decision.run_id, &decision.approval_id);
+        let rows = self.signature_rows(decision.request_signature.as_ref(), &decision.run_id);
         let options = StoreApprover::options(decision);
-        let rejected = match self.signature_rows(decision.request_signature.as_ref(), run)? {
-            Some(rows) => self
-                .operator
-                .reject_with_rows(run, approval, &options, rows),
-            None => self.operator.reject(run, approval, &options),
-        };
-        Ok(rejected?)
+        Ok(self.operator.reject_with_rows(
+            &decision.run_id,
+            &decision.approval_id,
+            &options,
+            rows,
+        )?)
     }
 
     fn cancel(&self, cancellation: &Cancellation) -> Result<Run, ApproverError> {
@@ -197,11 +177,7 @@ impl Approver for StoreApprover {
         let Cancellation {
             run_id, by, note, ..
         } = cancellation;
-        let cancelled =
-            match self.signature_rows(cancellation.request_signature.as_ref(), run_id)? {
-                Some(rows) => self.operator.cancel_with_rows(run_id, by, note, rows),
-                None => self.operator.cancel(run_id, by, note),
-            };
-        Ok(cancelled?)
+        let rows = self.signature_rows(cancellation.request_signature.as_ref(), run_id);
+        Ok(self.operator.cancel_with_rows(run_id, by, note, rows)?)
     }
 }

@@ -65,10 +65,18 @@ struct RunState {
 
 /// Turns events into spans. One `Spans` must see each run's events in seq
 /// order; runs may interleave.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Spans {
     options: SpansOptions,
     runs: HashMap<String, RunState>,
+    /// Named by every span; built once.
+    scope: InstrumentationScope,
+}
+
+impl Default for Spans {
+    fn default() -> Spans {
+        Spans::new(SpansOptions::default())
+    }
 }
 
 fn time_of(event: &Event) -> SystemTime {
@@ -90,6 +98,7 @@ impl Spans {
         Spans {
             options,
             runs: HashMap::new(),
+            scope: InstrumentationScope::builder(SCOPE).build(),
         }
     }
 
@@ -436,7 +445,7 @@ impl Spans {
         }
         let trace = trace_id(&run_id);
         for (span, end) in finished {
-            done.push(finish(span, trace, end));
+            done.push(finish(span, trace, end, &self.scope));
         }
         done
     }
@@ -520,7 +529,12 @@ fn span_event(event: &Event, at: SystemTime) -> SpanEvent {
     )
 }
 
-fn finish(span: Open, trace: opentelemetry::trace::TraceId, end: SystemTime) -> SpanData {
+fn finish(
+    span: Open,
+    trace: opentelemetry::trace::TraceId,
+    end: SystemTime,
+    scope: &InstrumentationScope,
+) -> SpanData {
     // Non-exhaustive: built from its default, its public field set.
     let mut events = SpanEvents::default();
     events.events = span.events;
@@ -543,6 +557,6 @@ fn finish(span: Open, trace: opentelemetry::trace::TraceId, end: SystemTime) -> 
         events,
         links: SpanLinks::default(),
         status: span.status,
-        instrumentation_scope: InstrumentationScope::builder(SCOPE).build(),
+        instrumentation_scope: scope.clone(),
     }
 }

@@ -260,7 +260,12 @@ async fn pipeline(
             None,
         );
     };
-    let asked = asked(&route, &body);
+    // Only an observer is told who asked: no second read of the body
+    // otherwise.
+    let asked = match shared.config.observer {
+        Some(_) => asked(&route, &body),
+        None => None,
+    };
     let signature = headers.signature.map(str::to_owned);
     (answer(shared, route, &parts, body, signature).await, asked)
 }

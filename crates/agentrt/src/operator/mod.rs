@@ -118,10 +118,12 @@ impl Operator {
     }
 
     /// [`Operator::approve`], with a satellite's rows written in the same
-    /// transaction once the checks have passed (explained by the decision's
-    /// event). Rows that fail roll the decision back and their error is
-    /// returned: a channel can refuse a request it has seen before in the
-    /// very transaction that would act on it.
+    /// transaction (explained by the decision's event). The rows are
+    /// written first: their refusal comes before the operator's own checks
+    /// (a channel refuses a request it has seen before in the very
+    /// transaction that would act on it), and anything that refuses rolls
+    /// the whole transaction back, rows and all. An expiry that commits
+    /// commits the rows with it.
     ///
     /// ```
     /// # use agentrt::{Operator, DecideOptions, Store};
@@ -163,6 +165,7 @@ impl Operator {
         rows: Option<SatelliteRows>,
     ) -> Result<Approval> {
         let decided = self.write(|tx| {
+            write_rows(tx, rows)?;
             let run = tx.run(run_id)?.ok_or_else(|| Error::NotFound {
                 what: "run",
                 id: run_id.to_owned(),
@@ -221,8 +224,6 @@ impl Operator {
             let now = (self.clock)();
             if approval.expires_at.is_some_and(|e| now >= e) {
                 write_expiry(tx, &approval, now)?;
-                // The expiry commits: so do the request's rows.
-                write_rows(tx, rows)?;
                 return Ok(Decided::Expired(approval.id));
             }
             let status = match verb {
@@ -256,7 +257,6 @@ impl Operator {
             if verb == Verb::Reject {
                 reject_run(tx, &run, &approval, options.note, now)?;
             }
-            write_rows(tx, rows)?;
             Ok(Decided::Done(Box::new(Approval {
                 status,
                 decided_at: Some(now),
@@ -298,6 +298,7 @@ impl Operator {
         rows: Option<SatelliteRows>,
     ) -> Result<Run> {
         self.write(|tx| {
+            write_rows(tx, rows)?;
             let run = tx.run(run_id)?.ok_or_else(|| Error::NotFound {
                 what: "run",
                 id: run_id.to_owned(),
@@ -376,7 +377,6 @@ impl Operator {
                     Some(by),
                 ),
             )?;
-            write_rows(tx, rows)?;
             Ok(Run {
                 status: RunStatus::Cancelled,
                 reason: Some(TerminalReason::OperatorCancelled),
@@ -388,7 +388,7 @@ impl Operator {
     }
 }
 
-/// Writes a satellite's rows, if any, in the operator's transaction.
+/// Writes a satellite's rows, if any, first in the operator's transaction.
 fn write_rows(tx: &mut WriteTx<'_>, rows: Option<SatelliteRows>) -> Result<()> {
     match rows {
         Some(rows) => rows(tx),

@@ -373,23 +373,9 @@ impl Store {
         after: i64,
         timeout: std::time::Duration,
     ) -> Result<Option<i64>> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let mut changes = self.inner.head.subscribe(self.inner.file.as_ref())?;
-        loop {
-            let id = run_id.to_owned();
-            let latest = self.off_executor(move |store| store.run_head(&id)).await?;
-            if latest > after {
-                return Ok(Some(latest));
-            }
-            tokio::select! {
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        return Err(Error::Internal { detail: "the store closed while waiting".into() });
-                    }
-                }
-                () = tokio::time::sleep_until(deadline) => return Ok(None),
-            }
-        }
+        let id = run_id.to_owned();
+        self.wait_for_head(after, timeout, move |store| store.run_head(&id))
+            .await
     }
 
     /// Waits until the store holds an event after seq `after`, of any run,
@@ -410,12 +396,25 @@ impl Store {
         after: i64,
         timeout: std::time::Duration,
     ) -> Result<Option<i64>> {
+        self.wait_for_head(after, timeout, |store| {
+            Ok(crate::verify::chain_head(store)?.map_or(0, |h| h.seq))
+        })
+        .await
+    }
+
+    /// Waits until `head` (read off the executor) passes `after`, waking
+    /// on the store's change signal; `None` once `timeout` passed.
+    async fn wait_for_head(
+        &self,
+        after: i64,
+        timeout: std::time::Duration,
+        head: impl Fn(&Store) -> Result<i64> + Clone + Send + 'static,
+    ) -> Result<Option<i64>> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut changes = self.inner.head.subscribe(self.inner.file.as_ref())?;
         loop {
-            let latest = self
-                .off_executor(|store| Ok(crate::verify::chain_head(store)?.map_or(0, |h| h.seq)))
-                .await?;
+            let read = head.clone();
+            let latest = self.off_executor(move |store| read(store)).await?;
             if latest > after {
                 return Ok(Some(latest));
             }
