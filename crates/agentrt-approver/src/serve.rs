@@ -107,14 +107,17 @@ pub async fn serve(
     if !options.listen.ip().is_loopback() && !options.allow_remote {
         return Err(ServeError::Remote(options.listen));
     }
-    let secret = read_secret(&options.secret_file)?;
-    let db = options.db.clone();
-    let approver = tokio::task::spawn_blocking(move || StoreApprover::open(&db, None))
-        .await
-        .map_err(|e| ServeError::Listen {
-            addr: options.listen,
-            source: std::io::Error::other(e.to_string()),
-        })??;
+    // The secret file and the database are read on the blocking pool.
+    let (db, secret_file) = (options.db.clone(), options.secret_file.clone());
+    let (secret, approver) = tokio::task::spawn_blocking(move || {
+        let secret = read_secret(&secret_file)?;
+        Ok::<_, ServeError>((secret, StoreApprover::open(&db, None)?))
+    })
+    .await
+    .map_err(|e| ServeError::Listen {
+        addr: options.listen,
+        source: std::io::Error::other(e.to_string()),
+    })??;
     let approver: Arc<dyn crate::Approver> = Arc::new(approver);
     let page = crate::page::router(
         Arc::clone(&approver),

@@ -119,6 +119,16 @@ async fn export(exporter: &SpanExporter, batch: Vec<SpanData>, stop: &Cancel) ->
     }
 }
 
+/// Runs `f` on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> agentrt::Result<T> + Send + 'static,
+) -> Result<T, ExportError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ExportError::Exporter(format!("a blocking task failed: {e}")))?
+        .map_err(ExportError::Store)
+}
+
 /// Follows the database into `exporter` until `stop` (or, with `once`,
 /// until caught up). The cursor moves past a page only once its spans
 /// were exported: a receiver that is down holds the follower where it is,
@@ -128,9 +138,15 @@ pub async fn run(
     exporter: &SpanExporter,
     stop: &Cancel,
 ) -> Result<(), ExportError> {
-    let store = Store::open_existing(&options.db, true)?;
-    let mut cursor = FileCursor::new(&options.cursor);
-    let mut after = cursor.load()?;
+    // Opening, and every load and save of the cursor (a synced file),
+    // run on the blocking pool, never on the runtime's thread.
+    let (db, cursor) = (options.db.clone(), FileCursor::new(&options.cursor));
+    let (store, mut after) = blocking(move || {
+        let store = Store::open_existing(&db, true)?;
+        let mut cursor = cursor;
+        Ok((store, cursor.load()?))
+    })
+    .await?;
     let mut spans = Spans::new(options.spans.clone());
     loop {
         if stop.is_cancelled() {
@@ -149,7 +165,12 @@ pub async fn run(
                 // Stopped while the receiver was down: the cursor stays.
                 return Ok(());
             }
-            cursor.save(last.seq)?;
+            let (cursor, seq) = (FileCursor::new(&options.cursor), last.seq);
+            blocking(move || {
+                let mut cursor = cursor;
+                cursor.save(seq)
+            })
+            .await?;
             after = last.seq;
         }
         if page.len() as u64 == PAGE {

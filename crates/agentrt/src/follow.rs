@@ -30,6 +30,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::cancel::Cancel;
@@ -47,7 +48,7 @@ const WAIT: Duration = Duration::from_secs(60);
 
 /// Where a follower keeps its position: the seq of the last event
 /// delivered.
-pub trait Cursor: Send {
+pub trait Cursor: Send + 'static {
     /// The saved position (0: nothing delivered yet).
     fn load(&mut self) -> Result<i64>;
     /// Saves `seq` as the position.
@@ -172,7 +173,9 @@ pub enum FollowError<E> {
 /// [`Cursor`].
 pub struct Follower<C: Cursor> {
     store: Store,
-    cursor: C,
+    /// Shared with the blocking thread that loads and saves it (a file
+    /// cursor writes and syncs a file: never on the async executor).
+    cursor: Arc<Mutex<C>>,
     run_id: Option<String>,
     page: u64,
 }
@@ -183,7 +186,7 @@ impl<C: Cursor> Follower<C> {
     pub fn new(store: Store, cursor: C) -> Follower<C> {
         Follower {
             store,
-            cursor,
+            cursor: Arc::new(Mutex::new(cursor)),
             run_id: None,
             page: DEFAULT_PAGE,
         }
@@ -206,8 +209,19 @@ impl<C: Cursor> Follower<C> {
     }
 
     /// The cursor.
-    pub fn cursor(&self) -> &C {
-        &self.cursor
+    pub fn cursor(&self) -> MutexGuard<'_, C> {
+        crate::clock::lock(&self.cursor)
+    }
+
+    /// Runs `f` on the cursor on a blocking thread.
+    async fn on_cursor<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut C) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let cursor = Arc::clone(&self.cursor);
+        self.store
+            .off_executor(move |_| f(&mut crate::clock::lock(&cursor)))
+            .await
     }
 
     /// Delivers every event after the cursor to `sink`, in seq order, and
@@ -221,7 +235,7 @@ impl<C: Cursor> Follower<C> {
         stop: &Cancel,
         once: bool,
     ) -> std::result::Result<(), FollowError<E>> {
-        let start = self.cursor.load()?;
+        let start = self.on_cursor(|c| c.load()).await?;
         if start < 0 {
             return Err(Error::InvalidInput {
                 what: "cursor",
@@ -261,7 +275,7 @@ impl<C: Cursor> Follower<C> {
                 delivered = event.seq;
             }
             if delivered != saved {
-                if let Err(e) = self.cursor.save(delivered) {
+                if let Err(e) = self.on_cursor(move |c| c.save(delivered)).await {
                     break Err(FollowError::Store(e));
                 }
                 saved = delivered;
@@ -290,7 +304,7 @@ impl<C: Cursor> Follower<C> {
     /// operator to keep and check later with `verify --head`); `None`
     /// before anything was delivered. Not found when the event is gone.
     pub fn head(&mut self) -> Result<Option<crate::verify::ChainHead>> {
-        let seq = self.cursor.load()?;
+        let seq = self.cursor().load()?;
         if seq == 0 {
             return Ok(None);
         }
