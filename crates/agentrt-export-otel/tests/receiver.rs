@@ -254,9 +254,23 @@ fn with_the_receiver_down_and_back_every_span_arrives_once_across_a_clean_stop()
     let port = free_port();
 
     // The receiver is down: the exporter keeps the events and retries.
-    let mut following = exporter(&db, &cursor, port, false).spawn().unwrap();
+    let mut following = exporter(&db, &cursor, port, false)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = following.stderr.take().unwrap();
+    let (said, failures) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = said.send(line);
+        }
+    });
     approved_run(&db, "r1");
-    std::thread::sleep(Duration::from_millis(300));
+    // An export was tried, and failed, while the receiver was down.
+    let failed = failures
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the exporter reports the failed export");
+    assert!(failed.contains("failed"), "{failed}");
     // The cursor may pass events that finished no span (open spans are
     // rebuilt from the database after a restart), never the ones whose
     // spans are not exported yet: it stays short of the run's end.
