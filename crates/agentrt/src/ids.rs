@@ -1,5 +1,5 @@
-//! Identifiers: random 128-bit lowercase hex by default, injectable for
-//! deterministic tests.
+//! Identifiers: 128-bit lowercase hex, increasing within a process by
+//! default (random otherwise), injectable for deterministic tests.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -33,7 +33,50 @@ pub fn random_id() -> String {
     hex[..32].to_owned()
 }
 
-/// The default [`IdSource`]: [`random_id`].
+/// An identifier that sorts after every one this process made before it:
+/// 32 lowercase hex characters, the first 16 a count of microseconds since
+/// the Unix epoch (raised by one when the clock has not moved on, so it
+/// always increases within the process), the other 16 random (from
+/// [`random_id`]).
+///
+/// The store keys runs, steps, approvals and model calls by their id. A
+/// random key lands anywhere in its b-tree, and a page in the middle that
+/// fills is split with its neighbours, several pages written for one row;
+/// an increasing key lands at the right edge, one page
+/// (docs/performance.md, issue 15). Use [`random_id`] where the id must
+/// be unpredictable as a whole.
+///
+/// ```
+/// let a = agentrt::ordered_id();
+/// let b = agentrt::ordered_id();
+/// assert_eq!(a.len(), 32);
+/// assert!(a < b);
+/// ```
+pub fn ordered_id() -> String {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    let mut last = LAST.load(Ordering::Relaxed);
+    let time = loop {
+        let next = now.max(last.saturating_add(1));
+        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => break next,
+            Err(seen) => last = seen,
+        }
+    };
+    let mut id = format!("{time:016x}");
+    id.push_str(&random_id()[..16]);
+    id
+}
+
+/// The default [`IdSource`] of a gate: [`ordered_id`].
+pub fn ordered_ids() -> IdSource {
+    Arc::new(ordered_id)
+}
+
+/// An [`IdSource`] of [`random_id`]s.
 pub fn random_ids() -> IdSource {
     Arc::new(random_id)
 }
@@ -65,5 +108,23 @@ mod tests {
                 .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
         );
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn ordered_ids_are_32_hex_and_increase() {
+        let ids: Vec<String> = (0..1000).map(|_| ordered_id()).collect();
+        for id in &ids {
+            assert_eq!(id.len(), 32);
+            assert!(
+                id.bytes()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            );
+        }
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "each sorts after the one before"
+        );
+        // The second half is random: not the same for two ids made together.
+        assert_ne!(ids[0][16..], ids[1][16..]);
     }
 }

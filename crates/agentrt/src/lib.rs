@@ -46,7 +46,7 @@ pub use gate::{
     CrashHook, CrashPoint, Gate, GateConfig, SatelliteRows, Session, StepInfo, Verdict,
     VerdictOutcome,
 };
-pub use ids::{IdSource, random_id, random_ids, sequential_ids};
+pub use ids::{IdSource, ordered_id, ordered_ids, random_id, random_ids, sequential_ids};
 pub use json::{Canonical, JsonError};
 pub use llm::{
     BlockKind, ContentBlock, Message, Model, ModelError, ModelRequest, ModelResponse, ModelTool,

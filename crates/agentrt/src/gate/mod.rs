@@ -27,7 +27,7 @@ use std::time::Duration;
 use crate::agent::Observer;
 use crate::clock::{Clock, Timestamp, lock, system_clock};
 use crate::error::{Error, Result};
-use crate::ids::{IdSource, random_id, random_ids};
+use crate::ids::{IdSource, ordered_ids, random_id};
 use crate::model::{Event, Labels, Limits, Tool};
 use crate::policy::{Policy, check_policy_id};
 use crate::reconcile::Reconcile;
@@ -65,7 +65,8 @@ pub struct GateConfig {
     /// must use the same wall clock; tests inject a [`crate::ManualClock`]
     /// to expire a lease without waiting for it.
     pub lease_clock: Clock,
-    /// The id source (default: random 128-bit hex).
+    /// The id source (default: [`crate::ordered_ids`], 128-bit hex that
+    /// increases within the process).
     pub ids: IdSource,
     /// How long a lease lasts without renewal (default 30 s).
     pub lease_ttl: Duration,
@@ -159,7 +160,7 @@ impl GateConfig {
             observer: None,
             clock: system_clock(),
             lease_clock: system_clock(),
-            ids: random_ids(),
+            ids: ordered_ids(),
             lease_ttl: DEFAULT_LEASE_TTL,
             lease_owner: "agentrt".into(),
             reconcile: None,

@@ -1,6 +1,6 @@
 //! Digests of the rows a write group wrote (see [`crate::chain`]): which
-//! tables they are in, the statement that marks a written row with its
-//! event's seq and reads it back, and the digest of the row read.
+//! tables they are in, the statements that read a written row and mark it
+//! with its event's seq, and the digest of the row read.
 
 use std::sync::LazyLock;
 
@@ -17,35 +17,48 @@ pub(super) enum Written {
     Extension(usize),
 }
 
-/// `UPDATE <table> SET written_seq = ?1 WHERE <key> = ?2 RETURNING
-/// <digested columns>`, per state table.
-pub(super) fn mark_sql(table: StateTable) -> &'static str {
-    static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
+/// The two statements that mark a written row, per state table:
+/// `SELECT rowid, <digested columns> FROM <table> WHERE <key> = ?1`, then
+/// `UPDATE <table> SET written_seq = ?1 WHERE rowid = ?2`.
+///
+/// Two plain statements, not one `UPDATE … RETURNING`: SQLite runs a
+/// `RETURNING` through a temporary table opened and dropped at every
+/// execution, which cost more than the read and the write together
+/// (docs/performance.md, issue 15).
+pub(super) fn mark_sql(table: StateTable) -> (&'static str, &'static str) {
+    static SQL: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
         StateTable::ALL
             .into_iter()
             .map(|t| {
-                format!(
-                    "UPDATE {} SET written_seq = ?1 WHERE {} = ?2 RETURNING {}",
-                    t.name(),
-                    t.key_column(),
-                    t.digested_columns().join(", ")
+                (
+                    format!(
+                        "SELECT rowid, {} FROM {} WHERE {} = ?1",
+                        t.digested_columns().join(", "),
+                        t.name(),
+                        t.key_column()
+                    ),
+                    format!("UPDATE {} SET written_seq = ?1 WHERE rowid = ?2", t.name()),
                 )
             })
             .collect()
     });
-    SQL.get(table.index()).map_or("", String::as_str)
+    SQL.get(table.index()).map_or(("", ""), |(select, update)| {
+        (select.as_str(), update.as_str())
+    })
 }
 
 /// The digest of a row of `table` whose `columns` digested columns are the
-/// row's columns in order (see [`crate::chain::row_digest`]).
+/// row's columns in order from column `first` (see
+/// [`crate::chain::row_digest`]).
 pub(super) fn digest_row(
     table: &str,
+    first: usize,
     columns: usize,
     row: &rusqlite::Row<'_>,
 ) -> rusqlite::Result<String> {
     let mut h = FieldHasher::new();
     h.field(table.as_bytes());
-    for i in 0..columns {
+    for i in first..first + columns {
         hash_value(&mut h, row.get_ref(i)?);
     }
     Ok(h.finish().to_hex().to_string())

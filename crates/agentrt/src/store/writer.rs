@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::WriteTx;
@@ -320,7 +320,7 @@ fn serve(shared: &Shared, mut queue: mpsc::Receiver<Job>) {
         };
         // Waiting for the connection (a blocking `Store::write` may hold
         // it) lets more groups arrive: they join this batch.
-        let mut conn = lock(conn);
+        let conn = lock(conn);
         let mut groups: Vec<Box<dyn Group>> = Vec::new();
         let mut next = Some(first);
         while let Some(job) = next.take() {
@@ -329,7 +329,7 @@ fn serve(shared: &Shared, mut queue: mpsc::Receiver<Job>) {
                 Job::Between(f) => {
                     // Everything queued before it commits first.
                     commit_batch(
-                        &mut conn,
+                        &conn,
                         std::mem::take(&mut groups),
                         counters,
                         head,
@@ -342,7 +342,7 @@ fn serve(shared: &Shared, mut queue: mpsc::Receiver<Job>) {
                 next = queue.try_recv().ok();
             }
         }
-        commit_batch(&mut conn, groups, counters, head, extensions);
+        commit_batch(&conn, groups, counters, head, extensions);
     }
 }
 
@@ -371,7 +371,7 @@ fn spin_recv(queue: &mut mpsc::Receiver<Job>) -> Option<Job> {
 /// connection: a group's after-commit work is done before any later work
 /// on the connection sees the commit.
 fn commit_batch(
-    conn: &mut Connection,
+    conn: &Connection,
     groups: Vec<Box<dyn Group>>,
     counters: &Counters,
     head: &Head,
@@ -381,10 +381,9 @@ fn commit_batch(
         return;
     }
     let (outcomes, committed) = {
-        let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        let tx = match Batch::begin(conn) {
             Ok(tx) => tx,
             Err(e) => {
-                let e = Error::from_sqlite(e);
                 for g in groups {
                     g.settle(Err(e.for_each_group()));
                 }
@@ -398,7 +397,7 @@ fn commit_batch(
         for mut g in groups {
             if alone {
                 let outcome = {
-                    let mut rows = SqliteRows::new(&tx);
+                    let mut rows = SqliteRows::new(tx.conn);
                     let mut wtx = WriteTx::new(&mut rows, extensions);
                     g.run(&mut wtx).and_then(|()| wtx.finish())
                 };
@@ -410,7 +409,7 @@ fn commit_batch(
             }
             let outcome = match &broken {
                 Some(e) => Err(e.for_each_group()),
-                None => match run_group(&mut tx, g.as_mut(), extensions) {
+                None => match run_group(&tx, g.as_mut(), extensions) {
                     Ok(r) => r,
                     Err(e) => {
                         // The savepoint could not be released or rolled back:
@@ -428,10 +427,8 @@ fn commit_batch(
             Some(e) => Err(e),
             // Nothing to keep: no commit (and no fsync) for a batch whose
             // every group rolled back.
-            None if outcomes.iter().all(|(_, r)| r.is_err()) => {
-                tx.rollback().map_err(Error::from_sqlite).map(|()| false)
-            }
-            None => tx.commit().map_err(Error::from_sqlite).map(|()| true),
+            None if outcomes.iter().all(|(_, r)| r.is_err()) => tx.rollback().map(|()| false),
+            None => tx.commit().map(|()| true),
         };
         (outcomes, committed)
     };
@@ -462,25 +459,73 @@ fn commit_batch(
 /// Runs one group in a savepoint. The outer error means the savepoint
 /// itself failed; the inner result is the group's own.
 fn run_group(
-    tx: &mut rusqlite::Transaction<'_>,
+    tx: &Batch<'_>,
     group: &mut dyn Group,
     extensions: &Registry,
 ) -> Result<Result<Vec<Event>>> {
-    let savepoint = tx.savepoint().map_err(Error::from_sqlite)?;
+    tx.run("SAVEPOINT agentrt_group")?;
     let outcome = {
-        let mut rows = SqliteRows::new(&savepoint);
+        let mut rows = SqliteRows::new(tx.conn);
         let mut wtx = WriteTx::new(&mut rows, extensions);
         group.run(&mut wtx).and_then(|()| wtx.finish())
     };
     match outcome {
         Ok(events) => {
-            savepoint.commit().map_err(Error::from_sqlite)?;
+            tx.run("RELEASE agentrt_group")?;
             Ok(Ok(events))
         }
         Err(e) => {
-            // Dropping behaviour is rollback: ROLLBACK TO, then RELEASE.
-            savepoint.finish().map_err(Error::from_sqlite)?;
+            tx.run("ROLLBACK TO agentrt_group")?;
+            tx.run("RELEASE agentrt_group")?;
             Ok(Err(e))
+        }
+    }
+}
+
+/// One IMMEDIATE transaction on the write connection, begun, ended and
+/// divided into savepoints through cached statements: rusqlite's
+/// `Transaction` parses its `BEGIN` and `COMMIT` anew each time, about a
+/// tenth of a small commit's own work (docs/performance.md, issue 15).
+/// Dropped unfinished, it rolls back.
+struct Batch<'c> {
+    conn: &'c Connection,
+    open: bool,
+}
+
+impl<'c> Batch<'c> {
+    fn begin(conn: &'c Connection) -> Result<Batch<'c>> {
+        let batch = Batch { conn, open: false };
+        batch.run("BEGIN IMMEDIATE")?;
+        Ok(Batch { conn, open: true })
+    }
+
+    /// Runs one statement without parameters (cached after its first use).
+    fn run(&self, sql: &str) -> Result<()> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| stmt.execute([]))
+            .map(|_| ())
+            .map_err(Error::from_sqlite)
+    }
+
+    fn commit(mut self) -> Result<()> {
+        self.run("COMMIT")?;
+        self.open = false;
+        Ok(())
+    }
+
+    fn rollback(mut self) -> Result<()> {
+        self.open = false;
+        self.run("ROLLBACK")
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        // A failed COMMIT may leave the transaction open; SQLite may also
+        // have rolled it back itself (then there is nothing to end).
+        if self.open && !self.conn.is_autocommit() {
+            let _ = self.run("ROLLBACK");
         }
     }
 }

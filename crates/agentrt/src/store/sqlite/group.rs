@@ -455,25 +455,46 @@ impl GroupRows for SqliteRows<'_> {
 
     fn mark_written(&mut self, table: RowTable<'_>, key: &str, seq: i64) -> Result<Option<String>> {
         let extension_sql;
-        let (sql, columns) = match table {
+        let ((select, update), columns) = match table {
             RowTable::Core(t) => (mark_sql(t), t.digested_columns().len()),
             RowTable::Extension(t) => {
-                extension_sql = format!(
-                    "UPDATE {} SET written_seq = ?1 WHERE {} = ?2 RETURNING {}",
-                    quoted(t.name),
-                    quoted(t.key_column),
-                    quoted_list(t.columns)
+                extension_sql = (
+                    format!(
+                        "SELECT rowid, {} FROM {} WHERE {} = ?1",
+                        quoted_list(t.columns),
+                        quoted(t.name),
+                        quoted(t.key_column)
+                    ),
+                    format!(
+                        "UPDATE {} SET written_seq = ?1 WHERE rowid = ?2",
+                        quoted(t.name)
+                    ),
                 );
-                (extension_sql.as_str(), t.columns.len())
+                (
+                    (extension_sql.0.as_str(), extension_sql.1.as_str()),
+                    t.columns.len(),
+                )
             }
         };
         let name = table.name();
-        let mut stmt = self.conn.prepare_cached(sql).map_err(Error::from_sqlite)?;
-        stmt.query_row(rusqlite::params![seq, key], |r| {
-            digest_row(name, columns, r)
-        })
-        .optional()
-        .map_err(Error::from_sqlite)
+        let read = self
+            .conn
+            .prepare_cached(select)
+            .and_then(|mut stmt| {
+                stmt.query_row([key], |r| {
+                    Ok((r.get::<_, i64>(0)?, digest_row(name, 1, columns, r)?))
+                })
+                .optional()
+            })
+            .map_err(Error::from_sqlite)?;
+        let Some((rowid, digest)) = read else {
+            return Ok(None);
+        };
+        self.conn
+            .prepare_cached(update)
+            .and_then(|mut stmt| stmt.execute(rusqlite::params![seq, rowid]))
+            .map_err(Error::from_sqlite)?;
+        Ok(Some(digest))
     }
 
     fn insert_events(&mut self, events: &[SealedEvent<'_>]) -> Result<()> {
