@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use agentrt::{
     Agent, AgentError, BoxFuture, Decision, DefaultPolicy, Driver, Durability, GateConfig, Limits,
-    RunStatus, SideEffect, StepInput, Store, StoreOptions, Tool, ToolResult, ToolSpec, ordered_ids,
-    tool_fn,
+    RunStatus, SideEffect, StepInput, Store, StoreOptions, Tool, ToolResult, ToolSpec, tool_fn,
 };
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
@@ -54,7 +53,7 @@ fn echo() -> Arc<dyn Tool> {
 }
 
 async fn one_run(store: Store, latencies: Arc<Mutex<Vec<Duration>>>) {
-    let config = GateConfig::new(store, DefaultPolicy, vec![echo()]).with_ids(ordered_ids());
+    let config = GateConfig::new(store, DefaultPolicy, vec![echo()]);
     let agent = Caller {
         last: None,
         latencies,

@@ -3,50 +3,14 @@
 //!
 //! `cargo bench -p agentrt --bench loop`; figures in docs/performance.md.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use agentrt::{
-    Agent, AgentError, BoxFuture, Decision, DefaultPolicy, Driver, Durability, GateConfig, Limits,
-    RunStatus, SideEffect, StepInput, Store, StoreOptions, Tool, ToolResult, ToolSpec, tool_fn,
-};
+use agentrt::{Durability, Store, StoreOptions};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
-/// Calls `echo` `steps - 1` times with distinct arguments, then completes.
-struct Counter {
-    steps: u64,
-}
-
-impl Agent for Counter {
-    fn decide<'a>(
-        &'a mut self,
-        input: &'a StepInput,
-    ) -> BoxFuture<'a, Result<Decision, AgentError>> {
-        let i = input.run.step_count;
-        let d = if i >= self.steps {
-            Decision::complete("true")
-        } else {
-            Decision::tool_call("echo", format!(r#"{{"i":{i}}}"#))
-        };
-        Box::pin(async move { Ok(d) })
-    }
-}
-
-fn echo(result_bytes: usize) -> Arc<dyn Tool> {
-    let pad = "x".repeat(result_bytes);
-    Arc::new(tool_fn(
-        ToolSpec::new("echo", "echo", SideEffect::ReadOnly),
-        move |call| {
-            let body = if pad.is_empty() {
-                call.args.as_str().to_owned()
-            } else {
-                format!(r#"{{"args":{},"pad":"{pad}"}}"#, call.args)
-            };
-            async move { Ok(ToolResult::raw(body).with_summary("echoed")) }
-        },
-    ))
-}
+mod scripted;
+use scripted::one_run;
 
 fn store(dir: &tempfile::TempDir, name: &str, durability: Durability) -> Store {
     Store::open_with(
@@ -57,16 +21,6 @@ fn store(dir: &tempfile::TempDir, name: &str, durability: Durability) -> Store {
         },
     )
     .expect("store opens")
-}
-
-async fn one_run(store: &Store, steps: u64, result_bytes: usize) {
-    let config = GateConfig::new(store.clone(), DefaultPolicy, vec![echo(result_bytes)]);
-    let mut driver = Driver::new(config, Counter { steps }).expect("driver");
-    let run = driver
-        .start(None, "bench", Limits::default().max_steps(steps + 10))
-        .await
-        .expect("run");
-    assert_eq!(run.status, RunStatus::Completed);
 }
 
 /// Two commits per step, each one insert of a row about the size of what

@@ -9,9 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agentrt::{
-    Agent, AgentError, BoxFuture, Decision, DefaultPolicy, Driver, Durability, GateConfig, Limits,
-    SideEffect, StepInput, Store, StoreOptions, Tool, ToolResult, ToolSpec, tool_fn,
+    DefaultPolicy, Driver, Durability, GateConfig, Limits, SideEffect, Store, StoreOptions, Tool,
+    ToolResult, ToolSpec, tool_fn,
 };
+
+mod scripted;
+use scripted::Counter;
 
 struct Counting;
 
@@ -34,25 +37,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-struct Counter {
-    steps: u64,
-}
-
-impl Agent for Counter {
-    fn decide<'a>(
-        &'a mut self,
-        input: &'a StepInput,
-    ) -> BoxFuture<'a, Result<Decision, AgentError>> {
-        let i = input.run.step_count;
-        let d = if i >= self.steps {
-            Decision::complete("true")
-        } else {
-            Decision::tool_call("echo", format!(r#"{{"i":{i}}}"#))
-        };
-        Box::pin(async move { Ok(d) })
-    }
-}
 
 fn echo(result_bytes: usize) -> Arc<dyn Tool> {
     let pad = "x".repeat(result_bytes);

@@ -12,52 +12,11 @@
 //! b-tree through SQLite's `dbstat` table.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use agentrt::{
-    Agent, AgentError, BoxFuture, Decision, DefaultPolicy, Driver, Durability, GateConfig, Limits,
-    RunStatus, SideEffect, StepInput, Store, StoreOptions, Tool, ToolResult, ToolSpec, tool_fn,
-};
+use agentrt::{Durability, Store, StoreOptions};
 
-/// Calls `echo` `steps - 1` times with distinct arguments, then completes.
-struct Counter {
-    steps: u64,
-}
-
-impl Agent for Counter {
-    fn decide<'a>(
-        &'a mut self,
-        input: &'a StepInput,
-    ) -> BoxFuture<'a, Result<Decision, AgentError>> {
-        let i = input.run.step_count;
-        let d = if i >= self.steps {
-            Decision::complete("true")
-        } else {
-            Decision::tool_call("echo", format!(r#"{{"i":{i}}}"#))
-        };
-        Box::pin(async move { Ok(d) })
-    }
-}
-
-fn echo() -> Arc<dyn Tool> {
-    Arc::new(tool_fn(
-        ToolSpec::new("echo", "echo", SideEffect::ReadOnly),
-        |call| {
-            let body = call.args.as_str().to_owned();
-            async move { Ok(ToolResult::raw(body).with_summary("echoed")) }
-        },
-    ))
-}
-
-async fn one_run(store: &Store, steps: u64) {
-    let config = GateConfig::new(store.clone(), DefaultPolicy, vec![echo()]);
-    let mut driver = Driver::new(config, Counter { steps }).expect("driver");
-    let run = driver
-        .start(None, "bench", Limits::default().max_steps(steps + 10))
-        .await
-        .expect("run");
-    assert_eq!(run.status, RunStatus::Completed);
-}
+mod scripted;
+use scripted::one_run;
 
 /// One WAL frame: the page it holds, and whether it ends a commit.
 struct Frame {
@@ -105,7 +64,7 @@ fn main() {
     )
     .expect("store opens");
     for _ in 0..20 {
-        rt.block_on(one_run(&store, 50));
+        rt.block_on(one_run(&store, 50, 0));
     }
     let raw = rusqlite::Connection::open(&path).expect("raw connection");
     raw.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
@@ -116,7 +75,7 @@ fn main() {
     .expect("checkpoint");
     let before = store.commits();
     let steps = 20;
-    rt.block_on(one_run(&store, steps));
+    rt.block_on(one_run(&store, steps, 0));
     let commits = store.commits() - before;
     let wal = std::fs::read(path.with_extension("db-wal")).expect("the WAL");
     let (page_size, frames) = frames(&wal);

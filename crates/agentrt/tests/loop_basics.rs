@@ -807,3 +807,33 @@ async fn every_verdict_leaves_the_decision_spec_hash_and_policy_on_the_step_row(
         assert_eq!(step.policy_id, policy_id.unwrap_or_default(), "{run}");
     }
 }
+
+/// Issue 15: a gate's default ids increase within the process, so each new
+/// step (and run) key lands at the right edge of its b-tree.
+#[tokio::test]
+async fn a_gates_default_ids_increase_step_after_step() {
+    let store = Store::open(":memory:").unwrap();
+    let read = Arc::new(Counting::new("fs_read", SideEffect::ReadOnly));
+    let mut decisions: Vec<Decision> = (0..8)
+        .map(|i| Decision::tool_call("fs_read", format!(r#"{{"path":"{i}"}}"#)))
+        .collect();
+    decisions.push(Decision::complete("true"));
+    // The gate's own id source: no `with_ids`.
+    let config = GateConfig::new(store.clone(), DefaultPolicy, shared(vec![read]));
+    let mut driver = Driver::new(config, ScriptedAgent::new(decisions)).unwrap();
+    let run = driver.start(None, "read", Limits::default()).await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_eq!(run.id.len(), 32);
+    let ids: Vec<String> = store
+        .list_steps(&run.id)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids.len(), 9);
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "step ids in step order sort in that order: {ids:?}"
+    );
+    assert!(run.id < ids[0], "the run's id was made before its steps'");
+}

@@ -382,7 +382,7 @@ impl Gate {
         &self.inner.store
     }
 
-    /// Starts a run (with `run_id`, or a random id) and opens its first step.
+    /// Starts a run (with `run_id`, or a fresh one from the id source) and opens its first step.
     pub async fn begin(&self, run_id: Option<&str>, goal: &str, limits: Limits) -> Result<Session> {
         self.begin_run(run_id, goal, limits, Labels::new(), None, FirstWrite::Now)
             .await
