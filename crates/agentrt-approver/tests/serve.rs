@@ -25,6 +25,39 @@ fn approver() -> Command {
     command
 }
 
+/// Runs `command`, which is expected to refuse to start: its exit code and
+/// stderr. One that is still running (serving) after `deadline` is killed
+/// and fails the test, instead of leaving it waiting forever.
+fn refused_within(mut command: Command, deadline: std::time::Duration) -> (Option<i32>, String) {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let until = std::time::Instant::now() + deadline;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "still running after {deadline:?}, not refused: {}",
+                reader.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    (status.code(), reader.join().unwrap())
+}
+
 async fn waiting_run(db: &Path) -> (String, String) {
     support::pause_on_push(db, "r1", "{}", Limits::default(), None).await
 }
@@ -100,17 +133,13 @@ fn a_remote_address_needs_its_flag_and_the_secret_must_be_private_and_long() {
     let secret = dir.path().join("secret");
     write_secret(&secret, 0o600);
     let run = |listen: &str, secret: &Path| {
-        let out = approver()
+        let mut command = approver();
+        command
             .args(["serve", "--listen", listen, "--db"])
             .arg(&db)
             .arg("--secret-file")
-            .arg(secret)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+            .arg(secret);
+        refused_within(command, std::time::Duration::from_secs(20))
     };
 
     let (code, stderr) = run("0.0.0.0:0", &secret);
