@@ -21,6 +21,7 @@
 //! assert!(approver.approve(&incomplete).unwrap_err().is_incomplete());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![deny(missing_docs)]
 
 mod decision;
 mod error;

@@ -40,6 +40,7 @@
 //! assert!(md.contains("| replay (disqualified) | a4fccc3 |"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![deny(missing_docs)]
 
 mod compare;
 mod decode;

@@ -9,6 +9,7 @@
 //! `agentrt.*` for the rest, and a status from the outcome. Tool arguments
 //! and results are left out unless [`SpansOptions::content`] asks for them
 //! (bounded and sanitized): they may hold secrets.
+#![deny(missing_docs)]
 
 mod attributes;
 pub mod export;

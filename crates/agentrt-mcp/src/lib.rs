@@ -14,6 +14,7 @@
 //! arguments the policy approved ([`call_arguments`]) and records the
 //! result from the bytes the server sent ([`map_result`]); an answer lost
 //! after sending is an unknown outcome.
+#![deny(missing_docs)]
 
 mod call;
 mod capture;

@@ -61,7 +61,7 @@
 //! assert!(table.price_for("gpt-x").is_err()); // unknown is unpriced, not free
 //! # Ok::<(), agentrt_provider::price::PriceError>(())
 //! ```
-
+#![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;

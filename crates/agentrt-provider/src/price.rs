@@ -168,6 +168,7 @@ impl PriceTable {
         )
     }
 
+    /// The priced model names, in name order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.prices.keys().map(String::as_str)
     }

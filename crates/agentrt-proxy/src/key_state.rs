@@ -24,18 +24,40 @@ pub const INTERRUPTION: &str = "interrupted_side_effect";
 pub enum KeyState {
     /// No run of the key is open: a new run may begin. `previous` is the
     /// finished run of the key's open row, closed when the next begins.
-    Settled { previous: Option<String> },
+    Settled {
+        /// The key's last finished run, if any.
+        previous: Option<String>,
+    },
     /// Its run began and decides or executes under a live lease.
-    Claimed { run_id: String },
+    Claimed {
+        /// The run.
+        run_id: String,
+    },
     /// Its run was left running by an owner whose lease expired.
-    Abandoned { run_id: String },
+    Abandoned {
+        /// The run.
+        run_id: String,
+    },
     /// Its run waits for an operator's approval of the request.
-    Pending { run_id: String, approval_id: String },
+    Pending {
+        /// The run.
+        run_id: String,
+        /// The approval it waits for.
+        approval_id: String,
+    },
     /// Its run waits for an operator to decide whether an attempt whose
     /// outcome is unknown may run again.
-    Unknown { run_id: String, approval_id: String },
+    Unknown {
+        /// The run.
+        run_id: String,
+        /// The approval it waits for.
+        approval_id: String,
+    },
     /// Its approval was granted and not yet collected.
-    Approved { run_id: String },
+    Approved {
+        /// The run.
+        run_id: String,
+    },
 }
 
 /// What a new call of the key does.
@@ -43,18 +65,30 @@ pub enum KeyState {
 pub enum OnCall {
     /// Hold on the approval up to `hold` (rule 1).
     Hold {
+        /// The run.
         run_id: String,
+        /// The approval to hold on.
         approval_id: String,
+        /// Whether it asks about an attempt whose outcome is unknown.
         interruption: bool,
     },
     /// Attach and run the recorded request (rule 1).
-    Collect { run_id: String },
+    Collect {
+        /// The run.
+        run_id: String,
+    },
     /// The same request is executing (rule 2).
     InProgress,
     /// Take the run over first (rule 3).
-    TakeOver { run_id: String },
+    TakeOver {
+        /// The run.
+        run_id: String,
+    },
     /// Rules 4–7, then a new run (closing `previous`).
-    NewRun { previous: Option<String> },
+    NewRun {
+        /// The key's last finished run, closed when the new one begins.
+        previous: Option<String>,
+    },
 }
 
 /// The facts [`classify`] reads: the open row's run, its latest

@@ -11,6 +11,7 @@
 //! ([`INDEX`], [`request_key`]), decided by the rules of periphery §4.4,
 //! held for an operator and collected by the same call, with the host's
 //! side of each call in a [`Caller`].
+#![deny(missing_docs)]
 
 mod answer;
 mod call;

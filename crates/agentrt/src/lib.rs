@@ -6,6 +6,7 @@
 //! put to a policy written in code; approvals are bound by hash to the exact
 //! request; limits are enforced before dispatch; and the audit log is
 //! written in the same SQLite transaction as the state it explains.
+#![deny(missing_docs)]
 
 pub mod agent;
 pub mod approval;

@@ -35,24 +35,43 @@ impl RunStatus {
 text_enum! {
     /// Why a run ended.
     pub enum TerminalReason {
+        /// The agent completed the goal.
         GoalCompleted => "goal_completed",
+        /// The agent gave up on the goal.
         GoalFailed => "goal_failed",
+        /// The step limit was reached.
         LimitSteps => "limit_steps",
+        /// The model-call limit was reached.
         LimitModelCalls => "limit_model_calls",
+        /// The token limit was reached.
         LimitTokens => "limit_tokens",
+        /// The cost limit was reached.
         LimitCost => "limit_cost",
+        /// The active-time limit was reached.
         LimitActiveTime => "limit_active_time",
+        /// The elapsed-time limit was reached.
         LimitElapsedTime => "limit_elapsed_time",
+        /// An approval the run waited for expired.
         ApprovalExpired => "approval_expired",
+        /// The model could not be reached within its retries.
         ModelUnavailable => "model_unavailable",
+        /// Tools failed too many times in a row.
         RepeatedToolFailures => "repeated_tool_failures",
+        /// The same call with the same outcome repeated too often.
         LoopDetected => "loop_detected",
+        /// The policy ended the run.
         PolicyAbort => "policy_abort",
+        /// A tool ended the run.
         ToolAbort => "tool_abort",
+        /// An operator rejected an approval the run waited for.
         ApprovalRejected => "approval_rejected",
+        /// An operator cancelled the run.
         OperatorCancelled => "operator_cancelled",
+        /// An interrupted side effect could not be reconciled.
         ReconcileConflict => "reconcile_conflict",
+        /// The agent failed.
         AgentError => "agent_error",
+        /// The runtime failed.
         InternalError => "internal_error",
     }
 }
