@@ -7,7 +7,7 @@
 //!    when it cannot be read);
 //! 3. the signature ([`crate::signature`]): 401 `unauthorized` with the
 //!    reason;
-//! 4. the route ([`routes`]): 404 `not_found` for anything else.
+//! 4. the route (module `routes`): 404 `not_found` for anything else.
 //!
 //! The approver's calls (SQLite) run on the blocking pool, never on the
 //! runtime's workers. A decision or cancel carries the request's signature
