@@ -16,6 +16,7 @@
 //! - `mutants`: cargo-mutants over the files that hold the controls that
 //!   matter most. Slow on two cores, so it is run by hand, not in CI.
 
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
 const USAGE: &str = "usage: cargo xtask <task> [args]
@@ -29,7 +30,13 @@ tasks:
            the pinned Python MCP SDK into target/real-hosts/venv), and
            the approval page in headless Chromium (chromium and
            chromium-driver from Debian when missing, as root), and the
-           OTel exporter against OtelTap (target/real-receiver/venv)
+           OTel exporter against OtelTap (target/real-receiver/venv),
+           then install-test
+  install-test
+           cargo install --path of the CLI and the proxy into
+           target/install-test (the debug build), then the installed
+           binaries run from another directory against the demo's
+           database: list, approve, verify
   ci       format check, clippy -D warnings, the whole test suite (test)
   mutants  cargo mutants -p agentrt over the control files, with only the
            core's tests, reusing target/ (--copy-target=true); any further
@@ -218,6 +225,141 @@ fn install_npm_servers() -> Result<std::path::PathBuf, String> {
         .map_err(|e| format!("{}: {e}", dir.display()))
 }
 
+/// Runs `program` with `args` in `dir`; its stdout, or why it failed.
+fn output_in(program: &Path, args: &[&str], dir: &Path) -> Result<String, String> {
+    eprintln!(
+        "$ (cd {}) {} {}",
+        dir.display(),
+        program.display(),
+        args.join(" ")
+    );
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("{}: {e}", program.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "{} {} exited with {}: {}{}",
+            program.display(),
+            args.join(" "),
+            out.status,
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(stdout)
+}
+
+/// The operator's binaries as a user gets them: `cargo install --path` of
+/// the CLI and the proxy into a temporary root (reusing this workspace's
+/// debug build), then the installed binaries run from another directory
+/// against a database the demo made: the paused run listed, approved,
+/// resumed by the demo, its log intact.
+fn install_test() -> Result<(), String> {
+    let target = Path::new("target")
+        .canonicalize()
+        .map_err(|e| format!("target: {e}"))?;
+    let root = target.join("install-test");
+    let _ = std::fs::remove_dir_all(&root);
+    let elsewhere = root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).map_err(|e| format!("{}: {e}", elsewhere.display()))?;
+    let root_arg = root.to_string_lossy().into_owned();
+    for package in ["crates/agentrt-cli", "crates/agentrt-proxy"] {
+        let args = [
+            "install", "--path", package, "--root", &root_arg, "--debug", "--locked",
+        ];
+        eprintln!(
+            "$ CARGO_TARGET_DIR={} cargo {}",
+            target.display(),
+            args.join(" ")
+        );
+        let installed = cargo_command()
+            .args(args)
+            .env("CARGO_TARGET_DIR", &target)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !installed {
+            return Err(format!("cargo install --path {package} failed"));
+        }
+    }
+    let agentrt = root.join("bin/agentrt");
+    let proxy = root.join("bin/agentrt-proxy");
+    let db = root.join("demo.db");
+    let db_arg = db.to_string_lossy().into_owned();
+    // The demo, from the checkout, makes the database and pauses its run.
+    let demo = output_in(
+        Path::new(&std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())),
+        &["run", "-q", "--example", "scripted", "--", "--db", &db_arg],
+        Path::new("."),
+    )?;
+    let approve_line = demo
+        .lines()
+        .find(|l| l.contains(" approve ") && l.contains("--approval"))
+        .ok_or_else(|| format!("the demo printed no approve command:\n{demo}"))?;
+    let words: Vec<&str> = approve_line.split_whitespace().collect();
+    let after = |flag: &str| {
+        words
+            .iter()
+            .position(|w| *w == flag)
+            .and_then(|i| words.get(i + 1))
+            .map(|w| w.to_string())
+            .ok_or_else(|| format!("no {flag} in {approve_line:?}"))
+    };
+    let run = after("approve")?;
+    let approval = after("--approval")?;
+    // Everything else from another directory, the database named relatively.
+    let db_rel = "../demo.db";
+    let runs = output_in(&agentrt, &["--db", db_rel, "runs"], &elsewhere)?;
+    if !runs.contains(&run) || !runs.contains("WAITING_FOR_APPROVAL") {
+        return Err(format!(
+            "the installed agentrt does not list the paused run:\n{runs}"
+        ));
+    }
+    output_in(
+        &agentrt,
+        &[
+            "--db",
+            db_rel,
+            "approve",
+            &run,
+            "--approval",
+            &approval,
+            "--by",
+            "install-test",
+        ],
+        &elsewhere,
+    )?;
+    output_in(
+        Path::new(&std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())),
+        &[
+            "run",
+            "-q",
+            "--example",
+            "scripted",
+            "--",
+            "--db",
+            &db_arg,
+            "--resume",
+            &run,
+        ],
+        Path::new("."),
+    )?;
+    let runs = output_in(&agentrt, &["--db", db_rel, "runs"], &elsewhere)?;
+    if !runs.contains("COMPLETED") {
+        return Err(format!(
+            "the run did not complete after its approval:\n{runs}"
+        ));
+    }
+    let verified = output_in(&agentrt, &["--db", db_rel, "verify"], &elsewhere)?;
+    if !verified.contains("intact") {
+        return Err(format!("the installed agentrt verify:\n{verified}"));
+    }
+    output_in(&proxy, &["--help"], &elsewhere)?;
+    Ok(())
+}
+
 /// The whole test suite.
 fn test() -> ExitCode {
     // The proxy's overhead benchmark in criterion's test mode: every path
@@ -305,9 +447,14 @@ fn test() -> ExitCode {
         "--test",
         "browser",
     ]) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+        return ExitCode::FAILURE;
+    }
+    match install_test() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("install test: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -555,6 +702,13 @@ fn main() -> ExitCode {
             }
         }
         "test" => test(),
+        "install-test" => match install_test() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("install test: {e}");
+                ExitCode::FAILURE
+            }
+        },
         "mutants" => mutants(&args[1..]),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
