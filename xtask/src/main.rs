@@ -438,7 +438,7 @@ fn test() -> ExitCode {
     }
     // Headless Chromium over WebDriver against the approval page;
     // screenshots land in target/browser-screenshots.
-    if cargo(&[
+    if !cargo(&[
         "test",
         "-p",
         "agentrt-approver",
