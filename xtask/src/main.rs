@@ -59,8 +59,13 @@ const CONTROLS: [&str; 9] = [
     "crates/agentrt/src/budget/caller.rs",
 ];
 
+/// The cargo running this task (`cargo` when not run by cargo).
+fn cargo_path() -> std::path::PathBuf {
+    std::env::var_os("CARGO").map_or_else(|| "cargo".into(), Into::into)
+}
+
 fn cargo_command() -> Command {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    Command::new(cargo_path())
 }
 
 fn cargo(args: &[&str]) -> bool {
@@ -270,17 +275,7 @@ fn install_test() -> Result<(), String> {
         let args = [
             "install", "--path", package, "--root", &root_arg, "--debug", "--locked",
         ];
-        eprintln!(
-            "$ CARGO_TARGET_DIR={} cargo {}",
-            target.display(),
-            args.join(" ")
-        );
-        let installed = cargo_command()
-            .args(args)
-            .env("CARGO_TARGET_DIR", &target)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !installed {
+        if !cargo_with_env(&args, "CARGO_TARGET_DIR", &target) {
             return Err(format!("cargo install --path {package} failed"));
         }
     }
@@ -288,9 +283,10 @@ fn install_test() -> Result<(), String> {
     let proxy = root.join("bin/agentrt-proxy");
     let db = root.join("demo.db");
     let db_arg = db.to_string_lossy().into_owned();
+    let cargo = cargo_path();
     // The demo, from the checkout, makes the database and pauses its run.
     let demo = output_in(
-        Path::new(&std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())),
+        &cargo,
         &["run", "-q", "--example", "scripted", "--", "--db", &db_arg],
         Path::new("."),
     )?;
@@ -332,7 +328,7 @@ fn install_test() -> Result<(), String> {
         &elsewhere,
     )?;
     output_in(
-        Path::new(&std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())),
+        &cargo,
         &[
             "run",
             "-q",
@@ -360,102 +356,99 @@ fn install_test() -> Result<(), String> {
     Ok(())
 }
 
-/// The whole test suite.
-fn test() -> ExitCode {
-    // The proxy's overhead benchmark in criterion's test mode: every path
-    // once and a short table, each answer checked (the figures come from
-    // `cargo bench`).
-    if !cargo(&["test", "--workspace"])
-        || !cargo(&["test", "-p", "agentrt-proxy", "--bench", "overhead"])
-    {
-        return ExitCode::FAILURE;
-    }
-    let npm = match ensure_node().and_then(|()| install_npm_servers()) {
-        Ok(dir) => dir,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let entry = npm.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    // The mcp example's test approves with the `agentrt` binary, found
-    // beside it in target/: build it first.
-    let ok = real_server_test(&entry, "agentrt-mcp", "filesystem_server")
-        && cargo(&["build", "-p", "agentrt-cli"])
-        && real_server_test(&entry, "examples", "mcp_demo");
-    if !ok {
-        return ExitCode::FAILURE;
-    }
-    let base = match ensure_python() {
-        Ok(base) => base,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let python = match install_python_host(&base) {
-        Ok(python) => python,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if !real_host_test(&entry, &python) {
-        return ExitCode::FAILURE;
-    }
-    let receiver = match install_receiver(&base) {
-        Ok(python) => python,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let args = [
-        "test",
-        "-p",
-        "agentrt-export-otel",
-        "--features",
-        "real-receiver",
-        "--test",
-        "receiver",
-    ];
-    eprintln!(
-        "$ AGENTRT_OTELTAP_PYTHON={} cargo {}",
-        receiver.display(),
-        args.join(" ")
-    );
-    let received = cargo_command()
-        .args(args)
-        .env("AGENTRT_OTELTAP_PYTHON", &receiver)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !received {
-        return ExitCode::FAILURE;
-    }
-    if let Err(e) = ensure_chromium() {
-        eprintln!("{e}");
-        return ExitCode::FAILURE;
-    }
-    // Headless Chromium over WebDriver against the approval page;
-    // screenshots land in target/browser-screenshots.
-    if !cargo(&[
-        "test",
-        "-p",
-        "agentrt-approver",
-        "--features",
-        "browser",
-        "--test",
-        "browser",
-    ]) {
-        return ExitCode::FAILURE;
-    }
-    match install_test() {
+/// A step's outcome as an exit code, its error printed.
+fn exit(outcome: Result<(), String>) -> ExitCode {
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("install test: {e}");
+            eprintln!("{e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// `cargo args`, failing with `what` when it does not succeed.
+fn cargo_step(args: &[&str], what: &str) -> Result<(), String> {
+    if cargo(args) {
+        Ok(())
+    } else {
+        Err(format!("{what} failed"))
+    }
+}
+
+/// `cargo args` with one more environment variable, shown in the echo.
+fn cargo_with_env(args: &[&str], name: &str, value: &Path) -> bool {
+    eprintln!("$ {name}={} cargo {}", value.display(), args.join(" "));
+    cargo_command()
+        .args(args)
+        .env(name, value)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The whole test suite.
+fn test() -> ExitCode {
+    exit(test_steps())
+}
+
+fn test_steps() -> Result<(), String> {
+    cargo_step(&["test", "--workspace"], "cargo test --workspace")?;
+    // The proxy's overhead benchmark in criterion's test mode: every path
+    // once and a short table, each answer checked (the figures come from
+    // `cargo bench`).
+    cargo_step(
+        &["test", "-p", "agentrt-proxy", "--bench", "overhead"],
+        "the proxy's overhead benchmark in test mode",
+    )?;
+    ensure_node()?;
+    let npm = install_npm_servers()?;
+    let entry = npm.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    // The mcp example's test approves with the `agentrt` binary, found
+    // beside it in target/: build it first.
+    let servers = real_server_test(&entry, "agentrt-mcp", "filesystem_server")
+        && cargo(&["build", "-p", "agentrt-cli"])
+        && real_server_test(&entry, "examples", "mcp_demo");
+    if !servers {
+        return Err("the tests against the real MCP filesystem server failed".into());
+    }
+    let base = ensure_python()?;
+    let python = install_python_host(&base)?;
+    if !real_host_test(&entry, &python) {
+        return Err("the tests with the Python MCP client as host failed".into());
+    }
+    let receiver = install_receiver(&base)?;
+    let received = cargo_with_env(
+        &[
+            "test",
+            "-p",
+            "agentrt-export-otel",
+            "--features",
+            "real-receiver",
+            "--test",
+            "receiver",
+        ],
+        "AGENTRT_OTELTAP_PYTHON",
+        &receiver,
+    );
+    if !received {
+        return Err("the tests against the OTLP receiver failed".into());
+    }
+    ensure_chromium()?;
+    // Headless Chromium over WebDriver against the approval page;
+    // screenshots land in target/browser-screenshots.
+    cargo_step(
+        &[
+            "test",
+            "-p",
+            "agentrt-approver",
+            "--features",
+            "browser",
+            "--test",
+            "browser",
+        ],
+        "the browser tests",
+    )?;
+    install_test().map_err(|e| format!("install test: {e}"))
 }
 
 /// The oldest Python the MCP host's requirements install on.
@@ -702,13 +695,7 @@ fn main() -> ExitCode {
             }
         }
         "test" => test(),
-        "install-test" => match install_test() {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("install test: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        "install-test" => exit(install_test().map_err(|e| format!("install test: {e}"))),
         "mutants" => mutants(&args[1..]),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");

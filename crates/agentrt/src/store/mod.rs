@@ -9,6 +9,7 @@
 //! [`ReadRows`] and [`GroupRows`]; [`WriteTx`] and the public reads are the
 //! fronts over them. SQLite (`store::sqlite`) is the one engine today.
 
+mod batch;
 mod calls;
 mod chained;
 mod changes;
@@ -236,17 +237,15 @@ impl Store {
         &self,
         f: impl FnOnce(&mut WriteTx<'_>) -> Result<T>,
     ) -> Result<(T, Vec<Event>)> {
-        let mut conn = lock(&self.inner.conn);
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(Error::from_sqlite)?;
+        let conn = lock(&self.inner.conn);
+        let tx = batch::Batch::begin(&conn)?;
         let (value, events) = {
-            let mut rows = sqlite::SqliteRows::new(&tx);
+            let mut rows = sqlite::SqliteRows::new(tx.conn);
             let mut wtx = WriteTx::new(&mut rows, &self.inner.extensions);
             let value = f(&mut wtx)?;
             (value, wtx.finish()?)
         };
-        tx.commit().map_err(Error::from_sqlite)?;
+        tx.commit()?;
         let counters = &self.inner.counters;
         counters.transactions.fetch_add(1, Ordering::Relaxed);
         counters.groups.fetch_add(1, Ordering::Relaxed);

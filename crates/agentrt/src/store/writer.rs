@@ -20,6 +20,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::WriteTx;
+use super::batch::Batch;
 use super::extension::Registry;
 use super::sqlite::SqliteRows;
 use super::watch::Head;
@@ -478,54 +479,6 @@ fn run_group(
             tx.run("ROLLBACK TO agentrt_group")?;
             tx.run("RELEASE agentrt_group")?;
             Ok(Err(e))
-        }
-    }
-}
-
-/// One IMMEDIATE transaction on the write connection, begun, ended and
-/// divided into savepoints through cached statements: rusqlite's
-/// `Transaction` parses its `BEGIN` and `COMMIT` anew each time, about a
-/// tenth of a small commit's own work (docs/performance.md, issue 15).
-/// Dropped unfinished, it rolls back.
-struct Batch<'c> {
-    conn: &'c Connection,
-    open: bool,
-}
-
-impl<'c> Batch<'c> {
-    fn begin(conn: &'c Connection) -> Result<Batch<'c>> {
-        let batch = Batch { conn, open: false };
-        batch.run("BEGIN IMMEDIATE")?;
-        Ok(Batch { conn, open: true })
-    }
-
-    /// Runs one statement without parameters (cached after its first use).
-    fn run(&self, sql: &str) -> Result<()> {
-        self.conn
-            .prepare_cached(sql)
-            .and_then(|mut stmt| stmt.execute([]))
-            .map(|_| ())
-            .map_err(Error::from_sqlite)
-    }
-
-    fn commit(mut self) -> Result<()> {
-        self.run("COMMIT")?;
-        self.open = false;
-        Ok(())
-    }
-
-    fn rollback(mut self) -> Result<()> {
-        self.open = false;
-        self.run("ROLLBACK")
-    }
-}
-
-impl Drop for Batch<'_> {
-    fn drop(&mut self) {
-        // A failed COMMIT may leave the transaction open; SQLite may also
-        // have rolled it back itself (then there is nothing to end).
-        if self.open && !self.conn.is_autocommit() {
-            let _ = self.run("ROLLBACK");
         }
     }
 }
