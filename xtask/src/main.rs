@@ -11,10 +11,17 @@
 //!   and run as root; screenshots in `target/browser-screenshots`), and the
 //!   OpenTelemetry exporter against a real OTLP receiver (OtelTap, pinned
 //!   with hashes, into `target/real-receiver/venv`).
-//! - `ci`: what CI runs (format check, clippy with warnings as errors, the
-//!   whole test suite).
+//! - `ci`: format check, clippy with warnings as errors, `release-check`,
+//!   the whole test suite.
+//! - `release-check`: every published crate packaged, built and unit-tested
+//!   from its package alone; exact pins that agree; a changelog section per
+//!   crate version; the MSRV; the tags a release would create.
+//! - `release CRATE VERSION`: one crate's version, the pins that follow it,
+//!   its changelog section and the lock, in a clean tree.
 //! - `mutants`: cargo-mutants over the files that hold the controls that
 //!   matter most. Slow on two cores, so it is run by hand, not in CI.
+
+mod release;
 
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
@@ -37,7 +44,21 @@ tasks:
            target/install-test (the debug build), then the installed
            binaries run from another directory against the demo's
            database: list, approve, verify
-  ci       format check, clippy -D warnings, the whole test suite (test)
+  release-check [--allow-dirty]
+           every published crate packaged (cargo package), then built and
+           its unit tests run from the unpacked packages alone
+           (target/release-check); satellites pin our crates exactly and
+           the pins agree; a CHANGELOG.md section per crate version; no
+           dependency needs a newer Rust than rust-version (and the
+           workspace checked with that toolchain when rustup has it);
+           prints the tags a release would create
+  release CRATE VERSION
+           in a clean tree: CRATE's version, the exact pins on it, its
+           CHANGELOG.md section (from `### CRATE` under `## Unreleased` to
+           `## CRATE VERSION (date)`) and Cargo.lock; commits and tags
+           nothing
+  ci       format check, clippy -D warnings, release-check, the whole
+           test suite (test)
   mutants  cargo mutants -p agentrt over the control files, with only the
            core's tests, reusing target/ (--copy-target=true); any further
            arguments go to cargo mutants. With --file only the files named
@@ -689,21 +710,46 @@ fn main() -> ExitCode {
                 ],
             ];
             if steps.iter().all(|s| cargo(s)) {
-                test()
+                match release::release_check(Path::new("."), false) {
+                    Ok(()) => test(),
+                    Err(e) => exit(Err(e)),
+                }
             } else {
                 ExitCode::FAILURE
             }
         }
         "test" => test(),
         "install-test" => exit(install_test().map_err(|e| format!("install test: {e}"))),
+        "release-check" => {
+            let allow_dirty = match &args[1..] {
+                [] => false,
+                [flag] if flag == "--allow-dirty" => true,
+                _ => return usage_error(),
+            };
+            exit(release::release_check(Path::new("."), allow_dirty))
+        }
+        "release" => match &args[1..] {
+            [name, version] => exit(release::release(
+                Path::new("."),
+                name,
+                version,
+                &release::today(),
+            )),
+            _ => usage_error(),
+        },
         "mutants" => mutants(&args[1..]),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             ExitCode::SUCCESS
         }
         other => {
-            eprintln!("unknown task {other:?}\n{USAGE}");
-            ExitCode::from(2)
+            eprintln!("unknown task {other:?}");
+            usage_error()
         }
     }
+}
+
+fn usage_error() -> ExitCode {
+    eprintln!("{USAGE}");
+    ExitCode::from(2)
 }
