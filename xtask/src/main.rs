@@ -21,6 +21,7 @@
 //! - `mutants`: cargo-mutants over the files that hold the controls that
 //!   matter most. Slow on two cores, so it is run by hand, not in CI.
 
+mod install_test;
 mod release;
 
 use std::path::Path;
@@ -43,7 +44,9 @@ tasks:
            cargo install --path of the CLI and the proxy into
            target/install-test (the debug build), then the installed
            binaries run from another directory against the demo's
-           database: list, approve, verify
+           database: list, approve, verify; then the installed proxy
+           before the npm filesystem server: pin, check, one call over
+           stdio, its run completed and verified
   release-check [--allow-dirty]
            every published crate packaged (cargo package), then built and
            its unit tests run from the unpacked packages alone
@@ -252,131 +255,6 @@ fn install_npm_servers() -> Result<std::path::PathBuf, String> {
 }
 
 /// Runs `program` with `args` in `dir`; its stdout, or why it failed.
-fn output_in(program: &Path, args: &[&str], dir: &Path) -> Result<String, String> {
-    eprintln!(
-        "$ (cd {}) {} {}",
-        dir.display(),
-        program.display(),
-        args.join(" ")
-    );
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| format!("{}: {e}", program.display()))?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    if !out.status.success() {
-        return Err(format!(
-            "{} {} exited with {}: {}{}",
-            program.display(),
-            args.join(" "),
-            out.status,
-            stdout,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(stdout)
-}
-
-/// The operator's binaries as a user gets them: `cargo install --path` of
-/// the CLI and the proxy into a temporary root (reusing this workspace's
-/// debug build), then the installed binaries run from another directory
-/// against a database the demo made: the paused run listed, approved,
-/// resumed by the demo, its log intact.
-fn install_test() -> Result<(), String> {
-    let target = Path::new("target")
-        .canonicalize()
-        .map_err(|e| format!("target: {e}"))?;
-    let root = target.join("install-test");
-    let _ = std::fs::remove_dir_all(&root);
-    let elsewhere = root.join("elsewhere");
-    std::fs::create_dir_all(&elsewhere).map_err(|e| format!("{}: {e}", elsewhere.display()))?;
-    let root_arg = root.to_string_lossy().into_owned();
-    for package in ["crates/agentrt-cli", "crates/agentrt-proxy"] {
-        let args = [
-            "install", "--path", package, "--root", &root_arg, "--debug", "--locked",
-        ];
-        if !cargo_with_env(&args, "CARGO_TARGET_DIR", &target) {
-            return Err(format!("cargo install --path {package} failed"));
-        }
-    }
-    let agentrt = root.join("bin/agentrt");
-    let proxy = root.join("bin/agentrt-proxy");
-    let db = root.join("demo.db");
-    let db_arg = db.to_string_lossy().into_owned();
-    let cargo = cargo_path();
-    // The demo, from the checkout, makes the database and pauses its run.
-    let demo = output_in(
-        &cargo,
-        &["run", "-q", "--example", "scripted", "--", "--db", &db_arg],
-        Path::new("."),
-    )?;
-    let approve_line = demo
-        .lines()
-        .find(|l| l.contains(" approve ") && l.contains("--approval"))
-        .ok_or_else(|| format!("the demo printed no approve command:\n{demo}"))?;
-    let words: Vec<&str> = approve_line.split_whitespace().collect();
-    let after = |flag: &str| {
-        words
-            .iter()
-            .position(|w| *w == flag)
-            .and_then(|i| words.get(i + 1))
-            .map(|w| w.to_string())
-            .ok_or_else(|| format!("no {flag} in {approve_line:?}"))
-    };
-    let run = after("approve")?;
-    let approval = after("--approval")?;
-    // Everything else from another directory, the database named relatively.
-    let db_rel = "../demo.db";
-    let runs = output_in(&agentrt, &["--db", db_rel, "runs"], &elsewhere)?;
-    if !runs.contains(&run) || !runs.contains("WAITING_FOR_APPROVAL") {
-        return Err(format!(
-            "the installed agentrt does not list the paused run:\n{runs}"
-        ));
-    }
-    output_in(
-        &agentrt,
-        &[
-            "--db",
-            db_rel,
-            "approve",
-            &run,
-            "--approval",
-            &approval,
-            "--by",
-            "install-test",
-        ],
-        &elsewhere,
-    )?;
-    output_in(
-        &cargo,
-        &[
-            "run",
-            "-q",
-            "--example",
-            "scripted",
-            "--",
-            "--db",
-            &db_arg,
-            "--resume",
-            &run,
-        ],
-        Path::new("."),
-    )?;
-    let runs = output_in(&agentrt, &["--db", db_rel, "runs"], &elsewhere)?;
-    if !runs.contains("COMPLETED") {
-        return Err(format!(
-            "the run did not complete after its approval:\n{runs}"
-        ));
-    }
-    let verified = output_in(&agentrt, &["--db", db_rel, "verify"], &elsewhere)?;
-    if !verified.contains("intact") {
-        return Err(format!("the installed agentrt verify:\n{verified}"));
-    }
-    output_in(&proxy, &["--help"], &elsewhere)?;
-    Ok(())
-}
-
 /// A step's outcome as an exit code, its error printed.
 fn exit(outcome: Result<(), String>) -> ExitCode {
     match outcome {
@@ -469,7 +347,7 @@ fn test_steps() -> Result<(), String> {
         ],
         "the browser tests",
     )?;
-    install_test().map_err(|e| format!("install test: {e}"))
+    install_test::install_test().map_err(|e| format!("install test: {e}"))
 }
 
 /// The oldest Python the MCP host's requirements install on.
@@ -719,7 +597,9 @@ fn main() -> ExitCode {
             }
         }
         "test" => test(),
-        "install-test" => exit(install_test().map_err(|e| format!("install test: {e}"))),
+        "install-test" => {
+            exit(install_test::install_test().map_err(|e| format!("install test: {e}")))
+        }
         "release-check" => {
             let allow_dirty = match &args[1..] {
                 [] => false,
