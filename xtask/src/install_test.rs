@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::{cargo_path, cargo_with_env};
+use crate::{capture, cargo_in, cargo_path};
 
+/// [`capture`], echoed with the directory it runs in.
 fn output_in(program: &Path, args: &[&str], dir: &Path) -> Result<String, String> {
     eprintln!(
         "$ (cd {}) {} {}",
@@ -17,23 +18,7 @@ fn output_in(program: &Path, args: &[&str], dir: &Path) -> Result<String, String
         program.display(),
         args.join(" ")
     );
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| format!("{}: {e}", program.display()))?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    if !out.status.success() {
-        return Err(format!(
-            "{} {} exited with {}: {}{}",
-            program.display(),
-            args.join(" "),
-            out.status,
-            stdout,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(stdout)
+    capture(program, args, dir)
 }
 
 /// The operator's binaries as a user gets them: `cargo install --path` of
@@ -56,7 +41,7 @@ pub fn install_test() -> Result<(), String> {
         let args = [
             "install", "--path", package, "--root", &root_arg, "--debug", "--locked",
         ];
-        if !cargo_with_env(&args, "CARGO_TARGET_DIR", &target) {
+        if !cargo_in(Path::new("."), &args, Some(("CARGO_TARGET_DIR", &target))) {
             return Err(format!("cargo install --path {package} failed"));
         }
     }

@@ -93,12 +93,54 @@ fn cargo_command() -> Command {
 }
 
 fn cargo(args: &[&str]) -> bool {
-    eprintln!("$ cargo {}", args.join(" "));
-    cargo_command()
+    cargo_in(Path::new("."), args, None)
+}
+
+/// `cargo args` in `dir`, with one more environment variable when given;
+/// echoed as run. Whether it succeeded.
+fn cargo_in(dir: &Path, args: &[&str], env: Option<(&str, &Path)>) -> bool {
+    let cd = if dir == Path::new(".") {
+        String::new()
+    } else {
+        format!("(cd {}) ", dir.display())
+    };
+    let set = env.map_or_else(String::new, |(name, value)| {
+        format!("{name}={} ", value.display())
+    });
+    eprintln!("$ {cd}{set}cargo {}", args.join(" "));
+    let mut command = cargo_command();
+    command.args(args).current_dir(dir);
+    if let Some((name, value)) = env {
+        command.env(name, value);
+    }
+    command.status().is_ok_and(|s| s.success())
+}
+
+/// `program args` in `dir`: its stdout when it succeeds, else an error
+/// holding its exit status and both outputs.
+fn capture(
+    program: impl AsRef<std::ffi::OsStr>,
+    args: &[&str],
+    dir: &Path,
+) -> Result<String, String> {
+    let program = program.as_ref();
+    let out = Command::new(program)
         .args(args)
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("{}: {e}", program.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "{} {} exited with {}: {}{}",
+            program.display(),
+            args.join(" "),
+            out.status,
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(stdout)
 }
 
 /// The cargo-mutants arguments: the core package, its tests only, the
@@ -275,16 +317,6 @@ fn cargo_step(args: &[&str], what: &str) -> Result<(), String> {
     }
 }
 
-/// `cargo args` with one more environment variable, shown in the echo.
-fn cargo_with_env(args: &[&str], name: &str, value: &Path) -> bool {
-    eprintln!("$ {name}={} cargo {}", value.display(), args.join(" "));
-    cargo_command()
-        .args(args)
-        .env(name, value)
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// The whole test suite.
 fn test() -> ExitCode {
     exit(test_steps())
@@ -316,7 +348,8 @@ fn test_steps() -> Result<(), String> {
         return Err("the tests with the Python MCP client as host failed".into());
     }
     let receiver = install_receiver(&base)?;
-    let received = cargo_with_env(
+    let received = cargo_in(
+        Path::new("."),
         &[
             "test",
             "-p",
@@ -326,8 +359,7 @@ fn test_steps() -> Result<(), String> {
             "--test",
             "receiver",
         ],
-        "AGENTRT_OTELTAP_PYTHON",
-        &receiver,
+        Some(("AGENTRT_OTELTAP_PYTHON", &receiver)),
     );
     if !received {
         return Err("the tests against the OTLP receiver failed".into());

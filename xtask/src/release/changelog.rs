@@ -15,14 +15,23 @@ fn heading(line: &str) -> Option<(usize, Vec<&str>)> {
     Some((level, rest.split_whitespace().collect()))
 }
 
+/// The levels of the headings whose first two words are `name version`.
+fn section_levels<'a>(
+    changelog: &'a str,
+    name: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = usize> + 'a {
+    changelog.lines().filter_map(move |line| {
+        heading(line)
+            .filter(|(_, words)| words.first() == Some(&name) && words.get(1) == Some(&version))
+            .map(|(level, _)| level)
+    })
+}
+
 /// Whether the changelog has a section for `name` at `version`: a `##` or
 /// `###` heading whose first two words are exactly those.
 pub fn has_section(changelog: &str, name: &str, version: &str) -> bool {
-    changelog.lines().any(|line| {
-        heading(line).is_some_and(|(_, words)| {
-            words.first() == Some(&name) && words.get(1) == Some(&version)
-        })
-    })
+    section_levels(changelog, name, version).next().is_some()
 }
 
 /// The changelog with `name`'s unreleased section released as `version`
@@ -90,11 +99,7 @@ pub fn release_section(
 /// Whether `name version` has a released (`##`) section already; an
 /// unreleased `### name version` section is what a first release moves.
 fn is_released(changelog: &str, name: &str, version: &str) -> bool {
-    changelog.lines().any(|line| {
-        heading(line).is_some_and(|(level, words)| {
-            level == 2 && words.first() == Some(&name) && words.get(1) == Some(&version)
-        })
-    })
+    section_levels(changelog, name, version).any(|level| level == 2)
 }
 
 fn trim_blank<'a>(lines: &'a [&'a str]) -> &'a [&'a str] {

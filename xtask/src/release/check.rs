@@ -16,7 +16,7 @@ pub fn pin_problems(packages: &[Package]) -> Vec<String> {
             let Some(target) = packages.iter().find(|p| p.name == dep.name) else {
                 continue;
             };
-            if dep.dev && dep.req == "*" {
+            if dep.is_dropped_from_package() {
                 continue;
             }
             if !target.publishable {
@@ -53,16 +53,17 @@ pub fn metadata_problems(packages: &[Package]) -> Vec<String> {
         .collect()
 }
 
-/// The published crates that pin `name`, with the requirement each holds.
-pub fn pinned_by<'a>(packages: &'a [Package], name: &str) -> Vec<&'a Package> {
+/// The names of the published crates that pin `name`.
+pub fn pinned_by<'a>(packages: &'a [Package], name: &str) -> Vec<&'a str> {
     packages
         .iter()
         .filter(|p| {
             p.publishable
                 && p.dependencies
                     .iter()
-                    .any(|d| d.name == name && !(d.dev && d.req == "*"))
+                    .any(|d| d.name == name && !d.is_dropped_from_package())
         })
+        .map(|p| p.name.as_str())
         .collect()
 }
 
@@ -163,7 +164,7 @@ mod tests {
             package("examples", "0.0.0", false, &[("core", "*", false)]),
         ];
         assert_eq!(pin_problems(&good), Vec::<String>::new());
-        assert_eq!(pinned_by(&good, "core").len(), 2);
+        assert_eq!(pinned_by(&good, "core"), ["core-mcp", "core-proxy"]);
 
         let bad = [
             package("core", "0.2.0", true, &[]),

@@ -6,15 +6,16 @@
 mod changelog;
 mod check;
 mod manifest;
-mod version;
 mod workspace;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use version::Version;
-use workspace::Package;
+use semver::Version;
+use workspace::{Package, tag};
+
+use crate::capture;
 
 fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
@@ -24,43 +25,34 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// `program args` in `dir`, its stdout when it succeeds.
-fn output(program: &str, args: &[&str], dir: &Path) -> Result<String, String> {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| format!("{program}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{program} {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 fn existing_tags(root: &Path) -> Result<BTreeSet<String>, String> {
-    Ok(output("git", &["tag", "--list"], root)?
+    Ok(capture("git", &["tag", "--list"], root)?
         .lines()
         .map(str::to_owned)
         .collect())
 }
 
-fn cargo_in(root: &Path, args: &[&str], target_dir: Option<&Path>) -> Result<(), String> {
-    eprintln!("$ (cd {}) cargo {}", root.display(), args.join(" "));
-    let mut command = Command::new(crate::cargo_path());
-    command.args(args).current_dir(root);
-    if let Some(target) = target_dir {
-        command.env("CARGO_TARGET_DIR", target);
-    }
-    let ok = command.status().is_ok_and(|s| s.success());
-    if ok {
+fn cargo(dir: &Path, args: &[&str], env: Option<(&str, &Path)>) -> Result<(), String> {
+    if crate::cargo_in(dir, args, env) {
         Ok(())
     } else {
         Err(format!("cargo {} failed", args.join(" ")))
     }
+}
+
+/// The root manifest and the `rust-version` it gives the workspace.
+fn root_manifest(root: &Path) -> Result<(toml_edit::DocumentMut, String), String> {
+    let manifest: toml_edit::DocumentMut = read(&root.join("Cargo.toml"))?
+        .parse()
+        .map_err(|e| format!("Cargo.toml: {e}"))?;
+    let rust_version = manifest
+        .get("workspace")
+        .and_then(|w| w.get("package"))
+        .and_then(|p| p.get("rust-version"))
+        .and_then(toml_edit::Item::as_str)
+        .map(str::to_owned)
+        .ok_or("Cargo.toml has no [workspace.package] rust-version")?;
+    Ok((manifest, rust_version))
 }
 
 /// Everything `cargo xtask release-check` checks, in order; every problem
@@ -69,6 +61,7 @@ pub fn release_check(root: &Path, allow_dirty: bool) -> Result<(), String> {
     let root = &root
         .canonicalize()
         .map_err(|e| format!("{}: {e}", root.display()))?;
+    let (manifest, rust_version) = root_manifest(root)?;
     let packages = workspace::packages(root)?;
     let published: Vec<&Package> = packages.iter().filter(|p| p.publishable).collect();
     if published.is_empty() {
@@ -80,15 +73,12 @@ pub fn release_check(root: &Path, allow_dirty: bool) -> Result<(), String> {
         &read(&root.join("CHANGELOG.md"))?,
         &packages,
     ));
-    problems.extend(msrv_problems(root)?);
+    problems.extend(msrv_problems(root, &rust_version)?);
     if !problems.is_empty() {
         return Err(format!("release check:\n  {}", problems.join("\n  ")));
     }
     for package in &published {
-        let pinned: Vec<&str> = check::pinned_by(&packages, &package.name)
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect();
+        let pinned = check::pinned_by(&packages, &package.name);
         if !pinned.is_empty() {
             eprintln!(
                 "{} {} is pinned exactly by {}",
@@ -98,8 +88,8 @@ pub fn release_check(root: &Path, allow_dirty: bool) -> Result<(), String> {
             );
         }
     }
-    build_from_packages(root, &published, allow_dirty)?;
-    msrv_build(root)?;
+    build_from_packages(root, &manifest, &published, allow_dirty)?;
+    msrv_build(root, &rust_version)?;
     let tags = existing_tags(root)?;
     println!("release check passed; the tags a release of each crate at its version gets:");
     for package in &published {
@@ -122,6 +112,7 @@ pub fn release_check(root: &Path, allow_dirty: bool) -> Result<(), String> {
 /// dependencies get only the features it asks for.
 fn build_from_packages(
     root: &Path,
+    root_manifest: &toml_edit::DocumentMut,
     published: &[&Package],
     allow_dirty: bool,
 ) -> Result<(), String> {
@@ -132,7 +123,7 @@ fn build_from_packages(
     for package in published {
         args.extend(["-p", package.name.as_str()]);
     }
-    cargo_in(root, &args, None)?;
+    cargo(root, &args, None)?;
     let target = root.join("target");
     let staging = target.join("release-check");
     if staging.exists() {
@@ -145,7 +136,7 @@ fn build_from_packages(
         let dir = format!("{}-{}", package.name, package.version);
         let crate_file = target.join("package").join(format!("{dir}.crate"));
         let crate_arg = crate_file.to_string_lossy().into_owned();
-        output("tar", &["xzf", &crate_arg], &staging)?;
+        capture("tar", &["xzf", &crate_arg], &staging)?;
         let mut patch = toml_edit::InlineTable::new();
         patch.insert("path", dir.as_str().into());
         patches.insert(&package.name, toml_edit::value(patch));
@@ -162,9 +153,6 @@ fn build_from_packages(
     ws.insert("patch", toml_edit::Item::Table(patch));
     // The checkout's profiles, so dependencies built for the workspace are
     // reused from the shared target directory.
-    let root_manifest: toml_edit::DocumentMut = read(&root.join("Cargo.toml"))?
-        .parse()
-        .map_err(|e| format!("Cargo.toml: {e}"))?;
     if let Some(profile) = root_manifest.get("profile") {
         ws.insert("profile", profile.clone());
     }
@@ -181,7 +169,7 @@ fn build_from_packages(
         if package.has_bins {
             args.push("--bins");
         }
-        if cargo_in(&staging, &args, Some(&target)).is_err() {
+        if cargo(&staging, &args, Some(("CARGO_TARGET_DIR", &target))).is_err() {
             failed.push(package.name.as_str());
         }
     }
@@ -195,24 +183,9 @@ fn build_from_packages(
     }
 }
 
-/// The workspace's `rust-version`, read from the root manifest.
-fn workspace_rust_version(root: &Path) -> Result<String, String> {
-    let manifest: toml_edit::DocumentMut = read(&root.join("Cargo.toml"))?
-        .parse()
-        .map_err(|e| format!("Cargo.toml: {e}"))?;
-    manifest
-        .get("workspace")
-        .and_then(|w| w.get("package"))
-        .and_then(|p| p.get("rust-version"))
-        .and_then(toml_edit::Item::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| "Cargo.toml has no [workspace.package] rust-version".into())
-}
-
 /// Dependencies (on this platform) that need a newer Rust than ours.
-fn msrv_problems(root: &Path) -> Result<Vec<String>, String> {
-    let ours = workspace_rust_version(root)?;
-    let host = output("rustc", &["-vV"], root)?
+fn msrv_problems(root: &Path, ours: &str) -> Result<Vec<String>, String> {
+    let host = capture("rustc", &["-vV"], root)?
         .lines()
         .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
         .ok_or("rustc -vV names no host")?;
@@ -234,7 +207,7 @@ fn msrv_problems(root: &Path) -> Result<Vec<String>, String> {
             ))
         })
         .collect();
-    Ok(check::newer_rust(&ours, &dependencies)?
+    Ok(check::newer_rust(ours, &dependencies)?
         .into_iter()
         .map(|(name, version, theirs)| {
             format!("{name} {version} needs Rust {theirs}, newer than our rust-version {ours}")
@@ -244,9 +217,8 @@ fn msrv_problems(root: &Path) -> Result<Vec<String>, String> {
 
 /// `cargo check` of the workspace with the toolchain our `rust-version`
 /// names, when rustup has it; otherwise says what was checked instead.
-fn msrv_build(root: &Path) -> Result<(), String> {
-    let ours = workspace_rust_version(root)?;
-    let toolchains = output("rustup", &["toolchain", "list"], root).unwrap_or_default();
+fn msrv_build(root: &Path, ours: &str) -> Result<(), String> {
+    let toolchains = capture("rustup", &["toolchain", "list"], root).unwrap_or_default();
     let installed = toolchains.lines().find_map(|line| {
         let name = line.split_whitespace().next()?;
         let version = name.split('-').next()?;
@@ -288,39 +260,22 @@ fn msrv_build(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Today's date (UTC) as YYYY-MM-DD, from the system clock.
+/// Today's date (UTC) as YYYY-MM-DD.
 pub fn today() -> String {
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    civil_date(seconds / 86_400)
-}
-
-/// A day count since 1970-01-01 as a proleptic Gregorian date.
-fn civil_date(days: u64) -> String {
-    // Days since 0000-03-01, in 400-year eras of 146 097 days.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+    jiff::Timestamp::now().strftime("%Y-%m-%d").to_string()
 }
 
 /// `cargo xtask release CRATE VERSION`: the crate's version, the exact pins
 /// other manifests hold on it, its changelog section and the lock file, in
 /// a clean working tree; nothing is committed or tagged.
 pub fn release(root: &Path, name: &str, version: &str, date: &str) -> Result<(), String> {
-    let new = Version::parse(version)?;
+    let new = Version::parse(version)
+        .map_err(|e| format!("{version:?} is not a version (MAJOR.MINOR.PATCH[-PRE]): {e}"))?;
+    if !new.build.is_empty() {
+        return Err(format!(
+            "{version:?}: build metadata is not allowed (crates.io ignores it when comparing)"
+        ));
+    }
     let packages = workspace::packages(root)?;
     let package = packages
         .iter()
@@ -329,16 +284,17 @@ pub fn release(root: &Path, name: &str, version: &str, date: &str) -> Result<(),
     if !package.publishable {
         return Err(format!("{name} is not published (publish = false)"));
     }
-    let dirty = output("git", &["status", "--porcelain"], root)?;
+    let dirty = capture("git", &["status", "--porcelain"], root)?;
     if !dirty.trim().is_empty() {
         return Err(format!(
             "the working tree has uncommitted changes; commit or stash them first:\n{dirty}"
         ));
     }
-    let current = Version::parse(&package.version)?;
+    let current = Version::parse(&package.version).map_err(|e| format!("{name}'s version: {e}"))?;
     let tags = existing_tags(root)?;
     let current_released = tags.contains(&package.tag());
-    let new_tag = format!("{name}-v{new}");
+    let new_text = new.to_string();
+    let new_tag = tag(name, &new_text);
     if tags.contains(&new_tag) {
         return Err(format!("{new_tag} is already tagged"));
     }
@@ -348,37 +304,32 @@ pub fn release(root: &Path, name: &str, version: &str, date: &str) -> Result<(),
             if current_released { " (released)" } else { "" }
         ));
     }
-    let new_text = new.to_string();
     let changelog_path = root.join("CHANGELOG.md");
     let changelog_text =
         changelog::release_section(&read(&changelog_path)?, name, &new_text, date)?;
     // Every edit is made in memory first: a refusal leaves the tree as it was.
-    let mut edits = Vec::new();
-    if new != current {
-        edits.push((
-            package.manifest.clone(),
-            manifest::set_package_version(&read(&package.manifest)?, &new_text)
-                .map_err(|e| format!("{}: {e}", package.manifest.display()))?,
-        ));
-    }
     let mut manifests = vec![root.join("Cargo.toml")];
     for package in &packages {
         if !manifests.contains(&package.manifest) {
             manifests.push(package.manifest.clone());
         }
     }
+    let mut edits = Vec::new();
     let mut moved = 0;
     for path in manifests {
-        let text = match edits.iter().find(|(p, _)| *p == path) {
-            Some((_, text)) => text.clone(),
-            None => read(&path)?,
+        let before = read(&path)?;
+        let edited = |text: &str| -> Result<(String, usize), String> {
+            let text = if path == package.manifest {
+                manifest::set_package_version(text, &new_text)?
+            } else {
+                text.to_owned()
+            };
+            manifest::repin(&text, name, &new_text)
         };
-        let (repinned, count) = manifest::repin(&text, name, &new_text)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        if count > 0 {
-            moved += count;
-            edits.retain(|(p, _)| *p != path);
-            edits.push((path, repinned));
+        let (after, count) = edited(&before).map_err(|e| format!("{}: {e}", path.display()))?;
+        moved += count;
+        if after != before {
+            edits.push((path, after));
         }
     }
     for (path, text) in &edits {
@@ -387,15 +338,12 @@ pub fn release(root: &Path, name: &str, version: &str, date: &str) -> Result<(),
     write(&changelog_path, &changelog_text)?;
     if new != current {
         // The lock names each workspace package's version.
-        cargo_in(root, &["update", "--workspace", "--offline"], None)?;
+        cargo(root, &["update", "--workspace", "--offline"], None)?;
     }
     println!(
         "{name} {current} -> {new}: {moved} exact pin(s) moved, CHANGELOG.md section `## {name} {new} ({date})`"
     );
-    let dependents: Vec<&str> = check::pinned_by(&packages, name)
-        .iter()
-        .map(|p| p.name.as_str())
-        .collect();
+    let dependents = check::pinned_by(&packages, name);
     if !dependents.is_empty() {
         println!(
             "now pinned at ={new} by {}: each needs a release of its own to ship against it",

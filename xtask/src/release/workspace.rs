@@ -1,7 +1,6 @@
 //! The workspace's packages as `cargo metadata` describes them.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -35,25 +34,29 @@ pub struct Package {
 impl Package {
     /// The tag a release of this version gets.
     pub fn tag(&self) -> String {
-        format!("{}-v{}", self.name, self.version)
+        tag(&self.name, &self.version)
+    }
+}
+
+/// The tag of a crate's release: `CRATE-vVERSION`.
+pub fn tag(name: &str, version: &str) -> String {
+    format!("{name}-v{version}")
+}
+
+impl Dependency {
+    /// A dev-dependency given by path alone: `cargo package` drops it, so
+    /// it pins nothing.
+    pub fn is_dropped_from_package(&self) -> bool {
+        self.dev && self.req == "*"
     }
 }
 
 /// `cargo metadata` in `root`, as JSON.
 pub fn metadata(root: &Path, extra: &[&str]) -> Result<Value, String> {
-    let out = Command::new(crate::cargo_path())
-        .args(["metadata", "--format-version", "1"])
-        .args(extra)
-        .current_dir(root)
-        .output()
-        .map_err(|e| format!("cargo metadata: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata's output: {e}"))
+    let mut args = vec!["metadata", "--format-version", "1"];
+    args.extend(extra);
+    let out = crate::capture(crate::cargo_path(), &args, root)?;
+    serde_json::from_str(&out).map_err(|e| format!("cargo metadata's output: {e}"))
 }
 
 fn text(value: &Value, key: &str) -> Result<String, String> {
