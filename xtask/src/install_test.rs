@@ -41,7 +41,11 @@ pub fn install_test() -> Result<(), String> {
         let args = [
             "install", "--path", package, "--root", &root_arg, "--debug", "--locked",
         ];
-        if !cargo_in(Path::new("."), &args, Some(("CARGO_TARGET_DIR", &target))) {
+        if !cargo_in(
+            Path::new("."),
+            &args,
+            Some(("CARGO_TARGET_DIR", target.as_os_str())),
+        ) {
             return Err(format!("cargo install --path {package} failed"));
         }
     }

@@ -10,7 +10,14 @@
 //!   (Debian's `chromium` and `chromium-driver`, installed when missing
 //!   and run as root; screenshots in `target/browser-screenshots`), and the
 //!   OpenTelemetry exporter against a real OTLP receiver (OtelTap, pinned
-//!   with hashes, into `target/real-receiver/venv`).
+//!   with hashes, into `target/real-receiver/venv`), and agentrt-postgres
+//!   against a throwaway PostgreSQL cluster (Debian's `postgresql`
+//!   installed when missing and run as root; see `postgres`), then
+//!   `install-test`.
+//! - `postgres -- CMD ARGS...`: CMD run with a throwaway PostgreSQL
+//!   cluster's connection string in `AGENTRT_TEST_POSTGRES`: initdb into a
+//!   fresh temporary directory, a unix socket there only, stopped and
+//!   removed after CMD, whose exit status it returns.
 //! - `ci`: format check, clippy with warnings as errors, `release-check`,
 //!   the whole test suite.
 //! - `release-check`: every published crate packaged, built and unit-tested
@@ -22,8 +29,10 @@
 //!   matter most. Slow on two cores, so it is run by hand, not in CI.
 
 mod install_test;
+mod postgres;
 mod release;
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
@@ -39,7 +48,19 @@ tasks:
            the approval page in headless Chromium (chromium and
            chromium-driver from Debian when missing, as root), and the
            OTel exporter against OtelTap (target/real-receiver/venv),
+           and agentrt-postgres against a throwaway PostgreSQL cluster
+           (postgresql from Debian when missing, as root; see postgres),
            then install-test
+  postgres -- CMD [ARGS...]
+           CMD run with a throwaway PostgreSQL cluster's libpq connection
+           string in AGENTRT_TEST_POSTGRES: initdb into a fresh directory
+           under the temporary directory, listening on a unix socket there
+           only (as the postgres user when run as root), stopped and
+           removed after CMD; exits with CMD's status. PostgreSQL's server
+           programs on PATH or in /usr/lib/postgresql/VERSION/bin (Debian's
+           postgresql installed when missing, as root).
+           e.g. cargo xtask postgres -- cargo test -p agentrt-postgres \\
+                  --features real-postgres
   install-test
            cargo install --path of the CLI and the proxy into
            target/install-test (the debug build), then the installed
@@ -98,14 +119,14 @@ fn cargo(args: &[&str]) -> bool {
 
 /// `cargo args` in `dir`, with one more environment variable when given;
 /// echoed as run. Whether it succeeded.
-fn cargo_in(dir: &Path, args: &[&str], env: Option<(&str, &Path)>) -> bool {
+fn cargo_in(dir: &Path, args: &[&str], env: Option<(&str, &OsStr)>) -> bool {
     let cd = if dir == Path::new(".") {
         String::new()
     } else {
         format!("(cd {}) ", dir.display())
     };
     let set = env.map_or_else(String::new, |(name, value)| {
-        format!("{name}={} ", value.display())
+        format!("{name}={} ", value.to_string_lossy())
     });
     eprintln!("$ {cd}{set}cargo {}", args.join(" "));
     let mut command = cargo_command();
@@ -359,7 +380,7 @@ fn test_steps() -> Result<(), String> {
             "--test",
             "receiver",
         ],
-        Some(("AGENTRT_OTELTAP_PYTHON", &receiver)),
+        Some(("AGENTRT_OTELTAP_PYTHON", receiver.as_os_str())),
     );
     if !received {
         return Err("the tests against the OTLP receiver failed".into());
@@ -379,6 +400,9 @@ fn test_steps() -> Result<(), String> {
         ],
         "the browser tests",
     )?;
+    // agentrt-postgres against a throwaway cluster, stopped whatever the
+    // tests do.
+    postgres::real_postgres_tests()?;
     install_test::install_test().map_err(|e| format!("install test: {e}"))
 }
 
@@ -650,6 +674,7 @@ fn main() -> ExitCode {
             _ => usage_error(),
         },
         "mutants" => mutants(&args[1..]),
+        "postgres" => postgres::task(&args[1..]).unwrap_or_else(usage_error),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             ExitCode::SUCCESS

@@ -33,7 +33,11 @@ fn existing_tags(root: &Path) -> Result<BTreeSet<String>, String> {
 }
 
 fn cargo(dir: &Path, args: &[&str], env: Option<(&str, &Path)>) -> Result<(), String> {
-    if crate::cargo_in(dir, args, env) {
+    if crate::cargo_in(
+        dir,
+        args,
+        env.map(|(name, value)| (name, value.as_os_str())),
+    ) {
         Ok(())
     } else {
         Err(format!("cargo {} failed", args.join(" ")))

@@ -1,7 +1,7 @@
 //! Model call attempts: recorded before dispatch (only under a live
 //! lease), completed after, and read back.
 
-use rusqlite::Row;
+use super::columns::RowColumns;
 
 use super::schema::StateTable;
 use super::{Store, WriteTx};
@@ -36,14 +36,16 @@ impl WriteTx<'_> {
     }
 }
 
-pub(super) const CALL_COLUMNS: &str = "id, run_id, step_id, attempt, status, model, input_tokens, output_tokens, \
+/// The columns of a model call, in the order [`call_from_row`] reads them.
+pub const CALL_COLUMNS: &str = "id, run_id, step_id, attempt, status, model, input_tokens, output_tokens, \
      cached_input_tokens, cost_micros, latency_ms, error, dispatched_at, completed_at";
 
 fn count(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-pub(super) fn call_from_row(r: &Row<'_>) -> rusqlite::Result<ModelCall> {
+/// A model call from a row of [`CALL_COLUMNS`].
+pub fn call_from_row(r: &dyn RowColumns) -> Result<ModelCall> {
     let status: String = r.get(4)?;
     let dispatched: String = r.get(12)?;
     let completed: String = r.get(13)?;
@@ -51,7 +53,7 @@ pub(super) fn call_from_row(r: &Row<'_>) -> rusqlite::Result<ModelCall> {
         id: r.get(0)?,
         run_id: r.get(1)?,
         step_id: r.get(2)?,
-        attempt: u32::try_from(r.get::<_, i64>(3)?).unwrap_or(0),
+        attempt: u32::try_from(r.int(3)?).unwrap_or(0),
         status: CallStatus::parse(&status).unwrap_or(CallStatus::Error),
         model: r.get(5)?,
         usage: Usage {

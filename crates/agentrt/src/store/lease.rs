@@ -2,7 +2,7 @@
 
 use rusqlite::Connection;
 
-use super::{Store, open};
+use super::{Engine, Store, open};
 use crate::clock::{Timestamp, lock};
 use crate::error::{Error, Result};
 
@@ -30,10 +30,14 @@ impl Store {
         owner: &str,
         expires_at: Timestamp,
     ) -> Result<bool> {
-        let Some(path) = &self.inner.file else {
-            return self.read_conn(|c| renew(c, run_id, owner, &expires_at));
+        let db = match &self.inner.engine {
+            Engine::Sqlite(db) => db,
+            Engine::Backend(backend) => return backend.renew_lease(run_id, owner, &expires_at),
         };
-        let mut slot = lock(&self.inner.heartbeat);
+        let Some(path) = &db.file else {
+            return db.read_conn(|c| renew(c, run_id, owner, &expires_at));
+        };
+        let mut slot = lock(&db.heartbeat);
         if slot.is_none() {
             *slot = Some(open::heartbeat_connection(path)?);
         }

@@ -9,11 +9,14 @@
 //! [`ReadRows`] and [`GroupRows`]; [`WriteTx`] and the public reads are the
 //! fronts over them. SQLite (`store::sqlite`) is the one engine today.
 
+mod backend;
 mod batch;
 mod calls;
 mod chained;
 mod changes;
+mod columns;
 mod digest;
+pub mod engine;
 pub mod extension;
 mod files;
 pub mod group_rows;
@@ -44,6 +47,7 @@ use crate::clock::lock;
 use crate::error::{Error, Result};
 use crate::model::{Event, Run};
 
+pub use backend::{Backend, ChangeSignal};
 pub use changes::{
     ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
 };
@@ -89,10 +93,29 @@ pub struct Store {
     inner: Arc<StoreInner>,
 }
 
+struct StoreInner {
+    engine: Engine,
+    /// Transactions and write groups committed through this handle and
+    /// its clones.
+    counters: Arc<writer::Counters>,
+    /// The highest event seq known committed, by anyone.
+    head: Arc<watch::Head>,
+    /// The extension tables this store writes.
+    extensions: Arc<extension::Registry>,
+}
+
+/// Where the rows are.
+enum Engine {
+    /// A SQLite file (or memory), the embedded default.
+    Sqlite(Box<SqliteEngine>),
+    /// An engine outside the core (see [`Backend`]).
+    Backend(Arc<dyn Backend>),
+}
+
 /// Fields drop in order: the writer thread ends and the read connections
 /// close before the write connection, whose close (the last one) folds the
 /// write-ahead log back and removes the sidecar files.
-struct StoreInner {
+struct SqliteEngine {
     /// The thread that runs async write groups, started on first use
     /// (`None` if it could not start).
     writer: OnceLock<Option<writer::Writer>>,
@@ -108,21 +131,21 @@ struct StoreInner {
     file: Option<PathBuf>,
     path: Option<PathBuf>,
     read_only: bool,
-    /// Transactions and write groups committed through this handle and
-    /// its clones.
-    counters: Arc<writer::Counters>,
-    /// The highest event seq known committed, by anyone.
-    head: Arc<watch::Head>,
-    /// The extension tables this store writes.
-    extensions: Arc<extension::Registry>,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
-            .field("path", &self.inner.path)
-            .field("read_only", &self.inner.read_only)
-            .finish()
+        match &self.inner.engine {
+            Engine::Sqlite(db) => f
+                .debug_struct("Store")
+                .field("path", &db.path)
+                .field("read_only", &db.read_only)
+                .finish(),
+            Engine::Backend(backend) => f
+                .debug_struct("Store")
+                .field("backend", &backend.describe())
+                .finish(),
+        }
     }
 }
 
@@ -208,8 +231,8 @@ impl Store {
             (Some(file), false) => Some(readers::Readers::new(file.clone())),
             _ => None,
         };
-        Store {
-            inner: Arc::new(StoreInner {
+        Store::over(
+            Engine::Sqlite(Box::new(SqliteEngine {
                 conn: Arc::new(Mutex::new(conn)),
                 writer: OnceLock::new(),
                 readers,
@@ -217,6 +240,34 @@ impl Store {
                 file,
                 path,
                 read_only,
+            })),
+            extensions,
+        )
+    }
+
+    /// A store over an engine outside the core (such as
+    /// `agentrt-postgres`'s): the same groups, chain, reads and waits as
+    /// on SQLite. The backend has created or migrated its schema.
+    /// Extensions are not supported on such an engine yet:
+    /// [`Error::ExtensionSchema`] when `options` names any.
+    pub fn with_backend(backend: Arc<dyn Backend>, options: &StoreOptions) -> Result<Store> {
+        if let Some(ext) = options.extensions.first() {
+            return Err(Error::ExtensionSchema {
+                extension: ext.name.to_owned(),
+                table: String::new(),
+                detail: format!("extensions are not supported on {} yet", backend.describe()),
+            });
+        }
+        Ok(Store::over(
+            Engine::Backend(backend),
+            extension::Registry::default(),
+        ))
+    }
+
+    fn over(engine: Engine, extensions: extension::Registry) -> Store {
+        Store {
+            inner: Arc::new(StoreInner {
+                engine,
                 counters: Arc::default(),
                 head: Arc::new(watch::Head::new()),
                 extensions: Arc::new(extensions),
@@ -224,9 +275,24 @@ impl Store {
         }
     }
 
-    /// The database path (`None` in memory).
+    /// The SQLite engine, or the error a SQLite-only operation gives on
+    /// another engine.
+    fn sqlite(&self, what: &str) -> Result<&SqliteEngine> {
+        match &self.inner.engine {
+            Engine::Sqlite(db) => Ok(db),
+            Engine::Backend(backend) => Err(Error::Database {
+                kind: crate::error::DatabaseErrorKind::Other,
+                message: format!("{what} is not available on {} yet", backend.describe()),
+            }),
+        }
+    }
+
+    /// The database path (`None` in memory and on a [`Backend`]).
     pub fn path(&self) -> Option<&Path> {
-        self.inner.path.as_deref()
+        match &self.inner.engine {
+            Engine::Sqlite(db) => db.path.as_deref(),
+            Engine::Backend(_) => None,
+        }
     }
 
     /// Runs `f` in one IMMEDIATE transaction and commits if it returns
@@ -237,15 +303,36 @@ impl Store {
         &self,
         f: impl FnOnce(&mut WriteTx<'_>) -> Result<T>,
     ) -> Result<(T, Vec<Event>)> {
-        let conn = lock(&self.inner.conn);
-        let tx = batch::Batch::begin(&conn)?;
-        let (value, events) = {
-            let mut rows = sqlite::SqliteRows::new(tx.conn);
-            let mut wtx = WriteTx::new(&mut rows, &self.inner.extensions);
-            let value = f(&mut wtx)?;
-            (value, wtx.finish()?)
+        let (value, events) = match &self.inner.engine {
+            Engine::Sqlite(db) => {
+                let conn = lock(&db.conn);
+                let tx = batch::Batch::begin(&conn)?;
+                let done = {
+                    let mut rows = sqlite::SqliteRows::new(tx.conn);
+                    let mut wtx = WriteTx::new(&mut rows, &self.inner.extensions);
+                    let value = f(&mut wtx)?;
+                    (value, wtx.finish()?)
+                };
+                tx.commit()?;
+                done
+            }
+            Engine::Backend(backend) => {
+                let mut f = Some(f);
+                let mut done = None;
+                backend.write_group(&mut |rows| {
+                    let f = f.take().ok_or_else(|| Error::Internal {
+                        detail: "a backend ran a write group twice".into(),
+                    })?;
+                    let mut wtx = WriteTx::new(rows, &self.inner.extensions);
+                    let value = f(&mut wtx)?;
+                    done = Some((value, wtx.finish()?));
+                    Ok(())
+                })?;
+                done.ok_or_else(|| Error::Internal {
+                    detail: "a backend committed a write group it did not run".into(),
+                })?
+            }
         };
-        tx.commit()?;
         let counters = &self.inner.counters;
         counters.transactions.fetch_add(1, Ordering::Relaxed);
         counters.groups.fetch_add(1, Ordering::Relaxed);
@@ -293,6 +380,9 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&mut WriteTx<'_>) -> Result<T> + Send + 'static,
     {
+        if let Engine::Backend(_) = &self.inner.engine {
+            return self.off_executor(move |store| store.write(f)).await;
+        }
         self.writer()?.write(f, None).await
     }
 
@@ -309,6 +399,11 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&mut WriteTx<'_>) -> Result<T> + Send + 'static,
     {
+        if let Engine::Backend(_) = &self.inner.engine {
+            let written = self.off_executor(move |store| store.write(f)).await?;
+            after(&written.0);
+            return Ok(written);
+        }
         self.writer()?.write(f, Some(Box::new(after))).await
     }
 
@@ -320,6 +415,26 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Run) -> Result<T> + Send + 'static,
     {
+        if let Engine::Backend(_) = &self.inner.engine {
+            // A group that writes nothing holds the chain as a batch
+            // boundary does: no group commits until `f` returns.
+            return self
+                .off_executor(move |store| {
+                    let mut f = Some(f);
+                    let (value, _) = store.write(|tx| {
+                        let run = tx.run(&run_id)?.ok_or_else(|| Error::NotFound {
+                            what: "run",
+                            id: run_id.clone(),
+                        })?;
+                        let f = f.take().ok_or_else(|| Error::Internal {
+                            detail: "a run was read twice between batches".into(),
+                        })?;
+                        f(&run)
+                    })?;
+                    Ok(value)
+                })
+                .await;
+        }
         self.writer()?
             .between(move |conn| {
                 let run = sqlite::SqliteRows::new(conn)
@@ -335,11 +450,11 @@ impl Store {
 
     fn writer(&self) -> Result<&writer::Writer> {
         let inner = &self.inner;
-        inner
-            .writer
+        let db = self.sqlite("the writer thread")?;
+        db.writer
             .get_or_init(|| {
                 writer::Writer::start(
-                    Arc::clone(&inner.conn),
+                    Arc::clone(&db.conn),
                     Arc::clone(&inner.counters),
                     Arc::clone(&inner.head),
                     Arc::clone(&inner.extensions),
@@ -395,10 +510,8 @@ impl Store {
         after: i64,
         timeout: std::time::Duration,
     ) -> Result<Option<i64>> {
-        self.wait_for_head(after, timeout, |store| {
-            Ok(crate::verify::chain_head(store)?.map_or(0, |h| h.seq))
-        })
-        .await
+        self.wait_for_head(after, timeout, |store| store.read(|rows| rows.last_seq()))
+            .await
     }
 
     /// Waits until `head` (read off the executor) passes `after`, waking
@@ -410,7 +523,13 @@ impl Store {
         head: impl Fn(&Store) -> Result<i64> + Clone + Send + 'static,
     ) -> Result<Option<i64>> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut changes = self.inner.head.subscribe(self.inner.file.as_ref())?;
+        let mut changes = match &self.inner.engine {
+            Engine::Sqlite(db) => self.inner.head.subscribe(db.file.as_ref())?,
+            Engine::Backend(backend) => {
+                let signal = backend::ChangeSignal::new(&self.inner.head);
+                self.inner.head.subscribe_with(|| backend.watch(signal))?
+            }
+        };
         loop {
             let read = head.clone();
             let latest = self.off_executor(move |store| read(store)).await?;
@@ -462,17 +581,39 @@ impl Store {
     /// writable file store (it does not wait for the writer), else on the
     /// connection.
     pub(crate) fn read<T>(&self, f: impl FnOnce(&dyn ReadRows) -> Result<T>) -> Result<T> {
-        self.read_conn(|conn| f(&sqlite::SqliteRows::new(conn)))
-    }
-
-    /// [`Store::read`] on the SQLite connection itself.
-    pub(crate) fn read_conn<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        match &self.inner.readers {
-            Some(readers) => readers.with(f),
-            None => f(&lock(&self.inner.conn)),
+        match &self.inner.engine {
+            Engine::Sqlite(db) => db.read_conn(|conn| f(&sqlite::SqliteRows::new(conn))),
+            Engine::Backend(backend) => {
+                let mut f = Some(f);
+                let mut value = None;
+                backend.read(&mut |rows| {
+                    let f = f.take().ok_or_else(|| Error::Internal {
+                        detail: "a backend ran a read twice".into(),
+                    })?;
+                    value = Some(f(rows)?);
+                    Ok(())
+                })?;
+                value.ok_or_else(|| Error::Internal {
+                    detail: "a backend returned from a read it did not run".into(),
+                })
+            }
         }
     }
+}
 
+impl SqliteEngine {
+    /// A read on the SQLite connection itself: a pooled read connection of
+    /// a writable file store (it does not wait for the writer), else the
+    /// connection.
+    pub(crate) fn read_conn<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        match &self.readers {
+            Some(readers) => readers.with(f),
+            None => f(&lock(&self.conn)),
+        }
+    }
+}
+
+impl Store {
     /// Runs blocking store work (reads through the pool, a lease renewal)
     /// for async code: on one of the runtime's blocking threads, never on
     /// the caller's executor. A panic in `f` resumes in the caller.

@@ -26,7 +26,7 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use rusqlite::Row;
+use super::columns::RowColumns;
 
 use super::Store;
 use super::read::{approval_from_row, run_from_row, step_from_row};
@@ -65,16 +65,21 @@ impl Col {
         }
     }
 
-    fn select(self) -> String {
+    fn select(self, dialect: Dialect) -> String {
         let n = MAX_PAGE_TEXT;
         match self {
             Int(c) => c.to_owned(),
             Text(c) => format!(
                 "CASE WHEN length({c}) > {n} THEN substr({c}, 1, {n}) || '\u{2026}[cut: ' || length({c}) || ' characters]' ELSE {c} END"
             ),
-            Json(c) => format!(
-                "CASE WHEN length({c}) > {n} THEN json_object('truncated', json('true'), 'length', length({c}), 'head', CAST(substr({c}, 1, {n}) AS TEXT)) ELSE {c} END"
-            ),
+            Json(c) => match dialect {
+                Dialect::Sqlite => format!(
+                    "CASE WHEN length({c}) > {n} THEN json_object('truncated', json('true'), 'length', length({c}), 'head', CAST(substr({c}, 1, {n}) AS TEXT)) ELSE {c} END"
+                ),
+                Dialect::Postgres => format!(
+                    "CASE WHEN length({c}) > {n} THEN json_build_object('truncated', true, 'length', length({c}), 'head', substr({c}, 1, {n}))::text ELSE {c} END"
+                ),
+            },
             Dropped(c) => format!("CASE WHEN length({c}) > {n} THEN '' ELSE {c} END"),
         }
     }
@@ -156,20 +161,60 @@ const EVENT_COLS: &[Col] = &[
 
 /// `SELECT` list: the capped columns, then one text column naming the cut
 /// ones (empty when nothing was cut).
-fn select_list(cols: &[Col]) -> String {
-    let mut parts: Vec<String> = cols.iter().map(|c| c.select()).collect();
+fn select_list(cols: &[Col], dialect: Dialect) -> String {
+    let mut parts: Vec<String> = cols.iter().map(|c| c.select(dialect)).collect();
     let notes: Vec<String> = cols.iter().filter_map(|c| c.cut_note()).collect();
     parts.push(format!("({})", notes.join(" || ")));
     parts.join(", ")
 }
 
-pub(super) static RUN_SELECT: LazyLock<String> = LazyLock::new(|| select_list(RUN_COLS));
-pub(super) static STEP_SELECT: LazyLock<String> = LazyLock::new(|| select_list(STEP_COLS));
-pub(super) static APPROVAL_SELECT: LazyLock<String> = LazyLock::new(|| select_list(APPROVAL_COLS));
-pub(super) static EVENT_SELECT: LazyLock<String> = LazyLock::new(|| select_list(EVENT_COLS));
+pub(super) static RUN_SELECT: LazyLock<String> =
+    LazyLock::new(|| select_list(RUN_COLS, Dialect::Sqlite));
+pub(super) static STEP_SELECT: LazyLock<String> =
+    LazyLock::new(|| select_list(STEP_COLS, Dialect::Sqlite));
+pub(super) static APPROVAL_SELECT: LazyLock<String> =
+    LazyLock::new(|| select_list(APPROVAL_COLS, Dialect::Sqlite));
+pub(super) static EVENT_SELECT: LazyLock<String> =
+    LazyLock::new(|| select_list(EVENT_COLS, Dialect::Sqlite));
+
+/// The SQL dialect a capped select list is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// SQLite's.
+    Sqlite,
+    /// PostgreSQL's.
+    Postgres,
+}
+
+/// The tables a page read selects from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageTable {
+    /// `runs` joined with `run_labels` (`RUN_FROM`).
+    Runs,
+    /// `steps`.
+    Steps,
+    /// `approvals`.
+    Approvals,
+    /// `events`.
+    Events,
+}
+
+/// The select list of a capped read of `table` in `dialect`: the columns
+/// of the table's whole read in the same order, each cut at
+/// [`MAX_PAGE_TEXT`], then one text column naming the cut ones, which
+/// `capped_run`, `capped_step` and `capped_approval` read.
+pub fn capped_select(table: PageTable, dialect: Dialect) -> String {
+    let cols = match table {
+        PageTable::Runs => RUN_COLS,
+        PageTable::Steps => STEP_COLS,
+        PageTable::Approvals => APPROVAL_COLS,
+        PageTable::Events => EVENT_COLS,
+    };
+    select_list(cols, dialect)
+}
 
 /// The cut note of a row selected with [`select_list`]: the last column.
-fn cut_note(r: &Row<'_>, cols: &[Col]) -> rusqlite::Result<Option<String>> {
+fn cut_note(r: &dyn RowColumns, cols: &[Col]) -> Result<Option<String>> {
     let note: Option<String> = r.get(cols.len())?;
     let note = note.unwrap_or_default();
     let note = note.trim_end_matches("; ");
@@ -185,7 +230,9 @@ fn with_note(existing: Option<String>, note: Option<String>) -> Option<String> {
     }
 }
 
-pub(super) fn capped_run(r: &Row<'_>) -> rusqlite::Result<Run> {
+/// A run from a row of `capped_select(PageTable::Runs, …)`, its cut
+/// columns named in `decode_error`.
+pub fn capped_run(r: &dyn RowColumns) -> Result<Run> {
     let run = run_from_row(r)?;
     let note = cut_note(r, RUN_COLS)?;
     Ok(Run {
@@ -194,7 +241,9 @@ pub(super) fn capped_run(r: &Row<'_>) -> rusqlite::Result<Run> {
     })
 }
 
-pub(super) fn capped_step(r: &Row<'_>) -> rusqlite::Result<Step> {
+/// A step from a row of `capped_select(PageTable::Steps, …)`, its cut
+/// columns named in `decode_error`.
+pub fn capped_step(r: &dyn RowColumns) -> Result<Step> {
     let step = step_from_row(r)?;
     let note = cut_note(r, STEP_COLS)?;
     Ok(Step {
@@ -203,7 +252,9 @@ pub(super) fn capped_step(r: &Row<'_>) -> rusqlite::Result<Step> {
     })
 }
 
-pub(super) fn capped_approval(r: &Row<'_>) -> rusqlite::Result<Approval> {
+/// An approval from a row of `capped_select(PageTable::Approvals, …)`,
+/// its cut columns named in `decode_error`.
+pub fn capped_approval(r: &dyn RowColumns) -> Result<Approval> {
     let approval = approval_from_row(r)?;
     let note = cut_note(r, APPROVAL_COLS)?;
     Ok(Approval {

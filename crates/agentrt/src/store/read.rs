@@ -2,10 +2,10 @@
 //! in the value's `decode_error` instead of failing the read, so a damaged
 //! run can still be listed, shown and cancelled.
 
-use rusqlite::Row;
 use rusqlite::types::Value;
 
 use super::Store;
+use super::columns::RowColumns;
 use super::read_rows::Cut;
 pub use super::read_rows::Page;
 use crate::clock::Timestamp;
@@ -85,14 +85,16 @@ impl Problems {
     }
 }
 
-pub(super) const RUN_COLUMNS: &str = "id, goal, status, reason, reason_detail, limits_json, step_count, created_at, \
+/// The columns of a run, selected from [`RUN_FROM`], in the order
+/// [`run_from_row`] reads them.
+pub const RUN_COLUMNS: &str = "id, goal, status, reason, reason_detail, limits_json, step_count, created_at, \
      finished_at, result_json, model_calls, input_tokens, output_tokens, cached_input_tokens, \
      estimated_cost_micros, active_ms, labels_json";
 
 /// The rows [`RUN_COLUMNS`] are selected from: a run and its labels, if it
 /// has any (`labels_json` is NULL when it has none). Conditions name the
 /// run's columns as `runs.…`.
-pub(super) const RUN_FROM: &str = "runs LEFT JOIN run_labels ON run_labels.run_id = runs.id";
+pub const RUN_FROM: &str = "runs LEFT JOIN run_labels ON run_labels.run_id = runs.id";
 
 /// ` WHERE …` keeping only the runs that carry every label of `labels`
 /// (empty for no labels), and its parameters. One `EXISTS` per label over
@@ -115,7 +117,9 @@ pub(super) fn label_filter(labels: &Labels) -> (String, Vec<Value>) {
     (format!(" WHERE {}", clauses.join(" AND ")), params)
 }
 
-pub(super) fn run_from_row(r: &Row<'_>) -> rusqlite::Result<Run> {
+/// A run from a row of [`RUN_COLUMNS`]; a column that does not decode is
+/// named in its `decode_error`.
+pub fn run_from_row(r: &dyn RowColumns) -> Result<Run> {
     let mut p = Problems::default();
     let status_text: String = r.get(2)?;
     let status = RunStatus::parse(&status_text).unwrap_or_else(|| {
@@ -179,10 +183,13 @@ pub(super) fn run_from_row(r: &Row<'_>) -> rusqlite::Result<Run> {
     })
 }
 
-pub(super) const STEP_COLUMNS: &str = "id, run_id, idx, status, decision_json, policy_json, observation_json, \
+/// The columns of a step, in the order [`step_from_row`] reads them.
+pub const STEP_COLUMNS: &str = "id, run_id, idx, status, decision_json, policy_json, observation_json, \
      started_at, finished_at, spec_hash, policy_id";
 
-pub(super) fn step_from_row(r: &Row<'_>) -> rusqlite::Result<Step> {
+/// A step from a row of [`STEP_COLUMNS`]; a column that does not decode
+/// is named in its `decode_error`.
+pub fn step_from_row(r: &dyn RowColumns) -> Result<Step> {
     let mut p = Problems::default();
     let status_text: String = r.get(3)?;
     let status = StepStatus::parse(&status_text).unwrap_or_else(|| {
@@ -214,10 +221,13 @@ pub(super) fn step_from_row(r: &Row<'_>) -> rusqlite::Result<Step> {
     })
 }
 
-pub(super) const APPROVAL_COLUMNS: &str = "id, run_id, step_id, kind, capability_json, presentation_json, \
+/// The columns of an approval, in the order [`approval_from_row`] reads them.
+pub const APPROVAL_COLUMNS: &str = "id, run_id, step_id, kind, capability_json, presentation_json, \
      request_json, hash, status, created_at, decided_at, decided_by, note, expires_at";
 
-pub(super) fn approval_from_row(r: &Row<'_>) -> rusqlite::Result<Approval> {
+/// An approval from a row of [`APPROVAL_COLUMNS`]; a column that does not
+/// decode is named in its `decode_error`.
+pub fn approval_from_row(r: &dyn RowColumns) -> Result<Approval> {
     let mut p = Problems::default();
     let status_text: String = r.get(8)?;
     let status = ApprovalStatus::parse(&status_text).unwrap_or_else(|| {
@@ -262,9 +272,11 @@ pub(super) fn approval_from_row(r: &Row<'_>) -> rusqlite::Result<Approval> {
     })
 }
 
-pub(super) const EVENT_COLUMNS: &str = "seq, run_id, step_id, at, type, payload_json";
+/// The columns of an event, in the order [`event_from_row`] reads them.
+pub const EVENT_COLUMNS: &str = "seq, run_id, step_id, at, type, payload_json";
 
-pub(super) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<Event> {
+/// An event from a row of [`EVENT_COLUMNS`].
+pub fn event_from_row(r: &dyn RowColumns) -> Result<Event> {
     let type_text: String = r.get(4)?;
     Ok(Event {
         seq: r.get(0)?,

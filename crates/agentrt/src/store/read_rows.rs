@@ -72,6 +72,8 @@ pub trait ReadRows {
     fn lease(&self, run_id: &str) -> Result<Option<(String, String)>>;
     /// The seq of a run's latest event (0 when it has none).
     fn run_head(&self, run_id: &str) -> Result<i64>;
+    /// The seq of the latest stored event of any run (0 when there is none).
+    fn last_seq(&self) -> Result<i64>;
 
     /// All of a run's steps, whole, by index.
     fn steps(&self, run_id: &str) -> Result<Vec<Step>>;

@@ -106,6 +106,10 @@ impl ReadRows for Memory {
             .unwrap_or(0))
     }
 
+    fn last_seq(&self) -> Result<i64> {
+        Ok(self.events.iter().map(|(e, _, _)| e.seq).max().unwrap_or(0))
+    }
+
     fn steps(&self, _: &str) -> Result<Vec<Step>> {
         Err(unsupported("step reads"))
     }
@@ -601,6 +605,8 @@ fn a_second_engine_behind_group_rows_yields_the_same_chain_as_sqlite() {
         "the lease was released"
     );
     let sqlite_events: Vec<(i64, String, String, String)> = store
+        .sqlite("a test")
+        .unwrap()
         .read_conn(|c| {
             let mut stmt = c
                 .prepare("SELECT seq, type, rows_json, hash FROM events ORDER BY seq")

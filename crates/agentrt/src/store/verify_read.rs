@@ -111,7 +111,7 @@ impl Store {
     /// Runs `f` inside one read transaction on the store's connection (held
     /// for the whole call).
     pub(crate) fn snapshot<T>(&self, f: impl FnOnce(&Snapshot<'_>) -> Result<T>) -> Result<T> {
-        let conn = lock(&self.inner.conn);
+        let conn = lock(&self.sqlite("verify")?.conn);
         let tx = conn.unchecked_transaction().map_err(Error::from_sqlite)?;
         let value = {
             let snap = Snapshot {

@@ -45,7 +45,7 @@ impl Head {
         }
     }
 
-    fn advance(&self, seq: i64) {
+    pub(super) fn advance(&self, seq: i64) {
         self.seq.send_if_modified(|head| {
             let moved = seq > *head;
             if moved {
@@ -58,22 +58,46 @@ impl Head {
     /// A receiver that wakes on every later head; for a file store, starts
     /// the poller if it is not running.
     pub fn subscribe(self: &Arc<Head>, file: Option<&PathBuf>) -> Result<watch::Receiver<i64>> {
-        let receiver = self.seq.subscribe();
-        if let Some(file) = file {
-            let mut polling = lock(&self.polling);
-            if !*polling {
+        match file {
+            Some(file) => self.subscribe_with(|| {
                 let conn = open::reader_connection(file)?;
                 let head = Arc::downgrade(self);
                 std::thread::Builder::new()
                     .name("agentrt-watch".into())
                     .spawn(move || poll(&conn, &head))
+                    .map(drop)
                     .map_err(|e| Error::Internal {
                         detail: format!("cannot start the store's change poller: {e}"),
-                    })?;
-                *polling = true;
-            }
+                    })
+            }),
+            None => Ok(self.seq.subscribe()),
+        }
+    }
+
+    /// A receiver that wakes on every later head; calls `start` to start
+    /// the watcher of other commits when none runs.
+    pub fn subscribe_with(
+        &self,
+        start: impl FnOnce() -> Result<()>,
+    ) -> Result<watch::Receiver<i64>> {
+        let receiver = self.seq.subscribe();
+        let mut polling = lock(&self.polling);
+        if !*polling {
+            start()?;
+            *polling = true;
         }
         Ok(receiver)
+    }
+
+    /// Whether anyone waits; when nobody does, the watcher must stop, and
+    /// is marked stopped so that the next waiter starts one.
+    pub(super) fn has_waiters(&self) -> bool {
+        let mut polling = lock(&self.polling);
+        if self.seq.receiver_count() == 0 {
+            *polling = false;
+            return false;
+        }
+        true
     }
 }
 
@@ -86,13 +110,9 @@ fn poll(conn: &Connection, head: &Weak<Head>) {
         let Some(head) = head.upgrade() else {
             return;
         };
-        {
-            let mut polling = lock(&head.polling);
-            if head.seq.receiver_count() == 0 {
-                // Nobody waits: stop; the next waiter starts a poller.
-                *polling = false;
-                return;
-            }
+        if !head.has_waiters() {
+            // Nobody waits: stop; the next waiter starts a poller.
+            return;
         }
         let now = data_version(conn).ok();
         if now.is_some() && now != version {

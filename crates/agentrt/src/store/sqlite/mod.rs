@@ -7,8 +7,9 @@ mod group;
 mod read;
 
 use rusqlite::types::{Value, ValueRef};
-use rusqlite::{Connection, Row, params_from_iter};
+use rusqlite::{Connection, params_from_iter};
 
+use super::columns::RowColumns;
 use super::extension::{ExtensionTable, SqlValue, quoted, quoted_list};
 use super::read_rows::{StoredRow, StoredValue};
 use crate::error::{Error, Result};
@@ -44,13 +45,15 @@ impl<'c> SqliteRows<'c> {
         &self,
         sql: &str,
         params: impl rusqlite::Params,
-        f: fn(&Row<'_>) -> rusqlite::Result<T>,
+        f: fn(&dyn RowColumns) -> Result<T>,
     ) -> Result<Vec<T>> {
         let mut stmt = self.conn.prepare_cached(sql).map_err(Error::from_sqlite)?;
-        stmt.query_map(params, f)
-            .map_err(Error::from_sqlite)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(Error::from_sqlite)
+        let mut rows = stmt.query(params).map_err(Error::from_sqlite)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(Error::from_sqlite)? {
+            out.push(f(row)?);
+        }
+        Ok(out)
     }
 
     /// The first row of a query, decoded by `f`, if there is one.
@@ -58,11 +61,14 @@ impl<'c> SqliteRows<'c> {
         &self,
         sql: &str,
         params: impl rusqlite::Params,
-        f: fn(&Row<'_>) -> rusqlite::Result<T>,
+        f: fn(&dyn RowColumns) -> Result<T>,
     ) -> Result<Option<T>> {
         let mut stmt = self.conn.prepare_cached(sql).map_err(Error::from_sqlite)?;
-        let mut rows = stmt.query_map(params, f).map_err(Error::from_sqlite)?;
-        rows.next().transpose().map_err(Error::from_sqlite)
+        let mut rows = stmt.query(params).map_err(Error::from_sqlite)?;
+        match rows.next().map_err(Error::from_sqlite)? {
+            Some(row) => f(row).map(Some),
+            None => Ok(None),
+        }
     }
 }
 

@@ -4,6 +4,7 @@ use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, params, params_from_iter};
 
 use super::super::calls::{CALL_COLUMNS, call_from_row};
+use super::super::columns::Decode;
 use super::super::extension::{ExtensionTable, SqlValue};
 use super::super::page::{
     APPROVAL_SELECT, EVENT_SELECT, MAX_PAGE_TEXT, RUN_SELECT, STEP_SELECT, capped_approval,
@@ -47,7 +48,7 @@ impl ReadRows for SqliteRows<'_> {
         let (limit, offset) = bounds(limit, offset);
         params.push(Value::Integer(limit));
         params.push(Value::Integer(offset));
-        let (columns, decode): (&str, fn(&rusqlite::Row<'_>) -> rusqlite::Result<Run>) = match cut {
+        let (columns, decode): (&str, Decode<Run>) = match cut {
             Cut::Whole => (RUN_COLUMNS, run_from_row),
             Cut::Capped => (RUN_SELECT.as_str(), capped_run),
         };
@@ -83,6 +84,13 @@ impl ReadRows for SqliteRows<'_> {
             .map_err(Error::from_sqlite)
     }
 
+    fn last_seq(&self) -> Result<i64> {
+        self.conn
+            .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events")
+            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
+            .map_err(Error::from_sqlite)
+    }
+
     fn steps(&self, run_id: &str) -> Result<Vec<Step>> {
         let sql = format!("SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY idx");
         self.rows(&sql, [run_id], step_from_row)
@@ -91,8 +99,7 @@ impl ReadRows for SqliteRows<'_> {
     fn steps_page(&self, run_id: &str, limit: u64, offset: u64, cut: Cut) -> Result<Page<Step>> {
         let total = self.count("SELECT COUNT(*) FROM steps WHERE run_id = ?", [run_id])?;
         let (limit, offset) = bounds(limit, offset);
-        let (columns, decode): (&str, fn(&rusqlite::Row<'_>) -> rusqlite::Result<Step>) = match cut
-        {
+        let (columns, decode): (&str, Decode<Step>) = match cut {
             Cut::Whole => (STEP_COLUMNS, step_from_row),
             Cut::Capped => (STEP_SELECT.as_str(), capped_step),
         };
@@ -148,11 +155,10 @@ impl ReadRows for SqliteRows<'_> {
     ) -> Result<Page<Approval>> {
         let total = self.count(PENDING_COUNT, [run_id])?;
         let (limit, offset) = bounds(limit, offset);
-        let (columns, decode): (&str, fn(&rusqlite::Row<'_>) -> rusqlite::Result<Approval>) =
-            match cut {
-                Cut::Whole => (APPROVAL_COLUMNS, approval_from_row),
-                Cut::Capped => (APPROVAL_SELECT.as_str(), capped_approval),
-            };
+        let (columns, decode): (&str, Decode<Approval>) = match cut {
+            Cut::Whole => (APPROVAL_COLUMNS, approval_from_row),
+            Cut::Capped => (APPROVAL_SELECT.as_str(), capped_approval),
+        };
         let sql = format!(
             "SELECT {columns} FROM approvals WHERE run_id = ?1 AND status = 'pending'
              ORDER BY rowid LIMIT ?2 OFFSET ?3"

@@ -1,0 +1,200 @@
+//! The core's `Backend` on PostgreSQL: write groups, reads, lease renewals
+//! and the change signal.
+//!
+//! A write group is one transaction (READ COMMITTED) whose first statement
+//! locks the chain head row (`SELECT … FOR UPDATE` on `agentrt_chain`).
+//! Groups of every host therefore queue on that row instead of
+//! conflicting: once a group holds it, every later statement of the group
+//! sees every group committed before, its guards are checked in the
+//! statements that make its changes, and no other group commits until it
+//! ends. Taking the lock is the one statement that can meet a
+//! serialization failure or a broken deadlock; it is retried before the
+//! group runs, so a group runs once and commits whole or not at all.
+
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use agentrt::clock::Timestamp;
+use agentrt::store::engine::{Backend, ChangeSignal, GroupRows, ReadRows};
+use agentrt::{Error, Result};
+use tokio_postgres::{AsyncMessage, Config, IsolationLevel, NoTls};
+
+use crate::error::{Describe, is_retryable, pg_error};
+use crate::group::LISTEN;
+use crate::pool::Pool;
+use crate::rows::PgRows;
+use crate::runtime::{IoRuntime, block_on};
+
+/// How often taking the chain head's lock is tried before the group gives
+/// up with the server's error.
+const LOCK_ATTEMPTS: u32 = 8;
+
+/// How often the listener checks whether anyone still waits.
+const WATCH_TICK: Duration = Duration::from_millis(500);
+
+/// The store's engine on one PostgreSQL database.
+pub(crate) struct PgBackend {
+    pub(crate) pool: Pool,
+    pub(crate) config: Config,
+    pub(crate) runtime: Arc<IoRuntime>,
+    pub(crate) about: Describe,
+}
+
+impl Backend for PgBackend {
+    fn write_group(&self, group: &mut dyn FnMut(&mut dyn GroupRows) -> Result<()>) -> Result<()> {
+        self.pool.with(|conn| {
+            let mut attempt = 0;
+            let tx = loop {
+                attempt += 1;
+                let tx = block_on(conn.client.transaction()).map_err(|e| pg_error(&e))?;
+                let locked = block_on(
+                    tx.execute("SELECT 1 FROM agentrt_chain WHERE id = 1 FOR UPDATE", &[]),
+                );
+                match locked {
+                    Ok(1) => break tx,
+                    Ok(_) => {
+                        return Err(Error::Internal {
+                            detail: format!("{} has no chain head row", self.about),
+                        });
+                    }
+                    Err(e) if is_retryable(&e) && attempt < LOCK_ATTEMPTS => {
+                        block_on(tx.rollback()).map_err(|e| pg_error(&e))?;
+                    }
+                    Err(e) => return Err(pg_error(&e)),
+                }
+            };
+            {
+                let mut rows = PgRows::new(&tx, &mut conn.statements);
+                group(&mut rows)?;
+            }
+            block_on(tx.commit()).map_err(|e| pg_error(&e))
+        })
+    }
+
+    fn read(&self, f: &mut dyn FnMut(&dyn ReadRows) -> Result<()>) -> Result<()> {
+        self.pool.with(|conn| {
+            // One snapshot for the whole read, as a SQLite read transaction.
+            let tx = block_on(
+                conn.client
+                    .build_transaction()
+                    .isolation_level(IsolationLevel::RepeatableRead)
+                    .read_only(true)
+                    .start(),
+            )
+            .map_err(|e| pg_error(&e))?;
+            {
+                let rows = PgRows::new(&tx, &mut conn.statements);
+                f(&rows)?;
+            }
+            block_on(tx.commit()).map_err(|e| pg_error(&e))
+        })
+    }
+
+    fn renew_lease(&self, run_id: &str, owner: &str, expires_at: &Timestamp) -> Result<bool> {
+        let expires = expires_at.to_string();
+        self.pool.with(|conn| {
+            let n = block_on(conn.client.execute(
+                "UPDATE runs SET lease_expires_at = $1 WHERE id = $2 AND lease_owner = $3 AND status = 'RUNNING'",
+                &[&expires, &run_id, &owner],
+            ))
+            .map_err(|e| pg_error(&e))?;
+            Ok(n == 1)
+        })
+    }
+
+    fn watch(&self, signal: ChangeSignal) -> Result<()> {
+        let config = self.config.clone();
+        let listening = self.runtime.handle()?.spawn(async move {
+            let (client, connection) = config.connect(NoTls).await?;
+            let (ready, started) = tokio::sync::oneshot::channel();
+            tokio::spawn(listen(client, connection, signal, ready));
+            Ok::<_, tokio_postgres::Error>(started)
+        });
+        let started = match block_on(listening) {
+            Ok(Ok(started)) => started,
+            Ok(Err(e)) => return Err(pg_error(&e)),
+            Err(_) => return Err(stopped()),
+        };
+        // Subscribed once `LISTEN` is in effect: a commit after this call
+        // returns is heard.
+        match block_on(started) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(pg_error(&e)),
+            Err(_) => Err(stopped()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        self.about.to_string()
+    }
+}
+
+fn stopped() -> Error {
+    Error::Internal {
+        detail: "the PostgreSQL store's listener stopped before it listened".into(),
+    }
+}
+
+/// The listener task: drives its own connection (whose notices only the
+/// connection's owner sees), says when `LISTEN` took effect, then
+/// announces every notice's head seq until nobody waits or the connection
+/// breaks (the next waiter then starts another).
+async fn listen<S, T>(
+    client: tokio_postgres::Client,
+    mut connection: tokio_postgres::Connection<S, T>,
+    signal: ChangeSignal,
+    ready: tokio::sync::oneshot::Sender<std::result::Result<(), tokio_postgres::Error>>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut listen = Box::pin(client.batch_execute(LISTEN));
+    let mut ready = Some(ready);
+    let mut tick = tokio::time::interval(WATCH_TICK);
+    loop {
+        let message = std::future::poll_fn(|cx| {
+            if let Some(sender) = ready.take() {
+                match listen.as_mut().poll(cx) {
+                    Poll::Ready(outcome) => {
+                        let failed = outcome.is_err();
+                        let _ = sender.send(outcome);
+                        if failed {
+                            return Poll::Ready(None);
+                        }
+                    }
+                    Poll::Pending => ready = Some(sender),
+                }
+            }
+            // Not before `LISTEN` took effect: the subscriber holds the
+            // store's watcher lock until then, which `wanted` takes.
+            if ready.is_none() && tick.poll_tick(cx).is_ready() && !signal.wanted() {
+                return Poll::Ready(None);
+            }
+            connection.poll_message(cx)
+        })
+        .await;
+        match message {
+            Some(Ok(AsyncMessage::Notification(notice))) => {
+                let seq = notice.payload().parse::<i64>().unwrap_or(0);
+                if !signal.announce(seq) {
+                    return;
+                }
+            }
+            Some(Ok(_)) => {}
+            Some(Err(_)) | None => {
+                // Stopped or broken: the watcher is marked stopped once
+                // nobody waits; until then a waiter's timeout still holds.
+                while signal.wanted() {
+                    tokio::time::sleep(WATCH_TICK).await;
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// The backend as the core takes it.
+pub(crate) fn shared(backend: PgBackend) -> Arc<dyn Backend> {
+    Arc::new(backend)
+}

@@ -1,0 +1,80 @@
+//! PostgreSQL's errors as the core's, and what a database is called in
+//! messages: never its password.
+
+use std::path::PathBuf;
+
+use agentrt::{DatabaseErrorKind, Error};
+use tokio_postgres::error::SqlState;
+
+/// A PostgreSQL error as the core's `Error::Database`, its kind from the
+/// SQLSTATE class. The client's messages name the server's complaint,
+/// never the connection string.
+pub(crate) fn pg_error(e: &tokio_postgres::Error) -> Error {
+    let kind = match e.code().map(SqlState::code) {
+        Some(code) if code.starts_with("23") => DatabaseErrorKind::Constraint,
+        Some("53100") => DatabaseErrorKind::Full,
+        Some("25006") => DatabaseErrorKind::ReadOnly,
+        Some("XX001" | "XX002") => DatabaseErrorKind::Corrupt,
+        Some(code) if code.starts_with("08") || code.starts_with("58") => DatabaseErrorKind::Io,
+        None if e.is_closed() => DatabaseErrorKind::Io,
+        _ => DatabaseErrorKind::Other,
+    };
+    let message = match e.as_db_error() {
+        Some(db) => format!("PostgreSQL: {}", db.message()),
+        None => format!("PostgreSQL: {e}"),
+    };
+    Error::Database { kind, message }
+}
+
+/// Whether a transaction failed in a way that running it again cures: a
+/// serialization failure or a deadlock the server broke.
+pub(crate) fn is_retryable(e: &tokio_postgres::Error) -> bool {
+    matches!(
+        e.code(),
+        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
+    )
+}
+
+/// How a database is named in messages: host, port, database and user,
+/// never the password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Describe(pub(crate) String);
+
+impl Describe {
+    /// The name of the database `config` connects to.
+    pub(crate) fn of(config: &tokio_postgres::Config) -> Describe {
+        let host = config
+            .get_hosts()
+            .first()
+            .map(|h| match h {
+                tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+            })
+            .unwrap_or_else(|| "localhost".into());
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let db = config
+            .get_dbname()
+            .or(config.get_user())
+            .unwrap_or("postgres");
+        let user = config.get_user().unwrap_or("(default user)");
+        Describe(format!(
+            "PostgreSQL database {db:?} on {host}:{port} as {user:?}"
+        ))
+    }
+
+    /// The core's error for a database at another schema version.
+    pub(crate) fn schema_version(&self, database: i64, build: i64) -> Error {
+        Error::SchemaVersion {
+            path: PathBuf::from(&self.0),
+            database,
+            build,
+        }
+    }
+}
+
+impl std::fmt::Display for Describe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}

@@ -1,0 +1,465 @@
+//! The engine's side of a write group: the core's `GroupRows` on
+//! PostgreSQL. Every guarded change checks its guard in the statement
+//! that makes it; the chain head is the `agentrt_chain` row the group
+//! locked before it ran (see `backend`).
+
+use std::fmt::Write as _;
+
+use agentrt::chain::{RowValue, row_digest};
+use agentrt::clock::Timestamp;
+use agentrt::model::{Approval, ApprovalStatus, CallStatus, ModelCall, RunStatus, StepStatus};
+use agentrt::store::engine::{GroupRows, RowTable, SealedEvent, StoredValue};
+use agentrt::store::{
+    ApprovalChange, ExtensionTable, LeaseChange, NewRun, NewStep, RunChange, RunGuard, SqlValue,
+    StepChange, StepGuard,
+};
+use agentrt::{Error, Result};
+use tokio_postgres::types::Type;
+
+use crate::error::pg_error;
+use crate::rows::{Param, PgRows, count, int, text};
+
+/// The channel every commit of events is announced on, with the new head
+/// seq as the payload.
+pub(crate) const CHANNEL: &str = "agentrt_events";
+
+/// The statement that subscribes to [`CHANNEL`] (`LISTEN` takes an
+/// identifier, not a parameter).
+pub(crate) const LISTEN: &str = "LISTEN agentrt_events";
+
+/// Events per multi-row `INSERT` (8 parameters each).
+const EVENTS_PER_INSERT: usize = 64;
+
+fn time(t: &Timestamp) -> Param {
+    text(t.to_string())
+}
+
+/// Appends `AND col IN (?, …)` for a non-empty status list.
+fn push_in(sql: &mut String, params: &mut Vec<Param>, col: &str, statuses: &[&str]) {
+    if statuses.is_empty() {
+        return;
+    }
+    let marks = vec!["?"; statuses.len()].join(", ");
+    let _ = write!(sql, " AND {col} IN ({marks})");
+    params.extend(statuses.iter().map(|s| text(*s)));
+}
+
+fn push_run_guard(sql: &mut String, params: &mut Vec<Param>, prefix: &str, g: &RunGuard<'_>) {
+    let statuses: Vec<&str> = g.statuses.iter().map(RunStatus::as_str).collect();
+    push_in(sql, params, &format!("{prefix}status"), &statuses);
+    if let Some(owner) = g.lease_owner {
+        let _ = write!(sql, " AND {prefix}lease_owner = ?");
+        params.push(text(owner));
+    }
+    if let Some(at) = &g.lease_live_at {
+        let _ = write!(sql, " AND {prefix}lease_expires_at > ?");
+        params.push(time(at));
+    }
+    if let Some(n) = g.step_count {
+        let _ = write!(sql, " AND {prefix}step_count = ?");
+        params.push(count(n));
+    }
+}
+
+impl GroupRows for PgRows<'_, '_> {
+    fn insert_run(&mut self, run: &NewRun<'_>) -> Result<()> {
+        self.execute(
+            "INSERT INTO runs (id, goal, status, limits_json, created_at, started_at, lease_owner, lease_expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            &[
+                text(run.id),
+                text(run.goal),
+                text(RunStatus::Running.as_str()),
+                text(run.limits_json),
+                time(&run.created_at),
+                time(&run.created_at),
+                text(run.lease_owner),
+                time(&run.lease_expires_at),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn insert_run_labels(&mut self, run_id: &str, labels_json: &str) -> Result<()> {
+        self.execute(
+            "INSERT INTO run_labels (run_id, labels_json) VALUES (?, ?)",
+            &[text(run_id), text(labels_json)],
+        )?;
+        Ok(())
+    }
+
+    fn update_run(
+        &mut self,
+        run_id: &str,
+        guard: &RunGuard<'_>,
+        change: &RunChange<'_>,
+    ) -> Result<bool> {
+        let mut sets: Vec<&str> = Vec::new();
+        let mut params: Vec<Param> = Vec::new();
+        if let Some(s) = change.status {
+            sets.push("status = ?");
+            params.push(text(s.as_str()));
+        }
+        if let Some((reason, detail)) = change.reason {
+            sets.push("reason = ?");
+            params.push(text(reason.as_str()));
+            sets.push("reason_detail = ?");
+            params.push(text(detail));
+        }
+        if let Some(t) = &change.finished_at {
+            sets.push("finished_at = ?");
+            params.push(time(t));
+        }
+        if let Some(r) = change.result {
+            sets.push("result_json = ?");
+            params.push(text(r.as_str()));
+        }
+        match &change.lease {
+            LeaseChange::Keep => {}
+            LeaseChange::Set { owner, expires_at } => {
+                sets.push("lease_owner = ?");
+                params.push(text(*owner));
+                sets.push("lease_expires_at = ?");
+                params.push(time(expires_at));
+            }
+            LeaseChange::Clear => {
+                sets.push("lease_owner = ''");
+                sets.push("lease_expires_at = ''");
+            }
+        }
+        if change.step_count_add > 0 {
+            sets.push("step_count = step_count + ?");
+            params.push(count(change.step_count_add));
+        }
+        if change.active_ms_add > 0 {
+            // Saturating, as on SQLite: the sum is computed in numeric.
+            sets.push(
+                "active_ms = LEAST(active_ms::numeric + ?::bigint, 9223372036854775807)::bigint",
+            );
+            params.push(count(change.active_ms_add.min(i64::MAX as u64 / 2)));
+        }
+        if let Some((calls, usage, cost)) = change.totals {
+            sets.extend([
+                "model_calls = ?",
+                "input_tokens = ?",
+                "output_tokens = ?",
+                "cached_input_tokens = ?",
+                "estimated_cost_micros = ?",
+            ]);
+            params.extend([
+                count(calls),
+                count(usage.input_tokens),
+                count(usage.output_tokens),
+                count(usage.cached_input_tokens),
+                int(cost.max(0)),
+            ]);
+        }
+        if sets.is_empty() {
+            sets.push("id = id");
+        }
+        let mut sql = format!("UPDATE runs SET {} WHERE id = ?", sets.join(", "));
+        params.push(text(run_id));
+        push_run_guard(&mut sql, &mut params, "", guard);
+        Ok(self.execute(&sql, &params)? == 1)
+    }
+
+    fn insert_step(&mut self, step: &NewStep<'_>) -> Result<()> {
+        self.execute(
+            "INSERT INTO steps (id, run_id, idx, status, started_at) VALUES (?, ?, ?, ?, ?)",
+            &[
+                text(step.id),
+                text(step.run_id),
+                count(step.index),
+                text(step.status.as_str()),
+                time(&step.started_at),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn update_step(
+        &mut self,
+        step_id: &str,
+        guard: &StepGuard<'_>,
+        change: &StepChange<'_>,
+    ) -> Result<bool> {
+        let mut sets: Vec<&str> = Vec::new();
+        let mut params: Vec<Param> = Vec::new();
+        if let Some(s) = change.status {
+            sets.push("status = ?");
+            params.push(text(s.as_str()));
+        }
+        let texts = [
+            ("decision_json = ?", change.decision_json),
+            ("policy_json = ?", change.policy_json),
+            ("spec_hash = ?", change.spec_hash),
+            ("policy_id = ?", change.policy_id),
+        ];
+        for (set, value) in texts {
+            if let Some(v) = value {
+                sets.push(set);
+                params.push(text(v));
+            }
+        }
+        if let Some((json, hash)) = change.observation {
+            sets.push("observation_json = ?");
+            params.push(text(json));
+            sets.push("observation_hash = ?");
+            params.push(text(hash));
+        }
+        if let Some(t) = &change.started_at {
+            sets.push("started_at = ?");
+            params.push(time(t));
+        }
+        if let Some(t) = &change.finished_at {
+            sets.push("finished_at = ?");
+            params.push(text(t.map(|t| t.to_string()).unwrap_or_default()));
+        }
+        if sets.is_empty() {
+            sets.push("id = id");
+        }
+        let mut sql = format!("UPDATE steps SET {} WHERE id = ?", sets.join(", "));
+        params.push(text(step_id));
+        let statuses: Vec<&str> = guard.statuses.iter().map(StepStatus::as_str).collect();
+        push_in(&mut sql, &mut params, "status", &statuses);
+        if let Some((run_id, run_guard)) = &guard.run {
+            sql.push_str(" AND EXISTS (SELECT 1 FROM runs r WHERE r.id = ?");
+            params.push(text(*run_id));
+            push_run_guard(&mut sql, &mut params, "r.", run_guard);
+            sql.push(')');
+        }
+        if let Some(approval_id) = guard.granted_by {
+            sql.push_str(
+                " AND EXISTS (SELECT 1 FROM approvals a WHERE a.id = ? AND a.run_id = steps.run_id
+                   AND a.step_id = steps.id AND a.status = ?
+                   AND NOT EXISTS (SELECT 1 FROM approvals b WHERE b.run_id = a.run_id
+                       AND b.step_id = a.step_id AND b.pos > a.pos))",
+            );
+            params.push(text(approval_id));
+            params.push(text(ApprovalStatus::Approved.as_str()));
+        }
+        Ok(self.execute(&sql, &params)? == 1)
+    }
+
+    fn insert_approval(&mut self, a: &Approval) -> Result<()> {
+        self.execute(
+            "INSERT INTO approvals (id, run_id, step_id, kind, capability_json, presentation_json,
+                 request_json, hash, status, created_at, decided_at, decided_by, note, expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            &[
+                text(&a.id),
+                text(&a.run_id),
+                text(&a.step_id),
+                text(&a.kind),
+                text(a.capability.as_str()),
+                text(a.presentation.as_str()),
+                text(a.request.as_str()),
+                text(&a.hash),
+                text(a.status.as_str()),
+                time(&a.created_at),
+                text(a.decided_at.map(|t| t.to_string()).unwrap_or_default()),
+                text(&a.decided_by),
+                text(&a.note),
+                text(a.expires_at.map(|t| t.to_string()).unwrap_or_default()),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn update_approval(&mut self, approval_id: &str, change: &ApprovalChange<'_>) -> Result<bool> {
+        let mut sets = vec!["status = ?"];
+        let mut params = vec![text(change.status.as_str())];
+        if let Some(t) = &change.decided_at {
+            sets.push("decided_at = ?");
+            params.push(time(t));
+        }
+        if let Some(by) = change.decided_by {
+            sets.push("decided_by = ?");
+            params.push(text(by));
+        }
+        if let Some(note) = change.note {
+            sets.push("note = ?");
+            params.push(text(note));
+        }
+        let sql = format!(
+            "UPDATE approvals SET {} WHERE id = ? AND status = ? AND hash = ?",
+            sets.join(", ")
+        );
+        params.extend([
+            text(approval_id),
+            text(change.from.as_str()),
+            text(change.hash),
+        ]);
+        Ok(self.execute(&sql, &params)? == 1)
+    }
+
+    fn insert_spec(&mut self, hash: &str, spec_json: &str) -> Result<bool> {
+        let inserted = self.execute(
+            "INSERT INTO tool_specs (hash, spec_json) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
+            &[text(hash), text(spec_json)],
+        )?;
+        Ok(inserted == 1)
+    }
+
+    fn insert_model_call(
+        &mut self,
+        call: &ModelCall,
+        owner: &str,
+        wall: &Timestamp,
+    ) -> Result<bool> {
+        let n = self.execute(
+            "INSERT INTO model_calls (id, run_id, step_id, attempt, status, model, dispatched_at)
+             SELECT ?::text, ?::text, ?::text, ?::bigint, ?::text, ?::text, ?::text
+             WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND status = 'RUNNING'
+                           AND lease_owner = ? AND lease_expires_at > ?)",
+            &[
+                text(&call.id),
+                text(&call.run_id),
+                text(&call.step_id),
+                int(i64::from(call.attempt)),
+                text(CallStatus::Dispatched.as_str()),
+                text(&call.model),
+                time(&call.dispatched_at),
+                text(&call.run_id),
+                text(owner),
+                time(wall),
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    fn complete_model_call(&mut self, call: &ModelCall) -> Result<bool> {
+        let n = self.execute(
+            "UPDATE model_calls SET status = ?, input_tokens = ?, output_tokens = ?,
+                 cached_input_tokens = ?, cost_micros = ?, latency_ms = ?, error = ?, completed_at = ?
+             WHERE id = ? AND status = 'dispatched'",
+            &[
+                text(call.status.as_str()),
+                count(call.usage.input_tokens),
+                count(call.usage.output_tokens),
+                count(call.usage.cached_input_tokens),
+                int(call.cost_micros),
+                count(call.latency_ms),
+                text(&call.error),
+                text(call.completed_at.map(|t| t.to_string()).unwrap_or_default()),
+                text(&call.id),
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    fn insert_extension_row(
+        &mut self,
+        table: &ExtensionTable,
+        _values: &[(&'static str, &SqlValue)],
+    ) -> Result<StoredValue> {
+        Err(crate::unsupported_extensions(table))
+    }
+
+    fn update_extension_row(
+        &mut self,
+        table: &ExtensionTable,
+        _key: &SqlValue,
+        _set: &[(&'static str, &SqlValue)],
+        _guard: &[(&'static str, &SqlValue)],
+    ) -> Result<bool> {
+        Err(crate::unsupported_extensions(table))
+    }
+
+    fn chain_head(&self) -> Result<(i64, String)> {
+        let rows = self.query(
+            "SELECT head_seq, head_hash FROM agentrt_chain WHERE id = 1",
+            &[],
+        )?;
+        let Some(row) = rows.first() else {
+            return Err(Error::Internal {
+                detail: "the database has no chain head row (agentrt_chain)".into(),
+            });
+        };
+        let seq: i64 = row.try_get(0).map_err(|e| pg_error(&e))?;
+        let hash: String = row.try_get(1).map_err(|e| pg_error(&e))?;
+        Ok((seq, hash))
+    }
+
+    fn mark_written(&mut self, table: RowTable<'_>, key: &str, seq: i64) -> Result<Option<String>> {
+        let RowTable::Core(core) = table else {
+            if let RowTable::Extension(t) = table {
+                return Err(crate::unsupported_extensions(t));
+            }
+            return Ok(None);
+        };
+        let sql = format!(
+            "UPDATE {name} SET written_seq = ? WHERE {key_column} = ? RETURNING {columns}",
+            name = core.name(),
+            key_column = core.key_column(),
+            columns = core.digested_columns().join(", "),
+        );
+        let rows = self.query(&sql, &[int(seq), text(key)])?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let mut ints = Vec::new();
+        let mut texts = Vec::new();
+        for (i, column) in row.columns().iter().enumerate() {
+            if *column.type_() == Type::INT8 {
+                ints.push((i, row.try_get::<_, i64>(i).map_err(|e| pg_error(&e))?));
+            } else {
+                texts.push((i, row.try_get::<_, String>(i).map_err(|e| pg_error(&e))?));
+            }
+        }
+        let mut values: Vec<(usize, RowValue<'_>)> = ints
+            .iter()
+            .map(|(i, n)| (*i, RowValue::Int(*n)))
+            .chain(
+                texts
+                    .iter()
+                    .map(|(i, t)| (*i, RowValue::Text(t.as_bytes()))),
+            )
+            .collect();
+        values.sort_by_key(|(i, _)| *i);
+        let values: Vec<RowValue<'_>> = values.into_iter().map(|(_, v)| v).collect();
+        Ok(Some(row_digest(core.name(), &values)))
+    }
+
+    fn insert_events(&mut self, events: &[SealedEvent<'_>]) -> Result<()> {
+        let Some(last) = events.last() else {
+            return Ok(());
+        };
+        for chunk in events.chunks(EVENTS_PER_INSERT) {
+            let mut sql = String::from(
+                "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, rows_json, hash) VALUES ",
+            );
+            let mut params: Vec<Param> = Vec::with_capacity(chunk.len() * 8);
+            for (i, sealed) in chunk.iter().enumerate() {
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str("(?, ?, ?, ?, ?, ?, ?, ?)");
+                let event = sealed.event;
+                params.extend([
+                    int(event.seq),
+                    text(&event.run_id),
+                    text(&event.step_id),
+                    text(&event.at),
+                    text(event.event_type.as_str()),
+                    text(&event.payload),
+                    text(sealed.rows),
+                    text(sealed.hash),
+                ]);
+            }
+            self.execute(&sql, &params)?;
+        }
+        // The head moves with its events; the notice is delivered at commit.
+        self.execute(
+            "WITH head AS (UPDATE agentrt_chain SET head_seq = ?, head_hash = ? WHERE id = 1)
+             SELECT pg_notify(?, ?)",
+            &[
+                int(last.event.seq),
+                text(last.hash),
+                text(CHANNEL),
+                text(last.event.seq.to_string()),
+            ],
+        )?;
+        Ok(())
+    }
+}

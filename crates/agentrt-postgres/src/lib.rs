@@ -1,0 +1,134 @@
+//! agentrt's store on PostgreSQL: the runs, steps, approvals, leases and
+//! hash-chained log of the embedded SQLite store, in one database that
+//! several hosts share.
+//!
+//! [`open`] connects, creates or migrates the schema, and returns the
+//! core's own [`Store`]: the gate, the Driver, the operator and `verify`'s
+//! callers use it as they use a SQLite store. The guarantees are SQLite's
+//! (`docs/ARCHITECTURE.md`, "The store on PostgreSQL"):
+//!
+//! - every write group is one transaction whose guards (lease, compare and
+//!   set, grant, budget) are checked inside it, committed whole or not at
+//!   all;
+//! - the events of every host keep one total order and one unbroken hash
+//!   chain: each group locks the single chain head row first, so groups
+//!   queue on it;
+//! - waiting for a run or for any event wakes on `LISTEN`/`NOTIFY`, not on
+//!   polling;
+//! - the schema is versioned like SQLite's, and a newer one is refused.
+//!
+//! ```no_run
+//! let store = agentrt_postgres::open("postgres://agentrt@db.internal/agentrt")?;
+//! println!("{} runs", store.list_runs(0, 0)?.total);
+//! # Ok::<(), agentrt::Error>(())
+//! ```
+
+mod backend;
+mod error;
+mod group;
+mod pool;
+mod read;
+mod rows;
+mod runtime;
+pub mod schema;
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use agentrt::store::ExtensionTable;
+use agentrt::{DatabaseErrorKind, Error, Result, Store, StoreOptions};
+
+use crate::backend::PgBackend;
+use crate::error::Describe;
+use crate::pool::Pool;
+use crate::runtime::IoRuntime;
+
+/// How many connections a store keeps at most, by default.
+pub const DEFAULT_POOL_SIZE: usize = 8;
+
+/// How to open a store on PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// The core's options (no extensions on PostgreSQL yet).
+    pub store: StoreOptions,
+    /// The most connections the store opens (default
+    /// [`DEFAULT_POOL_SIZE`]); a caller waits when all are busy.
+    pub pool_size: usize,
+}
+
+impl Default for PgOptions {
+    fn default() -> PgOptions {
+        PgOptions {
+            store: StoreOptions::default(),
+            pool_size: DEFAULT_POOL_SIZE,
+        }
+    }
+}
+
+/// Whether `location` names a PostgreSQL database (`postgres://…` or
+/// `postgresql://…`) rather than a SQLite file.
+///
+/// ```
+/// assert!(agentrt_postgres::is_postgres_url("postgres://db/agentrt"));
+/// assert!(!agentrt_postgres::is_postgres_url("agentrt.db"));
+/// ```
+pub fn is_postgres_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// Opens the store in the PostgreSQL database `url` (a `postgres://` URL
+/// or libpq's `key=value` form), creating or migrating its schema.
+///
+/// Errors never show the connection string's password.
+pub fn open(url: &str) -> Result<Store> {
+    open_with(url, PgOptions::default())
+}
+
+/// [`open`] with options.
+pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
+    let config = tokio_postgres::Config::from_str(url).map_err(|_| Error::Database {
+        kind: DatabaseErrorKind::Other,
+        // The parser's message may quote the string, password and all.
+        message: "not a PostgreSQL connection string (postgres://user@host/db or key=value pairs)"
+            .into(),
+    })?;
+    let about = Describe::of(&config);
+    let runtime = Arc::new(IoRuntime::start()?);
+    let mut first = Pool::connect(&runtime, &config).map_err(|e| with_database(e, &about))?;
+    let applied_at = agentrt::Timestamp::now().to_string();
+    schema::migrate(&mut first.client, &about, &applied_at)?;
+    let backend = PgBackend {
+        pool: Pool::new(
+            config.clone(),
+            Arc::clone(&runtime),
+            options.pool_size,
+            first,
+        ),
+        config,
+        runtime,
+        about,
+    };
+    Store::with_backend(backend::shared(backend), &options.store)
+}
+
+/// `e` naming the database it came from.
+fn with_database(e: Error, about: &Describe) -> Error {
+    match e {
+        Error::Database { kind, message } => Error::Database {
+            kind,
+            message: format!("{about}: {message}"),
+        },
+        other => other,
+    }
+}
+
+/// The error of an extension table's operation on PostgreSQL.
+pub(crate) fn unsupported_extensions(table: &ExtensionTable) -> Error {
+    Error::Database {
+        kind: DatabaseErrorKind::Other,
+        message: format!(
+            "extension table {:?}: extension tables are not supported on PostgreSQL yet",
+            table.name
+        ),
+    }
+}

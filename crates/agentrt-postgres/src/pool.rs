@@ -1,0 +1,97 @@
+//! A small pool of connections, each with its prepared statements. A
+//! connection that broke is dropped instead of returned; a caller waits
+//! (blocking its thread, never an executor's) when every connection is
+//! lent out.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use agentrt::Result;
+use tokio_postgres::{Client, Config};
+
+use crate::rows::Statements;
+use crate::runtime::IoRuntime;
+
+/// One connection and the statements prepared on it.
+pub(crate) struct Conn {
+    pub(crate) client: Client,
+    pub(crate) statements: Statements,
+}
+
+/// The pool.
+pub(crate) struct Pool {
+    config: Config,
+    runtime: Arc<IoRuntime>,
+    max: usize,
+    state: Mutex<State>,
+    returned: Condvar,
+}
+
+struct State {
+    idle: Vec<Conn>,
+    /// Connections open, lent out or idle.
+    open: usize,
+}
+
+impl Pool {
+    pub(crate) fn new(config: Config, runtime: Arc<IoRuntime>, max: usize, first: Conn) -> Pool {
+        Pool {
+            config,
+            runtime,
+            max: max.max(1),
+            state: Mutex::new(State {
+                idle: vec![first],
+                open: 1,
+            }),
+            returned: Condvar::new(),
+        }
+    }
+
+    /// A new connection to the database.
+    pub(crate) fn connect(runtime: &IoRuntime, config: &Config) -> Result<Conn> {
+        Ok(Conn {
+            client: runtime.connect(config)?,
+            statements: Statements::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on a connection of the pool.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        let mut conn = self.take()?;
+        let value = f(&mut conn);
+        self.give_back(conn);
+        value
+    }
+
+    fn take(&self) -> Result<Conn> {
+        let mut state = self.lock();
+        loop {
+            if let Some(conn) = state.idle.pop() {
+                return Ok(conn);
+            }
+            if state.open < self.max {
+                state.open += 1;
+                drop(state);
+                return Pool::connect(&self.runtime, &self.config).inspect_err(|_| {
+                    self.lock().open -= 1;
+                    self.returned.notify_one();
+                });
+            }
+            state = self.returned.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn give_back(&self, conn: Conn) {
+        let mut state = self.lock();
+        if conn.client.is_closed() {
+            state.open -= 1;
+        } else {
+            state.idle.push(conn);
+        }
+        drop(state);
+        self.returned.notify_one();
+    }
+}

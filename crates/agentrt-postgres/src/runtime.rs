@@ -1,0 +1,101 @@
+//! Where the connections' I/O runs, and how a blocking store call waits
+//! for it.
+//!
+//! The store's interface is blocking (its async callers already run it off
+//! their executor), and a store may be used from any thread, an async
+//! runtime's own included. So each connection's I/O task runs on a small
+//! runtime the store owns, and a call waits for its query with
+//! [`block_on`], which parks the calling thread and needs no runtime of
+//! its own: it never starts a runtime inside another, which would panic.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
+
+use agentrt::{Error, Result};
+use tokio_postgres::{Client, Config, NoTls};
+
+use crate::error::pg_error;
+
+/// Runs `future` to completion on the calling thread, parking it while the
+/// future waits (its wakes come from the I/O runtime's thread).
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        match future.as_mut().poll(&mut cx) {
+            Poll::Ready(value) => return value,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+/// The runtime that drives the store's connections. Dropping it (with the
+/// last handle on the store) stops their tasks without blocking, so a
+/// store may be dropped inside an async task.
+pub(crate) struct IoRuntime {
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl IoRuntime {
+    pub(crate) fn start() -> Result<IoRuntime> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("agentrt-pg-io")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Internal {
+                detail: format!("cannot start the PostgreSQL store's I/O runtime: {e}"),
+            })?;
+        Ok(IoRuntime {
+            runtime: Some(runtime),
+        })
+    }
+
+    pub(crate) fn handle(&self) -> Result<&tokio::runtime::Handle> {
+        self.runtime
+            .as_ref()
+            .map(tokio::runtime::Runtime::handle)
+            .ok_or_else(|| Error::Internal {
+                detail: "the PostgreSQL store's I/O runtime has stopped".into(),
+            })
+    }
+
+    /// A new connection whose I/O task runs on this runtime.
+    pub(crate) fn connect(&self, config: &Config) -> Result<Client> {
+        let config = config.clone();
+        let connecting = self.handle()?.spawn(async move {
+            let (client, connection) = config.connect(NoTls).await?;
+            // The task ends when the client is dropped or the server goes.
+            tokio::spawn(connection);
+            Ok::<_, tokio_postgres::Error>(client)
+        });
+        match block_on(connecting) {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => Err(pg_error(&e)),
+            Err(_) => Err(Error::Internal {
+                detail: "the PostgreSQL store's I/O runtime stopped while connecting".into(),
+            }),
+        }
+    }
+}
+
+impl Drop for IoRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}

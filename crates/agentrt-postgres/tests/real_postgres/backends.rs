@@ -1,0 +1,97 @@
+//! The engines a scenario runs on, and a fresh database for each test.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agentrt::Store;
+
+/// Where a test's store lives: its engine's name, and how to open another
+/// handle on the same database (another host, for PostgreSQL).
+pub struct Backend {
+    pub name: &'static str,
+    pub location: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Backend {
+    /// A fresh SQLite file.
+    pub fn sqlite() -> Backend {
+        let dir = tempfile::tempdir().unwrap();
+        let location = dir.path().join("agentrt.db").display().to_string();
+        Backend {
+            name: "sqlite",
+            location,
+            _dir: Some(dir),
+        }
+    }
+
+    /// A fresh PostgreSQL database on the test server.
+    pub fn postgres() -> Backend {
+        Backend {
+            name: "postgres",
+            location: fresh_database(),
+            _dir: None,
+        }
+    }
+
+    /// Opens (creating or migrating) a store on it.
+    pub fn open(&self) -> Store {
+        if self.name == "postgres" {
+            agentrt_postgres::open(&self.location).unwrap()
+        } else {
+            Store::open(&self.location).unwrap()
+        }
+    }
+}
+
+/// Both engines, SQLite first.
+pub fn each() -> [Backend; 2] {
+    [Backend::sqlite(), Backend::postgres()]
+}
+
+/// The test server's connection string.
+pub fn server() -> String {
+    std::env::var("AGENTRT_TEST_POSTGRES").expect(
+        "AGENTRT_TEST_POSTGRES is not set: run these tests with \
+         `cargo xtask postgres -- cargo test -p agentrt-postgres --features real-postgres`",
+    )
+}
+
+/// A raw client on the database `location` names, for what the store
+/// does not show (links, schema rows).
+pub fn client(location: &str) -> postgres::Client {
+    location
+        .parse::<postgres::Config>()
+        .unwrap()
+        .connect(postgres::NoTls)
+        .unwrap()
+}
+
+/// Runs `f` on a thread of its own: the synchronous client starts a
+/// runtime of its own, which it may not do on an async test's thread.
+pub fn on_plain_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| scope.spawn(f).join().unwrap())
+}
+
+/// Creates an empty database and returns a connection string naming it.
+pub fn fresh_database() -> String {
+    on_plain_thread(create_database)
+}
+
+fn create_database() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let server = server();
+    let name = format!(
+        "agentrt_test_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut admin = client(&server);
+    // Two statements: neither may run inside a transaction block.
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+        .unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap();
+    format!("{server} dbname={name}")
+}

@@ -1,0 +1,124 @@
+//! What only PostgreSQL has: several handles on one database, as several
+//! hosts, and the change signal between them.
+
+use std::time::Duration;
+
+use agentrt::chain::{Link, link};
+use agentrt::store::NewRun;
+use agentrt::{EventType, Timestamp};
+
+use crate::backends::{self, Backend};
+
+fn t0() -> Timestamp {
+    Timestamp::parse("2026-10-01T09:00:00Z").unwrap()
+}
+
+#[test]
+fn four_hosts_writing_at_once_keep_one_chain_of_consecutive_seqs() {
+    let backend = Backend::postgres();
+    const HOSTS: usize = 4;
+    const THREADS: usize = 3;
+    const GROUPS: usize = 15;
+    std::thread::scope(|scope| {
+        for host in 0..HOSTS {
+            // A handle of its own: its own pool, as another machine has.
+            let store = backend.open();
+            for thread in 0..THREADS {
+                let store = store.clone();
+                scope.spawn(move || {
+                    let at = t0();
+                    for group in 0..GROUPS {
+                        let id = format!("h{host}-t{thread}-g{group}");
+                        store
+                            .write(|tx| {
+                                tx.insert_run(&NewRun {
+                                    id: &id,
+                                    goal: "race",
+                                    limits_json: "{}",
+                                    created_at: at,
+                                    lease_owner: "",
+                                    lease_expires_at: at,
+                                })?;
+                                tx.append_event(&id, "", &at, EventType::RunCreated, "{}")?;
+                                tx.append_event(&id, "", &at, EventType::RunFinished, "{}")
+                            })
+                            .unwrap();
+                    }
+                });
+            }
+        }
+    });
+    let mut client = backends::client(&backend.location);
+    let rows = client
+        .query(
+            "SELECT seq, run_id, step_id, at, type, payload_json, rows_json, hash FROM events ORDER BY seq",
+            &[],
+        )
+        .unwrap();
+    let total = (HOSTS * THREADS * GROUPS * 2) as i64;
+    assert_eq!(rows.len() as i64, total);
+    let mut prev = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let seq: i64 = row.get(0);
+        assert_eq!(seq, i as i64 + 1, "seqs are consecutive");
+        let texts: Vec<String> = (1..8).map(|c| row.get(c)).collect();
+        let expected = link(&Link {
+            prev: &prev,
+            seq,
+            run_id: &texts[0],
+            step_id: &texts[1],
+            at: &texts[2],
+            event_type: &texts[3],
+            payload: &texts[4],
+            rows: &texts[5],
+        });
+        assert_eq!(texts[6], expected, "event {seq} links to the one before");
+        if i % 2 == 0 {
+            // A group's two events are next to each other.
+            assert_eq!(texts[0], rows[i + 1].get::<_, String>(1));
+        }
+        prev = expected;
+    }
+    let head = client
+        .query_one("SELECT head_seq, head_hash FROM agentrt_chain", &[])
+        .unwrap();
+    assert_eq!(head.get::<_, i64>(0), total);
+    assert_eq!(head.get::<_, String>(1), prev);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_wakes_when_another_host_commits() {
+    let backend = Backend::postgres();
+    let waiting = backend.open();
+    let writing = backend.open();
+    let at = t0();
+    writing
+        .write(|tx| {
+            tx.insert_run(&NewRun {
+                id: "r",
+                goal: "wait",
+                limits_json: "{}",
+                created_at: at,
+                lease_owner: "",
+                lease_expires_at: at,
+            })?;
+            tx.append_event("r", "", &at, EventType::RunCreated, "{}")
+        })
+        .unwrap();
+    let waiter = tokio::spawn(async move {
+        waiting
+            .wait_for_run("r", 1, Duration::from_secs(30))
+            .await
+            .unwrap()
+    });
+    // Let the waiter subscribe first, so its wake comes from the notice
+    // (there is no polling to fall back on: without it, it times out).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    writing
+        .off_executor(move |store| {
+            store.write(|tx| tx.append_event("r", "", &at, EventType::RunFinished, "{}"))
+        })
+        .await
+        .unwrap();
+    assert_eq!(waiter.await.unwrap(), Some(2));
+}
