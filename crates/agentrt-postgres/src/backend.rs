@@ -193,8 +193,3 @@ async fn listen<S, T>(
         }
     }
 }
-
-/// The backend as the core takes it.
-pub(crate) fn shared(backend: PgBackend) -> Arc<dyn Backend> {
-    Arc::new(backend)
-}

@@ -398,26 +398,26 @@ impl GroupRows for PgRows<'_, '_> {
         let Some(row) = rows.first() else {
             return Ok(None);
         };
-        let mut ints = Vec::new();
-        let mut texts = Vec::new();
+        // Digested columns are BIGINT or TEXT, read in their fixed order.
+        let mut ints = Vec::with_capacity(row.len());
+        let mut texts = Vec::with_capacity(row.len());
         for (i, column) in row.columns().iter().enumerate() {
             if *column.type_() == Type::INT8 {
-                ints.push((i, row.try_get::<_, i64>(i).map_err(|e| pg_error(&e))?));
+                ints.push(Some(row.try_get::<_, i64>(i).map_err(|e| pg_error(&e))?));
+                texts.push(None);
             } else {
-                texts.push((i, row.try_get::<_, String>(i).map_err(|e| pg_error(&e))?));
+                ints.push(None);
+                texts.push(Some(row.try_get::<_, String>(i).map_err(|e| pg_error(&e))?));
             }
         }
-        let mut values: Vec<(usize, RowValue<'_>)> = ints
+        let values: Vec<RowValue<'_>> = ints
             .iter()
-            .map(|(i, n)| (*i, RowValue::Int(*n)))
-            .chain(
-                texts
-                    .iter()
-                    .map(|(i, t)| (*i, RowValue::Text(t.as_bytes()))),
-            )
+            .zip(&texts)
+            .map(|(n, t)| match (n, t) {
+                (Some(n), _) => RowValue::Int(*n),
+                (None, t) => RowValue::Text(t.as_deref().unwrap_or("").as_bytes()),
+            })
             .collect();
-        values.sort_by_key(|(i, _)| *i);
-        let values: Vec<RowValue<'_>> = values.into_iter().map(|(_, v)| v).collect();
         Ok(Some(row_digest(core.name(), &values)))
     }
 

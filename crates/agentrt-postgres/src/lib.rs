@@ -108,7 +108,7 @@ pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
         runtime,
         about,
     };
-    Store::with_backend(backend::shared(backend), &options.store)
+    Store::with_backend(Arc::new(backend), &options.store)
 }
 
 /// `e` naming the database it came from.

@@ -13,7 +13,7 @@
 //!   JSON (a hand-edited row matches no label filter instead of failing
 //!   the read).
 
-use agentrt::store::schema::{CANONICAL_FORM, HASH_ALGORITHM, TIME_FORMAT};
+use agentrt::store::schema::META;
 use tokio_postgres::Client;
 
 use crate::error::{Describe, pg_error};
@@ -207,11 +207,7 @@ async fn migrate_async(
         .await
         .map_err(|e| pg_error(&e))?;
         if *version == 1 {
-            for (key, value) in [
-                ("hash_algorithm", HASH_ALGORITHM),
-                ("canonical_form", CANONICAL_FORM),
-                ("time_format", TIME_FORMAT),
-            ] {
+            for (key, value) in META {
                 tx.execute(
                     "INSERT INTO agentrt_meta (key, value) VALUES ($1, $2)",
                     &[&key, &value],

@@ -523,13 +523,9 @@ impl Store {
         head: impl Fn(&Store) -> Result<i64> + Clone + Send + 'static,
     ) -> Result<Option<i64>> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut changes = match &self.inner.engine {
-            Engine::Sqlite(db) => self.inner.head.subscribe(db.file.as_ref())?,
-            Engine::Backend(backend) => {
-                let signal = backend::ChangeSignal::new(&self.inner.head);
-                self.inner.head.subscribe_with(|| backend.watch(signal))?
-            }
-        };
+        // Subscribing may start the watcher (a file opened, a server
+        // connected): off the executor, like every store call.
+        let mut changes = self.off_executor(Store::subscribe_changes).await?;
         loop {
             let read = head.clone();
             let latest = self.off_executor(move |store| read(store)).await?;
@@ -543,6 +539,18 @@ impl Store {
                     }
                 }
                 () = tokio::time::sleep_until(deadline) => return Ok(None),
+            }
+        }
+    }
+
+    /// A receiver of the committed head, the watcher of other writers'
+    /// commits started if none runs.
+    fn subscribe_changes(&self) -> Result<tokio::sync::watch::Receiver<i64>> {
+        match &self.inner.engine {
+            Engine::Sqlite(db) => self.inner.head.subscribe(db.file.as_ref()),
+            Engine::Backend(backend) => {
+                let signal = backend::ChangeSignal::new(&self.inner.head);
+                self.inner.head.subscribe_with(|| backend.watch(signal))
             }
         }
     }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, ErrorCode, OpenFlags, config::DbConfig};
 
 use super::extension::{self, DdlGuard, Registry};
-use super::schema::{CANONICAL_FORM, HASH_ALGORITHM, MIGRATIONS, SCHEMA_VERSION, TIME_FORMAT};
+use super::schema::{META, MIGRATIONS, SCHEMA_VERSION};
 use super::{Durability, StoreOptions, files};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
@@ -344,11 +344,7 @@ fn migrate_in(
         )
         .map_err(Error::from_sqlite)?;
         if *version == 1 {
-            for (key, value) in [
-                ("hash_algorithm", HASH_ALGORITHM),
-                ("canonical_form", CANONICAL_FORM),
-                ("time_format", TIME_FORMAT),
-            ] {
+            for (key, value) in META {
                 tx.execute(
                     "INSERT INTO agentrt_meta (key, value) VALUES (?1, ?2)",
                     rusqlite::params![key, value],
@@ -421,15 +417,13 @@ fn check_meta(conn: &Connection, path: &Path) -> Result<()> {
     let rows = stmt
         .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
         .map_err(Error::from_sqlite)?;
-    let mut found = [false; 3];
+    let mut found = [false; META.len()];
     for row in rows {
         let (key, value) = row.map_err(Error::from_sqlite)?;
-        let (i, want) = match key.as_str() {
-            "hash_algorithm" => (0, HASH_ALGORITHM),
-            "canonical_form" => (1, CANONICAL_FORM),
-            "time_format" => (2, TIME_FORMAT),
-            _ => continue,
+        let Some(i) = META.iter().position(|(k, _)| *k == key) else {
+            continue;
         };
+        let want = META[i].1;
         if value != want {
             return Err(not_agentrt(format!(
                 "its {key} is {value:?}, this build uses {want:?}"
@@ -437,10 +431,7 @@ fn check_meta(conn: &Connection, path: &Path) -> Result<()> {
         }
         found[i] = true;
     }
-    for (key, seen) in ["hash_algorithm", "canonical_form", "time_format"]
-        .into_iter()
-        .zip(found)
-    {
+    for ((key, _), seen) in META.into_iter().zip(found) {
         if !seen {
             return Err(not_agentrt(format!("its agentrt_meta has no {key}")));
         }

@@ -11,6 +11,13 @@ pub const CANONICAL_FORM: &str = "agentrt-canonical-json-v1";
 /// The stored time format (recorded in `agentrt_meta`).
 pub const TIME_FORMAT: &str = "rfc3339-utc-nanos9";
 
+/// The rows migration 1 writes into `agentrt_meta`, on every engine.
+pub const META: [(&str, &str); 3] = [
+    ("hash_algorithm", HASH_ALGORITHM),
+    ("canonical_form", CANONICAL_FORM),
+    ("time_format", TIME_FORMAT),
+];
+
 /// Migration 1: the whole schema.
 pub const MIGRATION_1: &str = "\
 CREATE TABLE agentrt_meta (
