@@ -5,6 +5,8 @@
 //! chain like them.
 
 mod common;
+#[path = "common/write_lock.rs"]
+mod write_lock;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
@@ -13,8 +15,8 @@ use agentrt::chain::{RowValue, row_digest};
 use agentrt::store::{Extension, ExtensionTable, SqlValue};
 use agentrt::verify::{self, VerifyOptions};
 use agentrt::*;
-use common::hold_write_lock;
 use common::proxy::{self, CALLS, CALLS_DDL, NONCES_DDL, PROXY, PROXY_V1, options};
+use write_lock::hold_write_lock;
 
 fn raw(path: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open(path).unwrap()

@@ -6,6 +6,8 @@
 //! land in one batch whatever the machine's speed.
 
 mod common;
+#[path = "common/write_lock.rs"]
+mod write_lock;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use std::time::Duration;
 use agentrt::store::{NewRun, NewStep, StepChange, StepGuard};
 use agentrt::*;
 use common::*;
+use write_lock::hold_write_lock;
 
 fn new_run(id: &str) -> NewRun<'_> {
     NewRun {

@@ -88,6 +88,12 @@ pub fn config(
         .with_observer(rec.clone())
 }
 
+/// `text` as an SQL string literal (the same in every dialect), for
+/// statements run behind the store's back.
+pub fn sql_text(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
 /// A satellite's schema, as the proxy's call index and the approver's
 /// nonces would declare theirs: `proxy_calls` (an integer key SQLite
 /// chooses) from migration 1, `proxy_nonces` (a text key) from 2.
@@ -204,22 +210,4 @@ CREATE TABLE proxy_nonces (
         }
         Ok(closed)
     }
-}
-
-/// Holds the write lock of the database file `db` from another connection
-/// until the returned sender is dropped or sent to; returns once the lock
-/// is held.
-pub fn hold_write_lock(db: &std::path::Path) -> std::sync::mpsc::Sender<()> {
-    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let db = db.to_owned();
-    std::thread::spawn(move || {
-        let conn = rusqlite::Connection::open(db).unwrap();
-        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-        locked_tx.send(()).unwrap();
-        let _ = release_rx.recv();
-        conn.execute_batch("ROLLBACK").unwrap();
-    });
-    locked_rx.recv().unwrap();
-    release_tx
 }

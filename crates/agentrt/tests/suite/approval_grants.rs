@@ -1,13 +1,13 @@
 //! Only a step's latest approval grants, even when two programs (an old and
 //! a new deploy, say) attach the same waiting run on one database file.
 
-mod common;
+use crate::engine;
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
+use crate::common::*;
 use agentrt::*;
-use common::*;
 
 /// Asks for a second opinion on every request: a changed policy whose
 /// approval hashes differently from the default one.
@@ -61,8 +61,7 @@ impl Policy for Abort {
 /// A run paused on one `push` with its approval approved, in a file that
 /// several programs open.
 struct Shared {
-    _dir: tempfile::TempDir,
-    path: std::path::PathBuf,
+    db: engine::Db,
     store: Store,
     clock: ManualClock,
     rec: Recorder,
@@ -72,9 +71,8 @@ struct Shared {
 
 impl Shared {
     async fn approved() -> Shared {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("shared.db");
-        let store = Store::open(&path).unwrap();
+        let db = engine::Db::new();
+        let store = db.open();
         let clock = stepping_clock();
         let rec = Recorder::default();
         let push = Arc::new(Counting::new("push", SideEffect::RemoteMutation));
@@ -101,8 +99,7 @@ impl Shared {
             .approve("r", &pending.id, &DecideOptions::default())
             .unwrap();
         Shared {
-            _dir: dir,
-            path,
+            db,
             store,
             clock,
             rec,
@@ -115,7 +112,7 @@ impl Shared {
     fn gate(&self, policy: impl Policy + 'static, ids: &str) -> Gate {
         Gate::new(
             config(
-                &Store::open(&self.path).unwrap(),
+                &self.db.open(),
                 policy,
                 shared(vec![self.push.clone()]),
                 &self.clock,
@@ -278,8 +275,7 @@ async fn a_resume_decided_on_a_grant_that_was_superseded_meanwhile_writes_nothin
 
 #[tokio::test]
 async fn approving_a_pending_approval_that_a_newer_one_superseded_is_refused_as_superseded() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("a.db")).unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let rec = Recorder::default();
     let push = Arc::new(Counting::new("push", SideEffect::RemoteMutation));
@@ -339,13 +335,7 @@ async fn a_grant_whose_run_another_program_ended_runs_nothing_and_the_session_se
     // ...then the run row is damaged, and program B, attaching, fails the
     // run without rewriting its rows: the step still awaits, the grant is
     // still its latest approval, approved.
-    rusqlite::Connection::open(&s.path)
-        .unwrap()
-        .execute(
-            "UPDATE runs SET limits_json = '{not json' WHERE id = 'r'",
-            [],
-        )
-        .unwrap();
+    s.db.exec("UPDATE runs SET limits_json = '{not json' WHERE id = 'r'");
     let (_b, verdict) = s.gate(DefaultPolicy, "b-").attach("r").await.unwrap();
     assert_eq!(verdict.outcome, VerdictOutcome::Ended);
     assert_eq!(

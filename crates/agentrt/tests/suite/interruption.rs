@@ -1,14 +1,14 @@
 //! The interruption contract and the run lease: a crashed step is never
 //! re-executed by the runtime on its own.
 
-mod common;
+use crate::engine;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::common::*;
 use agentrt::*;
-use common::*;
 
 const TTL: Duration = Duration::from_millis(300);
 
@@ -146,7 +146,7 @@ async fn after_expiry() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_side_effect_pauses_and_runs_again_only_once_approved() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let calls = Arc::new(AtomicUsize::new(0));
     let tool = hanging_once("write", SideEffect::LocalMutation, calls.clone());
     crash_during(
@@ -232,7 +232,7 @@ async fn an_interrupted_side_effect_pauses_and_runs_again_only_once_approved() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rejecting_an_interrupted_side_effect_ends_the_run_without_running_it() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let calls = Arc::new(AtomicUsize::new(0));
     let tool = hanging_once("push", SideEffect::RemoteMutation, calls.clone());
     // A remote mutation needs approval first: approve it, crash during the approved call.
@@ -279,7 +279,7 @@ async fn rejecting_an_interrupted_side_effect_ends_the_run_without_running_it() 
 
     // Approving instead re-runs it once: the policy's remote approval of the same
     // request was granted before, so the re-run needs no third decision.
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let calls = Arc::new(AtomicUsize::new(0));
     let tool = hanging_once("push", SideEffect::RemoteMutation, calls.clone());
     let mut d = Driver::new(
@@ -323,7 +323,7 @@ async fn interrupted_read_only_and_deciding_steps_continue() {
         (SideEffect::ReadOnly, false),
         (SideEffect::LocalMutation, true),
     ] {
-        let store = Store::open(":memory:").unwrap();
+        let store = engine::store();
         let calls = Arc::new(AtomicUsize::new(0));
         let tool = hanging_once("t", class, calls.clone());
         crash_during(
@@ -358,7 +358,7 @@ async fn interrupted_read_only_and_deciding_steps_continue() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vanished_tool_or_failing_arguments_end_the_run_reconcile_conflict() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let calls = Arc::new(AtomicUsize::new(0));
     let tool = hanging_once("w", SideEffect::LocalMutation, calls.clone());
     crash_during(
@@ -381,7 +381,7 @@ async fn a_vanished_tool_or_failing_arguments_end_the_run_reconcile_conflict() {
         (RunStatus::Failed, Some(TerminalReason::ReconcileConflict))
     );
 
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let tool = hanging_once(
         "w",
         SideEffect::LocalMutation,
@@ -417,11 +417,11 @@ async fn a_vanished_tool_or_failing_arguments_end_the_run_reconcile_conflict() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_heartbeat_sustains_a_call_several_ttls_long_and_stops_with_the_session() {
-    // In memory the heartbeat shares the connection; a file store gives it
-    // a connection of its own.
-    let dir = tempfile::tempdir().unwrap();
-    heartbeat_case(Store::open(":memory:").unwrap()).await;
-    heartbeat_case(Store::open(dir.path().join("hb.db")).unwrap()).await;
+    // On SQLite in memory the heartbeat shares the connection; a file
+    // store gives it a connection of its own.
+    let db = engine::Db::new();
+    heartbeat_case(engine::store()).await;
+    heartbeat_case(db.open()).await;
 }
 
 async fn heartbeat_case(store: Store) {
@@ -483,7 +483,7 @@ async fn heartbeat_case(store: Store) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_lease_stops_the_session_before_the_next_tool() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let rec = Recorder::default();
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
@@ -554,7 +554,7 @@ async fn reconciled_run(
     + 'static,
     schema: Option<&str>,
 ) -> (Store, Run, Recorder, Arc<AtomicUsize>) {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let calls = Arc::new(AtomicUsize::new(0));
     let tool = hanging_once("w", SideEffect::LocalMutation, calls.clone());
     crash_during(
@@ -727,7 +727,7 @@ async fn every_reconcile_outcome_behaves_as_specified() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_that_died_after_marking_still_pauses_the_executing_step() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let calls = Arc::new(AtomicUsize::new(0));
     let tool = hanging_once("w", SideEffect::LocalMutation, calls.clone());
     crash_during(
@@ -780,7 +780,7 @@ async fn a_resume_that_died_after_marking_still_pauses_the_executing_step() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owners_are_distinct_and_an_own_expired_lease_is_taken_over_on_record() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let rec = Recorder::default();
     let a = Gate::new(gate_config(&store, vec![], &rec, "same", "a-")).unwrap();
     let b = Gate::new(gate_config(&store, vec![], &rec, "same", "b-")).unwrap();
@@ -820,7 +820,7 @@ async fn owners_are_distinct_and_an_own_expired_lease_is_taken_over_on_record() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_never_starts_once_the_stored_lease_has_lapsed() {
     // A lease of an hour: no heartbeat renews it during the test.
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let rec = Recorder::default();
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
@@ -880,7 +880,7 @@ async fn a_tool_never_starts_once_the_stored_lease_has_lapsed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_the_caller_cancelled_is_left_to_the_agent_not_paused_on_the_next_resume() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let rec = Recorder::default();
     let calls = Arc::new(AtomicUsize::new(0));
     let (handle, signal) = cancel_pair();
@@ -936,7 +936,7 @@ async fn a_call_the_caller_cancelled_is_left_to_the_agent_not_paused_on_the_next
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_takeover_ends_in_flight_steps_at_its_time_and_the_agent_sees_them_as_stored() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let calls = Arc::new(AtomicUsize::new(0));
     let tool = hanging_once("read", SideEffect::ReadOnly, calls.clone());
     crash_during(
@@ -985,7 +985,7 @@ async fn the_reconcile_hook_is_asked_exactly_when_a_step_was_in_flight() {
 
     // A step left deciding after a finished one (no call was executing):
     // the hook is asked, about that step alone.
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let tool = hanging_once("w", SideEffect::LocalMutation, Arc::default());
     crashed_after_a_read(&store, tool.clone(), None).await;
     after_expiry().await;
@@ -1009,7 +1009,7 @@ async fn the_reconcile_hook_is_asked_exactly_when_a_step_was_in_flight() {
 
     // Nothing in flight (the caller cancelled the call; the lease was
     // released): the hook is not asked, the run just goes on.
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let (handle, signal) = cancel_pair();
     let tool: Arc<dyn Tool> = Arc::new(tool_fn(
         ToolSpec::new("w", "", SideEffect::LocalMutation),
@@ -1107,7 +1107,7 @@ fn held_steps(session: &Session) -> Vec<Step> {
 async fn a_takeover_pause_leaves_the_step_awaiting_its_new_approval_and_the_lease_cleared() {
     let ask = PolicyDecision::need_approval("check_remote", "did it land?", None, None);
     for hook in [None, Some(ask)] {
-        let store = Store::open(":memory:").unwrap();
+        let store = engine::store();
         let calls = Arc::new(AtomicUsize::new(0));
         let w = hanging_once("w", SideEffect::LocalMutation, calls.clone());
         crashed_after_a_read(&store, w.clone(), Some(&calls)).await;
@@ -1164,7 +1164,7 @@ async fn a_takeover_pause_leaves_the_step_awaiting_its_new_approval_and_the_leas
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_that_can_no_longer_wait_is_failed_in_the_store_and_in_the_session() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let calls = Arc::new(AtomicUsize::new(0));
     let w = hanging_once("w", SideEffect::LocalMutation, calls.clone());
     crashed_after_a_read(&store, w, Some(&calls)).await;
@@ -1201,7 +1201,7 @@ async fn a_call_that_can_no_longer_wait_is_failed_in_the_store_and_in_the_sessio
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_takeover_that_loses_the_race_is_told_who_holds_the_lease() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let first = Gate::new(gate_config(
         &store,
         vec![],

@@ -5,9 +5,10 @@
 //! insertion order whatever the timestamps say.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
 
 use agentrt::store::NewRun;
+
+use crate::engine;
 use agentrt::{
     Approval, ApprovalStatus, Canonical, Error, Event, EventType, Limits, Store, Timestamp,
 };
@@ -31,17 +32,15 @@ fn limits_json() -> String {
     serde_json::to_string(&Limits::default()).unwrap()
 }
 
-fn file_store(dir: &Path) -> (Store, std::path::PathBuf) {
-    let db = dir.join("writes.db");
-    (Store::open(&db).unwrap(), db)
+/// A fresh database and a store on it.
+fn db_store() -> (Store, engine::Db) {
+    let db = engine::Db::new();
+    (db.open(), db)
 }
 
 /// Rows of a table, counted on a connection of its own.
-fn count(db: &Path, table: &str) -> i64 {
-    rusqlite::Connection::open(db)
-        .unwrap()
-        .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
-        .unwrap()
+fn count(db: &engine::Db, table: &str) -> i64 {
+    db.query_i64(&format!("SELECT COUNT(*) FROM {table}"))
 }
 
 /// Inserts a run with `run.created` and `run.started`, then fails.
@@ -64,8 +63,7 @@ fn insert_then<T>(
 
 #[test]
 fn failed_write_group_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, db) = file_store(dir.path());
+    let (store, db) = db_store();
     let result = insert_then(&store, "r1", || -> agentrt::Result<()> {
         Err(Error::InvalidInput {
             what: "test",
@@ -91,8 +89,7 @@ fn failed_write_group_leaves_nothing() {
 
 #[test]
 fn panicking_write_group_rolls_back_and_the_store_stays_usable() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, db) = file_store(dir.path());
+    let (store, db) = db_store();
     let ((), first) = insert_then(&store, "before", || Ok(())).unwrap();
 
     let caught = catch_unwind(AssertUnwindSafe(|| {
@@ -121,7 +118,7 @@ fn panicking_write_group_rolls_back_and_the_store_stays_usable() {
     assert_eq!(store.list_events("after").unwrap(), after);
 
     // A panic in the in-memory store is rolled back the same way.
-    let memory = Store::open(":memory:").unwrap();
+    let memory = engine::store();
     let caught = catch_unwind(AssertUnwindSafe(|| {
         insert_then(&memory, "m1", || -> agentrt::Result<()> { panic!("boom") })
     }));
@@ -133,8 +130,7 @@ fn panicking_write_group_rolls_back_and_the_store_stays_usable() {
 
 #[test]
 fn events_are_returned_only_on_commit_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, db) = file_store(dir.path());
+    let (store, db) = db_store();
     let limits = limits_json();
     let at = t("2026-10-01T09:00:00Z");
     let kinds = [
@@ -151,7 +147,7 @@ fn events_are_returned_only_on_commit_in_order() {
                 tx.append_event("r1", "", &at, kind.clone(), &format!("{{\"n\":{i}}}"))?;
             }
             // Another connection sees neither the run nor its events yet.
-            let other = Store::open_existing(&db, true)?;
+            let other = db.reader();
             let run = other.get_run("r1").err();
             let events = other.list_events("r1")?;
             Ok((run, events))
@@ -190,7 +186,7 @@ fn events_are_returned_only_on_commit_in_order() {
         ]
     );
     assert_eq!(store.list_events("r1").unwrap(), events);
-    let other = Store::open_existing(&db, true).unwrap();
+    let other = db.reader();
     assert_eq!(other.list_events("r1").unwrap(), events);
 
     // A group that fails returns no events, and its seqs are reused.
@@ -208,8 +204,7 @@ fn events_are_returned_only_on_commit_in_order() {
 
 #[test]
 fn event_chain_links_every_event_to_the_one_before_across_interleaved_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, db) = file_store(dir.path());
+    let (store, db) = db_store();
     let limits = limits_json();
     let t0 = t("2026-10-01T09:00:00Z");
     let t1 = t("2026-10-01T09:00:01.5Z");
@@ -241,8 +236,8 @@ fn event_chain_links_every_event_to_the_one_before_across_interleaved_runs() {
             tx.append_event("a", "s1", &t1, EventType::StepDecided, r#"{"x":"<&>"}"#)
         })
         .unwrap();
-    // A second store on the same file continues the same chain.
-    let second = Store::open(&db).unwrap();
+    // A second store on the same database continues the same chain.
+    let second = db.open();
     second
         .write(|tx| tx.append_event("a", "", &t1, EventType::RunFinished, "{}"))
         .unwrap();
@@ -250,28 +245,28 @@ fn event_chain_links_every_event_to_the_one_before_across_interleaved_runs() {
         .write(|tx| tx.append_event("b", "", &t1, EventType::RunFinished, "{}"))
         .unwrap();
 
-    let conn = rusqlite::Connection::open(&db).unwrap();
     type Row = (i64, String, String, String, String, String, String, String);
-    let rows: Vec<Row> = conn
-        .prepare(
-            "SELECT seq, run_id, step_id, at, type, payload_json, hash, rows_json FROM events ORDER BY seq",
+    let rows: Vec<Row> = db
+        .text_rows(
+            "SELECT CAST(seq AS TEXT), run_id, step_id, at, type, payload_json, hash, rows_json
+             FROM events ORDER BY seq",
         )
-        .unwrap()
-        .query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-                r.get(7)?,
-            ))
+        .into_iter()
+        .map(|r| {
+            let [seq, run, step, at, kind, payload, hash, listing] =
+                <[String; 8]>::try_from(r).unwrap();
+            (
+                seq.parse().unwrap(),
+                run,
+                step,
+                at,
+                kind,
+                payload,
+                hash,
+                listing,
+            )
         })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+        .collect();
     assert_eq!(
         rows.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(),
         ["a", "b", "b", "a", "b", "a", "a", "b"],
@@ -342,7 +337,7 @@ fn approval(id: &str, run: &str, created_at: Timestamp) -> Approval {
 
 #[test]
 fn lists_follow_insertion_order_when_timestamps_disagree() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let limits = limits_json();
     let late = t("2026-10-01T10:00:00Z");
     let early = t("2026-10-01T09:00:00Z");
@@ -421,8 +416,7 @@ type Write<'a> = Box<dyn Fn(&mut agentrt::store::WriteTx<'_>) -> agentrt::Result
 #[test]
 fn a_write_group_that_changes_state_rows_without_an_event_is_refused() {
     use agentrt::store::{LeaseChange, NewStep, RunChange, RunGuard};
-    let dir = tempfile::tempdir().unwrap();
-    let (store, db) = file_store(dir.path());
+    let (store, db) = db_store();
     insert_then(&store, "r1", || Ok(())).unwrap();
     let events = count(&db, "events");
     let at = t("2026-10-01T09:00:01Z");

@@ -2,17 +2,17 @@
 //! 66–68): rebuilt exactly, compared by outcome, kind and approval hash,
 //! and every evaluation the record cannot rebuild said so.
 
-mod common;
+use crate::engine;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::*;
 use agentrt::policy::tool_and_args;
 use agentrt::recheck::{Identity, RecheckResult, SpecSource};
 use agentrt::testkit::{self, RecheckError};
 use agentrt::*;
-use common::*;
 
 /// Allows reads and local changes, denies destruction, answers remote
 /// mutations with `remote`; identified by `id`.
@@ -133,7 +133,7 @@ fn options() -> RecheckOptions {
 
 #[tokio::test]
 async fn the_same_policy_rechecks_every_evaluation_the_same_with_identity_unchanged() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let run = driven(&store, lenient(), tools(), "loop", plan()).await;
     assert_eq!(run.status, RunStatus::Completed);
     let gate_run = gated(&store, lenient(), "gate").await;
@@ -266,7 +266,7 @@ fn same_as_live<P: Policy>(store: &Store, run_id: &str, inner: P, live: &Seen) -
 
 #[tokio::test]
 async fn the_rebuilt_request_and_view_equal_what_the_policy_was_handed() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let watching = |inner, seen: &Seen| Watching {
         inner,
         seen: seen.clone(),
@@ -318,9 +318,8 @@ async fn the_rebuilt_request_and_view_equal_what_the_policy_was_handed() {
 
 #[tokio::test]
 async fn an_approval_without_a_decided_event_is_judged_by_its_decided_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("d.db");
-    let store = Store::open(&path).unwrap();
+    let db = engine::Db::new();
+    let store = db.open();
     // One clock for the loop and the operator, so decision times and
     // event times are comparable.
     let clock = stepping_clock();
@@ -343,10 +342,7 @@ async fn an_approval_without_a_decided_event_is_judged_by_its_decided_time() {
         .unwrap();
     let run = d.resume("r").await.unwrap();
     assert_eq!(run.status, RunStatus::Completed);
-    let raw = rusqlite::Connection::open(&path).unwrap();
-    let removed = raw
-        .execute("DELETE FROM events WHERE type = 'approval.decided'", [])
-        .unwrap();
+    let removed = db.exec("DELETE FROM events WHERE type = 'approval.decided'");
     assert_eq!(removed, 1);
     let views = same_as_live(&store, "r", lenient(), &live);
     assert_eq!(views[3].approvals[0].status, ApprovalStatus::Approved);
@@ -354,7 +350,7 @@ async fn an_approval_without_a_decided_event_is_judged_by_its_decided_time() {
 
 #[tokio::test]
 async fn a_stricter_policy_names_exactly_the_differing_steps() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     driven(&store, lenient(), tools(), "r", plan()).await;
     let strict = rules("rules/2", Outcome::Deny);
     let report = testkit::recheck_differs(&store, "r", &strict, &[2]).unwrap();
@@ -429,7 +425,7 @@ impl Policy for Asks {
 
 #[tokio::test]
 async fn a_changed_presentation_differs_by_hash_and_the_reason_is_ignored() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let asks = Asks {
         title: "Push main",
@@ -472,7 +468,7 @@ async fn a_changed_presentation_differs_by_hash_and_the_reason_is_ignored() {
 
 #[tokio::test]
 async fn current_tools_make_a_missing_tool_or_failing_arguments_different() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     driven(&store, lenient(), tools(), "r", plan()).await;
     let specs: Vec<ToolSpec> = tools().iter().map(|t| t.spec()).collect();
     let current = |specs: Vec<ToolSpec>| RecheckOptions { tools: Some(specs) };
@@ -571,7 +567,7 @@ impl Policy for Panics {
 
 #[tokio::test]
 async fn a_policy_error_is_not_recheckable_at_its_step_failed() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let run = driven(&store, Fails, tools(), "live", plan()).await;
     assert_eq!(run.reason, Some(TerminalReason::InternalError));
     let report = recheck(&store, "live", &lenient(), &options()).unwrap();
@@ -651,7 +647,7 @@ fn leased(store: &Store, tool: &Arc<dyn Tool>, owner: &str) -> GateConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn non_policy_pauses_are_listed_as_not_a_policy_evaluation() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let calls = Arc::new(AtomicUsize::new(0));
     let tool = hanging_once("write", calls.clone());
     // The first owner dies while the tool runs.
@@ -716,7 +712,7 @@ async fn non_policy_pauses_are_listed_as_not_a_policy_evaluation() {
 
 #[tokio::test]
 async fn a_run_not_finished_gets_a_note_and_an_unknown_run_is_not_found() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let mut d = Driver::new(
         config(&store, lenient(), tools(), &clock, &Recorder::default()),
@@ -778,17 +774,14 @@ async fn a_run_not_finished_gets_a_note_and_an_unknown_run_is_not_found() {
 
 #[tokio::test]
 async fn a_tampered_spec_or_a_damaged_record_is_not_recheckable() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.db");
-    let store = Store::open(&path).unwrap();
+    let db = engine::Db::new();
+    let store = db.open();
     driven(&store, lenient(), tools(), "r", plan()).await;
-    let raw = rusqlite::Connection::open(&path).unwrap();
     let read_hash = tools()[0].spec().hash();
-    raw.execute(
-        "UPDATE tool_specs SET spec_json = replace(spec_json, 'read tool', 'READ tool') WHERE hash = ?1",
-        [&read_hash],
-    )
-    .unwrap();
+    db.exec(&format!(
+        "UPDATE tool_specs SET spec_json = replace(spec_json, 'read tool', 'READ tool') WHERE hash = {}",
+        sql_text(&read_hash)
+    ));
     let report = recheck(&store, "r", &lenient(), &options()).unwrap();
     let e = &report.evaluations[0];
     assert_eq!(e.result, RecheckResult::NotRecheckable, "{report}");
@@ -801,8 +794,10 @@ async fn a_tampered_spec_or_a_damaged_record_is_not_recheckable() {
         testkit::recheck(&store, "r", &lenient()),
         Err(RecheckError::NotRecheckable { count: 1, .. })
     ));
-    raw.execute("DELETE FROM tool_specs WHERE hash = ?1", [&read_hash])
-        .unwrap();
+    db.exec(&format!(
+        "DELETE FROM tool_specs WHERE hash = {}",
+        sql_text(&read_hash)
+    ));
     let report = recheck(&store, "r", &lenient(), &options()).unwrap();
     assert_eq!(
         report.evaluations[0].detail,
@@ -818,16 +813,15 @@ async fn a_tampered_spec_or_a_damaged_record_is_not_recheckable() {
         .filter(|e| e.event_type == EventType::StepPolicy)
         .map(|e| e.seq)
         .collect();
-    raw.execute(
-        "UPDATE events SET payload_json = '{not json' WHERE seq = ?1",
-        [policies[1]],
-    )
-    .unwrap();
-    raw.execute(
-        "UPDATE events SET payload_json = json_set(payload_json, '$.view.steps', 99) WHERE seq = ?1",
-        [policies[2]],
-    )
-    .unwrap();
+    db.exec(&format!(
+        "UPDATE events SET payload_json = '{{not json' WHERE seq = {}",
+        policies[1]
+    ));
+    db.exec(&format!(
+        "UPDATE events SET payload_json = {} WHERE seq = {}",
+        engine::json_set("payload_json", "view.steps", "99"),
+        policies[2]
+    ));
     let report = recheck(&store, "r", &lenient(), &options()).unwrap();
     let details: Vec<&str> = report.evaluations[1..3]
         .iter()
@@ -847,21 +841,17 @@ async fn a_tampered_spec_or_a_damaged_record_is_not_recheckable() {
 
 #[tokio::test]
 async fn more_approvals_than_a_recheck_reads_whole_are_not_recheckable() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.db");
-    let store = Store::open(&path).unwrap();
+    let db = engine::Db::new();
+    let store = db.open();
     driven(&store, lenient(), tools(), "r", plan()).await;
-    let raw = rusqlite::Connection::open(&path).unwrap();
-    raw.execute(
+    db.exec(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1100)
          INSERT INTO approvals (id, run_id, step_id, kind, capability_json, presentation_json,
              request_json, hash, status, created_at, decided_at, decided_by, note, expires_at)
          SELECT 'extra-' || i, run_id, step_id, kind, capability_json, presentation_json,
              request_json, hash, status, created_at, decided_at, decided_by, note, expires_at
          FROM approvals, n WHERE run_id = 'r'",
-        [],
-    )
-    .unwrap();
+    );
     let last = store
         .list_events("r")
         .unwrap()
@@ -870,11 +860,10 @@ async fn more_approvals_than_a_recheck_reads_whole_are_not_recheckable() {
         .map(|e| e.seq)
         .max()
         .unwrap();
-    raw.execute(
-        "UPDATE events SET payload_json = json_set(payload_json, '$.view.approvals', 1050) WHERE seq = ?1",
-        [last],
-    )
-    .unwrap();
+    db.exec(&format!(
+        "UPDATE events SET payload_json = {} WHERE seq = {last}",
+        engine::json_set("payload_json", "view.approvals", "1050"),
+    ));
     let report = recheck(&store, "r", &lenient(), &options()).unwrap();
     let e = report.evaluations.last().unwrap();
     assert_eq!(
@@ -911,7 +900,7 @@ impl Policy for NoChains {
 
 #[tokio::test]
 async fn a_double_ampersand_policy_decides_alike_live_on_resume_via_attach_and_on_recheck() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let shell = || -> Vec<Arc<dyn Tool>> {
         shared(vec![Arc::new(Counting::new(
             "shell",
@@ -986,7 +975,7 @@ impl Policy for Counter {
 
 #[tokio::test]
 async fn a_policy_that_reads_anything_else_is_caught_by_its_own_recheck() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let reads = vec![
         Decision::tool_call("read", r#"{"path":"a"}"#),
         Decision::tool_call("read", r#"{"path":"b"}"#),
@@ -1031,7 +1020,7 @@ impl Policy for ProdGuard {
 
 #[tokio::test]
 async fn a_policy_that_reads_the_runs_labels_is_handed_them_again_on_recheck() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     for (run_id, env) in [("prod", "env=prod"), ("dev", "env=dev")] {
         let live = Seen::default();
         let mut d = Driver::new(

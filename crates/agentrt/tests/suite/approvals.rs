@@ -1,13 +1,13 @@
 //! Hash-bound approvals: pause, approve, reject, expiry, resume.
 
-mod common;
+use crate::engine;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
+use crate::common::*;
 use agentrt::*;
-use common::*;
 
 struct Fixture {
     ids: IdSource,
@@ -85,7 +85,7 @@ fn opts<'a>(shown: Option<&'a str>) -> DecideOptions<'a> {
 
 #[tokio::test]
 async fn require_approval_pauses_with_policy_before_request() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (run, approval) = f.paused(Limits::default()).await;
     assert_eq!(run.status, RunStatus::WaitingForApproval);
     assert_eq!(approval.status, ApprovalStatus::Pending);
@@ -118,7 +118,7 @@ async fn the_approval_hash_ignores_spelling_and_origin() {
         Decision::tool_call("push", "{ \"n\" : 1.0,\n \"ref\" : \"\\u006dain\" }")
             .with_origin(Origin::Operator),
     ] {
-        let f = Fixture::new(Store::open(":memory:").unwrap());
+        let f = Fixture::new(engine::store());
         let mut d = f.driver(DefaultPolicy, vec![decision]);
         d.start(Some("r"), "g", Limits::default()).await.unwrap();
         hashes.push(f.store.list_approvals("r").unwrap()[0].hash.clone());
@@ -128,7 +128,7 @@ async fn the_approval_hash_ignores_spelling_and_origin() {
 
 #[tokio::test]
 async fn approve_then_resume_runs_the_recorded_request_exactly_once() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f.paused(Limits::default()).await;
     let decided = f.approve(&approval.id).unwrap();
     assert_eq!(decided.status, ApprovalStatus::Approved);
@@ -175,31 +175,22 @@ async fn approve_then_resume_runs_the_recorded_request_exactly_once() {
 
 #[tokio::test]
 async fn a_tampered_approval_is_refused_on_approve_and_on_resume() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.db");
-    let f = Fixture::new(Store::open(&path).unwrap());
+    let db = engine::Db::new();
+    let f = Fixture::new(db.open());
     let (_, approval) = f.paused(Limits::default()).await;
-    let raw = rusqlite::Connection::open(&path).unwrap();
-    raw.execute(
+    db.exec(
         "UPDATE approvals SET capability_json = '{\"args\":{\"ref\":\"prod\"},\"tool\":\"push\"}'",
-        [],
-    )
-    .unwrap();
+    );
     let err = f.approve(&approval.id).unwrap_err();
     assert!(matches!(err, Error::ApprovalHash { .. }), "{err:?}");
 
     // Restore, approve, then tamper with the request before resuming.
-    raw.execute(
-        "UPDATE approvals SET capability_json = ?1",
-        [approval.capability.as_str()],
-    )
-    .unwrap();
+    db.exec(&format!(
+        "UPDATE approvals SET capability_json = {}",
+        sql_text(approval.capability.as_str())
+    ));
     f.approve(&approval.id).unwrap();
-    raw.execute(
-        "UPDATE approvals SET request_json = replace(request_json, 'main', 'prod')",
-        [],
-    )
-    .unwrap();
+    db.exec("UPDATE approvals SET request_json = replace(request_json, 'main', 'prod')");
     let mut d = f.driver(DefaultPolicy, vec![]);
     let err = d.resume("r").await.unwrap_err();
     assert!(matches!(err, Error::ApprovalHash { .. }), "{err:?}");
@@ -208,7 +199,7 @@ async fn a_tampered_approval_is_refused_on_approve_and_on_resume() {
 
 #[tokio::test]
 async fn a_stale_or_empty_shown_hash_is_refused() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f.paused(Limits::default()).await;
     for shown in ["", "0000"] {
         let err = f
@@ -233,7 +224,7 @@ async fn a_stale_or_empty_shown_hash_is_refused() {
 
 #[tokio::test]
 async fn reject_cancels_the_run_and_the_tool_never_runs() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f.paused(Limits::default()).await;
     f.operator().reject("r", &approval.id, &opts(None)).unwrap();
     let run = f.store.get_run("r").unwrap();
@@ -273,7 +264,7 @@ async fn reject_cancels_the_run_and_the_tool_never_runs() {
 async fn approval_ttl_expires_on_approve_and_on_resume() {
     let limits = Limits::default().approval_ttl(Duration::from_secs(60));
     // Through approve.
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f.paused(limits).await;
     f.clock.advance(Duration::from_secs(3600));
     let err = f.approve(&approval.id).unwrap_err();
@@ -295,7 +286,7 @@ async fn approval_ttl_expires_on_approve_and_on_resume() {
     );
 
     // Through resume.
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     f.paused(limits).await;
     f.clock.advance(Duration::from_secs(3600));
     let mut d = f.driver(DefaultPolicy, vec![]);
@@ -312,7 +303,7 @@ async fn approval_ttl_expires_on_approve_and_on_resume() {
 #[tokio::test]
 async fn grant_ttl_expires_a_stale_grant_and_approval_ttl_never_does() {
     // A grant used too late expires and runs nothing.
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f
         .paused(Limits::default().grant_ttl(Duration::from_secs(60)))
         .await;
@@ -327,7 +318,7 @@ async fn grant_ttl_expires_a_stale_grant_and_approval_ttl_never_does() {
     assert_eq!(f.push.count(), 0);
 
     // An approval TTL does not expire a grant.
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f
         .paused(Limits::default().approval_ttl(Duration::from_secs(60)))
         .await;
@@ -340,7 +331,7 @@ async fn grant_ttl_expires_a_stale_grant_and_approval_ttl_never_does() {
 
 #[tokio::test]
 async fn the_gate_re_judges_the_grant_ttl_at_execute() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f
         .paused(Limits::default().grant_ttl(Duration::from_secs(60)))
         .await;
@@ -389,7 +380,7 @@ impl Policy for Switch {
 #[tokio::test]
 async fn resume_asks_the_policy_again() {
     // Deny on resume: the step fails, the run continues.
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let switch = Switch::default();
     let mut d = f.driver(switch.clone(), vec![Decision::tool_call("push", "{}")]);
     d.start(Some("r"), "g", Limits::default()).await.unwrap();
@@ -407,7 +398,7 @@ async fn resume_asks_the_policy_again() {
     );
 
     // A different approval: pause again on the same step.
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let switch = Switch::default();
     let mut d = f.driver(switch.clone(), vec![Decision::tool_call("push", "{}")]);
     d.start(Some("r"), "g", Limits::default()).await.unwrap();
@@ -443,7 +434,7 @@ async fn resume_asks_the_policy_again() {
     assert_eq!(f.push.count(), 1);
 
     // Abort on resume ends the run.
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let switch = Switch::default();
     let mut d = f.driver(switch.clone(), vec![Decision::tool_call("push", "{}")]);
     d.start(Some("r"), "g", Limits::default()).await.unwrap();
@@ -461,7 +452,7 @@ async fn resume_asks_the_policy_again() {
 
 #[tokio::test]
 async fn resume_re_validates_arguments_against_the_current_schema() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f.paused(Limits::default()).await;
     f.approve(&approval.id).unwrap();
     let strict = Arc::new(Counting {
@@ -497,7 +488,7 @@ async fn resume_re_validates_arguments_against_the_current_schema() {
 
 #[tokio::test]
 async fn a_tool_gone_at_resume_ends_the_run_reconcile_conflict() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f.paused(Limits::default()).await;
     f.approve(&approval.id).unwrap();
     let mut d = Driver::new(
@@ -514,13 +505,12 @@ async fn a_tool_gone_at_resume_ends_the_run_reconcile_conflict() {
 
 #[tokio::test]
 async fn two_concurrent_resumes_execute_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("race.db");
-    let f = Fixture::new(Store::open(&path).unwrap());
+    let db = engine::Db::new();
+    let f = Fixture::new(db.open());
     let (_, approval) = f.paused(Limits::default()).await;
     f.approve(&approval.id).unwrap();
     let gate_a = Gate::new(config(
-        &Store::open(&path).unwrap(),
+        &db.open(),
         DefaultPolicy,
         shared(vec![f.push.clone()]),
         &f.clock,
@@ -528,7 +518,7 @@ async fn two_concurrent_resumes_execute_once() {
     ))
     .unwrap();
     let gate_b = Gate::new(config(
-        &Store::open(&path).unwrap(),
+        &db.open(),
         DefaultPolicy,
         shared(vec![f.push.clone()]),
         &f.clock,
@@ -551,7 +541,7 @@ async fn two_concurrent_resumes_execute_once() {
     assert!(loser.is_run_state(), "{loser:?}");
     // Within one gate, a second session on the same run is refused outright.
     let (_held, _) = {
-        let f2 = Fixture::new(Store::open(":memory:").unwrap());
+        let f2 = Fixture::new(engine::store());
         let (_, ap) = f2.paused(Limits::default()).await;
         f2.approve(&ap.id).unwrap();
         let gate = Gate::new(config(
@@ -571,7 +561,7 @@ async fn two_concurrent_resumes_execute_once() {
 
 #[tokio::test]
 async fn cancel_ends_any_unfinished_run_and_refuses_a_finished_one() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     f.paused(Limits::default()).await;
     let run = f.operator().cancel("r", "bob", "wrong repository").unwrap();
     assert_eq!(
@@ -611,7 +601,7 @@ async fn cancel_ends_any_unfinished_run_and_refuses_a_finished_one() {
 
 #[tokio::test]
 async fn a_tool_finishing_after_a_cancel_is_recorded_late() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let rec = Recorder::default();
     let cancel_store = store.clone();
@@ -647,7 +637,7 @@ async fn a_tool_finishing_after_a_cancel_is_recorded_late() {
 
 #[tokio::test]
 async fn operator_clocks_are_chosen_or_wall_and_errors_are_typed() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f.paused(Limits::default()).await;
     let expected = f.clock.peek();
     let decided = f.approve(&approval.id).unwrap();
@@ -667,7 +657,7 @@ async fn operator_clocks_are_chosen_or_wall_and_errors_are_typed() {
         }
     ));
 
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f.paused(Limits::default()).await;
     let before = Timestamp::now();
     let decided = operator::approve(&f.store, "r", &approval.id, &opts(None)).unwrap();
@@ -680,7 +670,7 @@ async fn operator_clocks_are_chosen_or_wall_and_errors_are_typed() {
 
 #[tokio::test]
 async fn the_clock_is_read_once_per_state_change_in_a_fixed_order() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     f.paused(Limits::default()).await;
     // begin: created + step 0 start; step 0: decision, policy, approval = 5.
     assert_eq!(f.clock.readings(), 5);
@@ -721,7 +711,7 @@ async fn the_clock_is_read_once_per_state_change_in_a_fixed_order() {
 
 #[tokio::test]
 async fn active_time_excludes_the_approval_wait_and_elapsed_time_includes_it() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f.paused(Limits::default()).await;
     f.approve(&approval.id).unwrap();
     f.clock.advance(Duration::from_secs(3600));
@@ -730,7 +720,7 @@ async fn active_time_excludes_the_approval_wait_and_elapsed_time_includes_it() {
     // The resumed step restarts at the tool start: 1 s to its end; step 1 lasts 2 s.
     assert_eq!(run.active_ms, 3000);
 
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f
         .paused(Limits::default().max_elapsed_time(Duration::from_secs(600)))
         .await;
@@ -751,7 +741,7 @@ async fn a_grant_lapses_at_execute_only_once_its_ttl_is_past() {
     // The clock steps 1 s per reading: approved at A, attach reads A+1 s,
     // the tool start at execute A+2 s.
     for (ttl_ms, runs) in [(2000, true), (1999, false)] {
-        let f = Fixture::new(Store::open(":memory:").unwrap());
+        let f = Fixture::new(engine::store());
         let (_, approval) = f
             .paused(Limits::default().grant_ttl(Duration::from_millis(ttl_ms)))
             .await;
@@ -798,7 +788,7 @@ async fn a_grant_lapses_at_execute_only_once_its_ttl_is_past() {
 
 #[tokio::test]
 async fn a_resumed_step_row_restarts_at_its_tool_start() {
-    let f = Fixture::new(Store::open(":memory:").unwrap());
+    let f = Fixture::new(engine::store());
     let (_, approval) = f.paused(Limits::default()).await;
     let paused_start = f.store.list_steps("r").unwrap()[0].started_at;
     f.approve(&approval.id).unwrap();

@@ -1,15 +1,15 @@
 //! The governed loop: happy path, invalid decisions, denials, limits.
 
-mod common;
+use crate::engine;
 
 use std::sync::Arc;
 
+use crate::common::*;
 use agentrt::*;
-use common::*;
 
 #[tokio::test]
 async fn happy_path_writes_the_exact_event_sequence() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let rec = Recorder::default();
     let read = Arc::new(Counting::new("fs_read", SideEffect::ReadOnly));
@@ -83,7 +83,7 @@ fn decided_payload(store: &Store, run: &str) -> Vec<serde_json::Value> {
 
 #[tokio::test]
 async fn decisions_are_recorded_verbatim_and_bad_args_land_in_invalid_args() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let rec = Recorder::default();
     let read = Arc::new(Counting::new("fs_read", SideEffect::ReadOnly));
@@ -147,7 +147,7 @@ impl Policy for CountingPolicy {
 
 #[tokio::test]
 async fn every_invalid_form_fails_the_step_and_the_run_continues() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let rec = Recorder::default();
     let strict = Arc::new(Counting {
@@ -238,7 +238,7 @@ async fn every_invalid_form_fails_the_step_and_the_run_continues() {
 
 #[test]
 fn registration_refuses_every_bad_spec() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let make = |spec: ToolSpec| -> Arc<dyn Tool> {
         Arc::new(tool_fn(spec, |_| async { Ok(ToolResult::raw("1")) }))
     };
@@ -325,7 +325,7 @@ where
 
 #[tokio::test]
 async fn tool_failures_become_observations() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let rec = Recorder::default();
     let tools = vec![
@@ -408,7 +408,7 @@ async fn tool_failures_become_observations() {
 
 #[tokio::test]
 async fn terminal_tool_success_completes_the_run_with_its_content() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let rec = Recorder::default();
     let finish: Arc<dyn Tool> = Arc::new(tool_fn(
@@ -439,7 +439,7 @@ async fn terminal_tool_success_completes_the_run_with_its_content() {
 
 #[tokio::test]
 async fn a_caller_cancel_after_the_tool_ran_is_returned_after_the_outcome_is_recorded() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let rec = Recorder::default();
     let (handle, signal) = cancel_pair();
@@ -484,7 +484,7 @@ async fn a_caller_cancel_after_the_tool_ran_is_returned_after_the_outcome_is_rec
 
 #[tokio::test]
 async fn a_caller_cancel_during_the_tool_leaves_an_interrupted_observation() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let rec = Recorder::default();
     let (handle, signal) = cancel_pair();
@@ -549,7 +549,7 @@ impl Agent for Slow {
 #[tokio::test]
 async fn a_tools_duration_is_measured_from_the_tools_start_not_the_steps() {
     use std::time::Duration;
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = ManualClock::new(t0());
     let rec = Recorder::default();
     let tool_clock = clock.clone();
@@ -605,7 +605,7 @@ impl Policy for AllowAll {
 
 #[tokio::test]
 async fn the_tool_start_makes_the_decision_and_the_verdict_durable_before_the_tool_runs() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let rec = Recorder::default();
     // The tool reads its own step row while it runs: what a crash now
@@ -716,7 +716,7 @@ async fn every_verdict_leaves_the_decision_spec_hash_and_policy_on_the_step_row(
             })) as Arc<dyn Tool>
         })
         .collect();
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let clock = stepping_clock();
     let gate = Gate::new(config(&store, ByName, tools, &clock, &Recorder::default())).unwrap();
     let by_name = Some("by-name/1");
@@ -812,7 +812,7 @@ async fn every_verdict_leaves_the_decision_spec_hash_and_policy_on_the_step_row(
 /// step (and run) key lands at the right edge of its b-tree.
 #[tokio::test]
 async fn a_gates_default_ids_increase_step_after_step() {
-    let store = Store::open(":memory:").unwrap();
+    let store = engine::store();
     let read = Arc::new(Counting::new("fs_read", SideEffect::ReadOnly));
     let mut decisions: Vec<Decision> = (0..8)
         .map(|i| Decision::tool_call("fs_read", format!(r#"{{"path":"{i}"}}"#)))

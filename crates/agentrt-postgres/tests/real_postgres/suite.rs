@@ -1,0 +1,15 @@
+//! The core's engine suite (`crates/agentrt/tests/suite`), compiled here
+//! against PostgreSQL: the same files, with this crate's `engine`.
+
+#[path = "../../../agentrt/tests/suite/approval_grants.rs"]
+mod approval_grants;
+#[path = "../../../agentrt/tests/suite/approvals.rs"]
+mod approvals;
+#[path = "../../../agentrt/tests/suite/interruption.rs"]
+mod interruption;
+#[path = "../../../agentrt/tests/suite/loop_basics.rs"]
+mod loop_basics;
+#[path = "../../../agentrt/tests/suite/recheck.rs"]
+mod recheck;
+#[path = "../../../agentrt/tests/suite/store_writes.rs"]
+mod store_writes;
