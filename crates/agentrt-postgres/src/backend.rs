@@ -16,7 +16,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use agentrt::clock::Timestamp;
-use agentrt::store::engine::{Backend, ChangeSignal, GroupRows, ReadRows};
+use agentrt::store::engine::{Backend, ChainRows, ChangeSignal, GroupRows, ReadRows};
 use agentrt::{Error, Result};
 use tokio_postgres::{AsyncMessage, Config, IsolationLevel, NoTls};
 
@@ -39,6 +39,28 @@ pub(crate) struct PgBackend {
     pub(crate) config: Config,
     pub(crate) runtime: Arc<IoRuntime>,
     pub(crate) about: Describe,
+}
+
+impl PgBackend {
+    /// Runs `f` on one read-only REPEATABLE READ transaction: one snapshot
+    /// for the whole read, as a SQLite read transaction.
+    fn snapshot(&self, f: impl FnOnce(&PgRows<'_, '_>) -> Result<()>) -> Result<()> {
+        self.pool.with(|conn| {
+            let tx = block_on(
+                conn.client
+                    .build_transaction()
+                    .isolation_level(IsolationLevel::RepeatableRead)
+                    .read_only(true)
+                    .start(),
+            )
+            .map_err(|e| pg_error(&e))?;
+            {
+                let rows = PgRows::new(&tx, &mut conn.statements);
+                f(&rows)?;
+            }
+            block_on(tx.commit()).map_err(|e| pg_error(&e))
+        })
+    }
 }
 
 impl Backend for PgBackend {
@@ -73,22 +95,11 @@ impl Backend for PgBackend {
     }
 
     fn read(&self, f: &mut dyn FnMut(&dyn ReadRows) -> Result<()>) -> Result<()> {
-        self.pool.with(|conn| {
-            // One snapshot for the whole read, as a SQLite read transaction.
-            let tx = block_on(
-                conn.client
-                    .build_transaction()
-                    .isolation_level(IsolationLevel::RepeatableRead)
-                    .read_only(true)
-                    .start(),
-            )
-            .map_err(|e| pg_error(&e))?;
-            {
-                let rows = PgRows::new(&tx, &mut conn.statements);
-                f(&rows)?;
-            }
-            block_on(tx.commit()).map_err(|e| pg_error(&e))
-        })
+        self.snapshot(|rows| f(rows))
+    }
+
+    fn chain_read(&self, f: &mut dyn FnMut(&dyn ChainRows) -> Result<()>) -> Result<()> {
+        self.snapshot(|rows| f(rows))
     }
 
     fn renew_lease(&self, run_id: &str, owner: &str, expires_at: &Timestamp) -> Result<bool> {

@@ -5,7 +5,6 @@
 
 use std::fmt::Write as _;
 
-use agentrt::chain::{RowValue, row_digest};
 use agentrt::clock::Timestamp;
 use agentrt::model::{Approval, ApprovalStatus, CallStatus, ModelCall, RunStatus, StepStatus};
 use agentrt::store::engine::{GroupRows, RowTable, SealedEvent, StoredValue};
@@ -14,10 +13,9 @@ use agentrt::store::{
     StepChange, StepGuard,
 };
 use agentrt::{Error, Result};
-use tokio_postgres::types::Type;
 
 use crate::error::pg_error;
-use crate::rows::{Param, PgRows, count, int, text};
+use crate::rows::{Param, PgRows, count, digest_row, int, text};
 
 /// The channel every commit of events is announced on, with the new head
 /// seq as the payload.
@@ -398,27 +396,7 @@ impl GroupRows for PgRows<'_, '_> {
         let Some(row) = rows.first() else {
             return Ok(None);
         };
-        // Digested columns are BIGINT or TEXT, read in their fixed order.
-        let mut ints = Vec::with_capacity(row.len());
-        let mut texts = Vec::with_capacity(row.len());
-        for (i, column) in row.columns().iter().enumerate() {
-            if *column.type_() == Type::INT8 {
-                ints.push(Some(row.try_get::<_, i64>(i).map_err(|e| pg_error(&e))?));
-                texts.push(None);
-            } else {
-                ints.push(None);
-                texts.push(Some(row.try_get::<_, String>(i).map_err(|e| pg_error(&e))?));
-            }
-        }
-        let values: Vec<RowValue<'_>> = ints
-            .iter()
-            .zip(&texts)
-            .map(|(n, t)| match (n, t) {
-                (Some(n), _) => RowValue::Int(*n),
-                (None, t) => RowValue::Text(t.as_deref().unwrap_or("").as_bytes()),
-            })
-            .collect();
-        Ok(Some(row_digest(core.name(), &values)))
+        digest_row(core.name(), row).map(Some)
     }
 
     fn insert_events(&mut self, events: &[SealedEvent<'_>]) -> Result<()> {

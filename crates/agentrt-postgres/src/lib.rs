@@ -24,6 +24,7 @@
 //! ```
 
 mod backend;
+mod chain_read;
 mod error;
 mod group;
 mod pool;

@@ -6,12 +6,37 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use agentrt::Result;
+use agentrt::chain::{RowValue, row_digest};
 use agentrt::store::engine::RowColumns;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Row, Statement, Transaction};
 
 use crate::error::pg_error;
 use crate::runtime::block_on;
+
+/// SQLite's digest of a NULL (see the core's `hash_value`).
+const NULL_DIGESTED: &[u8] = b"\0null";
+
+/// The digest of a state row of `table` selected as its digested columns
+/// (BIGINT or TEXT) in their fixed order: the one SQLite's rows get.
+pub(crate) fn digest_row(table: &str, row: &Row) -> Result<String> {
+    let values = row
+        .columns()
+        .iter()
+        .enumerate()
+        .map(|(i, column)| {
+            if *column.type_() == Type::INT8 {
+                row.try_get::<_, Option<i64>>(i)
+                    .map(|n| n.map_or(RowValue::Text(NULL_DIGESTED), RowValue::Int))
+            } else {
+                row.try_get::<_, Option<&str>>(i)
+                    .map(|t| RowValue::Text(t.map_or(NULL_DIGESTED, str::as_bytes)))
+            }
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| pg_error(&e))?;
+    Ok(row_digest(table, &values))
+}
 
 /// A bound parameter.
 pub(crate) type Param = Box<dyn ToSql + Sync>;

@@ -7,11 +7,13 @@
 //!   (`SELECT … FOR UPDATE`): groups of every host queue on it, so each
 //!   sees the head the previous one left and events get consecutive seqs
 //!   in commit order;
-//! - `pos`, an identity column on the tables read in insertion order
-//!   (SQLite's `rowid`), outside every digest;
+//! - `pos`, an identity column on every state table (SQLite's `rowid`):
+//!   insertion order, outside every digest;
 //! - `agentrt_labels(text)`, a labels text as `jsonb`, `{}` when it is not
 //!   JSON (a hand-edited row matches no label filter instead of failing
-//!   the read).
+//!   the read);
+//! - `agentrt_listing(text)`, an event's row listing as a `jsonb` array,
+//!   `[]` when it is not one (`verify` then names the rows it misses).
 
 use agentrt::store::schema::META;
 use tokio_postgres::Client;
@@ -62,11 +64,13 @@ CREATE TABLE runs (
     lease_expires_at      TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE run_labels (
+    pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
     run_id      TEXT PRIMARY KEY REFERENCES runs(id),
     labels_json TEXT NOT NULL,
     written_seq BIGINT NOT NULL DEFAULT 0
 );
 CREATE TABLE steps (
+    pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
     id               TEXT PRIMARY KEY,
     written_seq      BIGINT NOT NULL DEFAULT 0,
     run_id           TEXT NOT NULL REFERENCES runs(id),
@@ -133,6 +137,7 @@ CREATE TABLE model_calls (
 );
 CREATE INDEX model_calls_run ON model_calls (run_id, pos);
 CREATE TABLE tool_specs (
+    pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
     hash        TEXT PRIMARY KEY,
     spec_json   TEXT NOT NULL,
     written_seq BIGINT NOT NULL DEFAULT 0
@@ -156,6 +161,14 @@ BEGIN
     RETURN CASE WHEN jsonb_typeof(labels::jsonb) = 'object' THEN labels::jsonb ELSE '{}'::jsonb END;
 EXCEPTION WHEN others THEN
     RETURN '{}'::jsonb;
+END
+$$;
+CREATE FUNCTION agentrt_listing(listing TEXT) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RETURN CASE WHEN jsonb_typeof(listing::jsonb) = 'array' THEN listing::jsonb ELSE '[]'::jsonb END;
+EXCEPTION WHEN others THEN
+    RETURN '[]'::jsonb;
 END
 $$;
 ";

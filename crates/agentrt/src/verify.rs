@@ -56,7 +56,7 @@ use serde::Serialize;
 use crate::chain::FieldHasher;
 use crate::error::Result;
 use crate::store::Store;
-use crate::store::verify_read::{EventColumn, EventRow, Field, Piece, Snapshot};
+use crate::store::engine::{ChainRows, EventColumn, EventRow, Field, Piece};
 
 use listing::ListingParser;
 use seen::Seen;
@@ -184,9 +184,19 @@ pub fn verify(store: &Store, options: &VerifyOptions) -> Result<VerifyReport> {
     store.snapshot(|snap| Walk::run(snap, options))
 }
 
+/// The index of the chained table named `name`.
+fn table_index(snap: &dyn ChainRows, name: &str) -> Result<Option<usize>> {
+    for index in 0..snap.table_count()? {
+        if snap.table_name(index)? == name {
+            return Ok(Some(index));
+        }
+    }
+    Ok(None)
+}
+
 /// The state of one walk.
-struct Walk<'s, 'c> {
-    snap: &'s Snapshot<'c>,
+struct Walk<'s> {
+    snap: &'s dyn ChainRows,
     from: i64,
     /// The seq the next event must have.
     next: i64,
@@ -211,8 +221,8 @@ fn quoted(bytes: &[u8]) -> String {
         .collect()
 }
 
-impl<'s, 'c> Walk<'s, 'c> {
-    fn run(snap: &'s Snapshot<'c>, options: &VerifyOptions) -> Result<VerifyReport> {
+impl<'s> Walk<'s> {
+    fn run(snap: &'s dyn ChainRows, options: &VerifyOptions) -> Result<VerifyReport> {
         let head = snap.head()?.map(|(seq, hash)| ChainHead { seq, hash });
         let from = options.from.max(1);
         let head_seq = head.as_ref().map_or(0, |h| h.seq);
@@ -228,7 +238,7 @@ impl<'s, 'c> Walk<'s, 'c> {
             prev: String::new(),
             checked: 0,
             broken: None,
-            matched: vec![0; snap.tables()?.len()],
+            matched: vec![0; snap.table_count()?],
             kept: options.kept_head.clone(),
             kept_found: None,
             hasher: FieldHasher::new(),
@@ -298,7 +308,8 @@ impl<'s, 'c> Walk<'s, 'c> {
         }
         loop {
             let snap = self.snap;
-            let (read, flow) = snap.events(self.next - 1, to, PAGE_EVENTS, |e| self.check(e))?;
+            let (read, flow) =
+                snap.events(self.next - 1, to, PAGE_EVENTS, &mut |e| self.check(e))?;
             if flow.is_break() || read < PAGE_EVENTS {
                 return Ok(());
             }
@@ -335,7 +346,7 @@ impl<'s, 'c> Walk<'s, 'c> {
                 Field::Long => {
                     let hasher = &mut self.hasher;
                     self.snap
-                        .read_event_field(column, seq, |piece| match piece {
+                        .read_event_field(column, seq, &mut |piece| match piece {
                             Piece::Len(len) => hasher.begin(len),
                             Piece::Bytes(bytes) => {
                                 hasher.piece(bytes);
@@ -395,8 +406,7 @@ impl<'s, 'c> Walk<'s, 'c> {
     ) -> Result<ControlFlow<()>> {
         let digest_text = || digest.to_owned();
         let snap = self.snap;
-        let tables = snap.tables()?;
-        let Some(table) = tables.iter().position(|t| t.name == table_name) else {
+        let Some(table) = table_index(snap, table_name)? else {
             return Ok(self.fail(
                 seq,
                 digest_text(),
@@ -404,7 +414,7 @@ impl<'s, 'c> Walk<'s, 'c> {
                 format!("the row listing names {table_name:?}, which is not a state table"),
             ));
         };
-        let name = tables[table].name.as_str();
+        let name = snap.table_name(table)?;
         let written = match self.seen.get(table, id) {
             Some(w) => Some(w),
             None => {
@@ -427,16 +437,12 @@ impl<'s, 'c> Walk<'s, 'c> {
             // A later event wrote the row again; that one is checked.
             return Ok(ControlFlow::Continue(()));
         }
-        let now = self
-            .snap
-            .row_digest(table, id)?
-            .map(|d| d.to_hex())
-            .unwrap_or_default();
+        let now = self.snap.row_digest(table, id)?.unwrap_or_default();
         Ok(if written < seq {
             self.fail(
                 seq,
                 digest_text(),
-                now.to_string(),
+                now.clone(),
                 format!(
                     "{name} row {id:?} names seq {written} as its last writer, but this later event wrote it"
                 ),
@@ -450,7 +456,7 @@ impl<'s, 'c> Walk<'s, 'c> {
             self.fail(
                 seq,
                 digest_text(),
-                now.to_string(),
+                now,
                 format!("{name} row {id:?} was changed after this event wrote it"),
             )
         })
@@ -469,9 +475,8 @@ impl<'s, 'c> Walk<'s, 'c> {
             Some((self.from, last))
         };
         let snap = self.snap;
-        let tables = snap.tables()?;
         let mut first: Option<(usize, String, i64)> = None;
-        for table in 0..tables.len() {
+        for table in 0..snap.table_count()? {
             let rows = snap.count_rows(table, range)?;
             if Some(&rows) == self.matched.get(table) {
                 continue;
@@ -488,7 +493,7 @@ impl<'s, 'c> Walk<'s, 'c> {
             }
         }
         if let Some((table, id, written)) = first {
-            let name = tables[table].name.as_str();
+            let name = snap.table_name(table)?;
             let (seq, detail) = if written > head_seq {
                 (
                     head_seq + 1,

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentrt::store::{NewRun, RunChange, RunGuard};
+use agentrt::verify::{self, VerifyOptions, VerifyReport};
 use agentrt::*;
 
 use crate::backends::{self, Backend};
@@ -47,33 +48,26 @@ fn driver(
 }
 
 /// The links of every event, in seq order, as the engine stored them.
-fn links(backend: &Backend, store: &Store) -> Vec<(i64, String)> {
-    if backend.name == "postgres" {
-        backends::on_plain_thread(|| {
-            backends::client(&backend.location)
-                .query("SELECT seq, hash FROM events ORDER BY seq", &[])
-                .unwrap()
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect()
+/// Every stored link, read through `verify`'s reads (the chain head and
+/// each seq's link).
+fn links(store: &Store) -> Vec<(i64, String)> {
+    let head = agentrt::verify::chain_head(store).unwrap().unwrap().seq;
+    (1..=head)
+        .map(|seq| {
+            (
+                seq,
+                agentrt::verify::event_hash(store, seq).unwrap().unwrap(),
+            )
         })
-    } else {
-        let head = agentrt::verify::chain_head(store).unwrap().unwrap().seq;
-        (1..=head)
-            .map(|seq| {
-                (
-                    seq,
-                    agentrt::verify::event_hash(store, seq).unwrap().unwrap(),
-                )
-            })
-            .collect()
-    }
+        .collect()
 }
 
 /// A labelled run paused for approval, approved under the hash shown,
 /// resumed (the policy asked again) and completed: what each engine holds
 /// afterwards.
-async fn approved_run(backend: &Backend) -> (Vec<Event>, Vec<(i64, String)>, Run, usize) {
+async fn approved_run(
+    backend: &Backend,
+) -> (Vec<Event>, Vec<(i64, String)>, Run, usize, VerifyReport) {
     let store = backend.open();
     let clock = ManualClock::new(t0()).stepping(Duration::from_secs(1));
     let ids = sequential_ids("id");
@@ -114,15 +108,17 @@ async fn approved_run(backend: &Backend) -> (Vec<Event>, Vec<(i64, String)>, Run
     );
     let run = second.resume("r").await.unwrap();
     let events = store.list_events("r").unwrap();
-    let links = links(backend, &store);
-    (events, links, run, calls.load(Ordering::SeqCst))
+    let links = links(&store);
+    let report = verify::verify(&store, &VerifyOptions::default()).unwrap();
+    (events, links, run, calls.load(Ordering::SeqCst), report)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approved_run_writes_the_same_events_and_links_on_both_engines() {
     let [sqlite, postgres] = backends::each();
-    let (sqlite_events, sqlite_links, sqlite_run, sqlite_calls) = approved_run(&sqlite).await;
-    let (pg_events, pg_links, pg_run, pg_calls) = approved_run(&postgres).await;
+    let (sqlite_events, sqlite_links, sqlite_run, sqlite_calls, sqlite_report) =
+        approved_run(&sqlite).await;
+    let (pg_events, pg_links, pg_run, pg_calls, pg_report) = approved_run(&postgres).await;
     assert_eq!(sqlite_run.status, RunStatus::Completed);
     assert_eq!(
         (sqlite_calls, pg_calls),
@@ -134,6 +130,18 @@ async fn an_approved_run_writes_the_same_events_and_links_on_both_engines() {
     // The links cover every row digest: equal links mean the same rows.
     assert_eq!(pg_links, sqlite_links);
     assert_eq!(pg_run, sqlite_run);
+    // `verify` walks both to the same head, every row accounted for.
+    assert!(sqlite_report.intact(), "{sqlite_report:?}");
+    assert!(pg_report.intact(), "{pg_report:?}");
+    assert_eq!(pg_report.checked, sqlite_events.len() as u64);
+    assert_eq!(
+        (&pg_report.head, &pg_report.hash, pg_report.checked),
+        (
+            &sqlite_report.head,
+            &sqlite_report.hash,
+            sqlite_report.checked
+        )
+    );
 }
 
 /// Guarded run changes: a wrong owner, an expired lease and a wrong step

@@ -7,6 +7,7 @@
 
 use std::sync::{Arc, Weak};
 
+use super::chain_rows::ChainRows;
 use super::group_rows::GroupRows;
 use super::read_rows::ReadRows;
 use super::watch::Head;
@@ -36,6 +37,10 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Runs `f` over one consistent read of the database.
     fn read(&self, f: &mut dyn FnMut(&dyn ReadRows) -> Result<()>) -> Result<()>;
+
+    /// Runs `f` over one consistent read of the event log and the state
+    /// rows, for `verify` (see [`ChainRows`]).
+    fn chain_read(&self, f: &mut dyn FnMut(&dyn ChainRows) -> Result<()>) -> Result<()>;
 
     /// Extends `owner`'s lease on a RUNNING run; `false` when the run is no
     /// longer leased to `owner`. Writes only the lease columns (no event).

@@ -12,8 +12,7 @@ use super::extension::{self, MAX_EXTENSION_NAME, is_identifier, quoted};
 use super::schema::{StateTable, UNCHAINED_SEQ};
 use crate::error::{Error, Result};
 
-/// Longest field selected with its row; longer ones are read in chunks.
-pub(crate) const INLINE_FIELD: u64 = 4096;
+pub(crate) use super::chain_rows::INLINE_FIELD;
 
 /// The column, or NULL when it is longer than [`INLINE_FIELD`] (the
 /// columns read this way are NOT NULL, so NULL means long).

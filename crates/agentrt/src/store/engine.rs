@@ -1,6 +1,6 @@
 //! What a storage engine outside the core needs to be one: the
 //! [`Backend`] it implements, the row surfaces ([`GroupRows`],
-//! [`ReadRows`]) and the one set of decoders and column lists every
+//! [`ReadRows`], [`ChainRows`] for `verify`) and the one set of decoders and column lists every
 //! engine reads rows with, so that a run read from PostgreSQL is the run
 //! read from SQLite, `decode_error` and page cuts included.
 //!
@@ -10,6 +10,9 @@
 
 pub use super::backend::{Backend, ChangeSignal};
 pub use super::calls::{CALL_COLUMNS, call_from_row as decode_model_call};
+pub use super::chain_rows::{
+    ChainRows, EventColumn, EventRow, Field, INLINE_FIELD, MAX_LINK_SHOWN, Piece,
+};
 pub use super::columns::{Column, Decode, RowColumns};
 pub use super::group_rows::{GroupRows, RowTable, SealedEvent};
 pub use super::page::{

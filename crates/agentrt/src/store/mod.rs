@@ -12,6 +12,7 @@
 mod backend;
 mod batch;
 mod calls;
+mod chain_rows;
 mod chained;
 mod changes;
 mod columns;

@@ -4,7 +4,7 @@
 //!
 //! Memory stays flat whatever the file holds: events are read a page at a
 //! time and handed over as borrowed bytes; a field longer than
-//! [`INLINE_FIELD`](super::chained::INLINE_FIELD) bytes is not selected but read through SQLite's
+//! [`INLINE_FIELD`](super::chain_rows::INLINE_FIELD) bytes is not selected but read through SQLite's
 //! incremental blob I/O in chunks of [`MAX_PAGE_TEXT`] bytes; state rows
 //! are looked up one at a time by id, and only the row counts are kept.
 
@@ -16,81 +16,16 @@ use std::sync::LazyLock;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Row, Statement};
 
-use super::Store;
+use super::chain_rows::{ChainRows, EventColumn, EventRow, Field, MAX_LINK_SHOWN, Piece};
 use super::chained::capped_select;
 use super::chained::{self, ChainedTable};
 use super::digest::hash_value;
 use super::page::MAX_PAGE_TEXT;
 use super::schema::{StateTable, UNCHAINED_SEQ};
+use super::{Engine, Store};
 use crate::chain::FieldHasher;
 use crate::clock::lock;
 use crate::error::{Error, Result};
-
-/// Most bytes of a stored link handed over (a tampered one may be huge).
-pub(crate) const MAX_LINK_SHOWN: usize = 128;
-
-/// A text column of the event log, in link order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EventColumn {
-    RunId,
-    StepId,
-    At,
-    Type,
-    Payload,
-    Rows,
-}
-
-impl EventColumn {
-    /// Every linked text column, in link order.
-    pub(crate) const ALL: [EventColumn; 6] = [
-        EventColumn::RunId,
-        EventColumn::StepId,
-        EventColumn::At,
-        EventColumn::Type,
-        EventColumn::Payload,
-        EventColumn::Rows,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            EventColumn::RunId => "run_id",
-            EventColumn::StepId => "step_id",
-            EventColumn::At => "at",
-            EventColumn::Type => "type",
-            EventColumn::Payload => "payload_json",
-            EventColumn::Rows => "rows_json",
-        }
-    }
-}
-
-/// One field as selected: its bytes, or nothing when it is longer than
-/// [`INLINE_FIELD`](super::chained::INLINE_FIELD).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Field<'r> {
-    /// The stored bytes.
-    Inline(&'r [u8]),
-    /// A long field: read it with [`Snapshot::read_event_field`].
-    Long,
-}
-
-/// A long field, as read: first its length, then its bytes in pieces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Piece<'a> {
-    /// The field's length in bytes (handed over first).
-    Len(u64),
-    /// The next bytes.
-    Bytes(&'a [u8]),
-}
-
-/// One stored event, borrowed from the page being read.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct EventRow<'r> {
-    pub(crate) seq: i64,
-    /// The linked text fields, in [`EventColumn::ALL`] order.
-    pub(crate) fields: [Field<'r>; 6],
-    /// The stored link, cut at [`MAX_LINK_SHOWN`] bytes.
-    pub(crate) hash: &'r [u8],
-}
 
 /// A read transaction over the store, for verifying. Its hot statements
 /// are prepared once per snapshot (the statement cache would hash their
@@ -110,8 +45,24 @@ pub(crate) struct Snapshot<'c> {
 impl Store {
     /// Runs `f` inside one read transaction on the store's connection (held
     /// for the whole call).
-    pub(crate) fn snapshot<T>(&self, f: impl FnOnce(&Snapshot<'_>) -> Result<T>) -> Result<T> {
-        let conn = lock(&self.sqlite("verify")?.conn);
+    pub(crate) fn snapshot<T>(&self, f: impl FnOnce(&dyn ChainRows) -> Result<T>) -> Result<T> {
+        let sqlite = match &self.inner.engine {
+            Engine::Sqlite(sqlite) => sqlite,
+            Engine::Backend(backend) => {
+                let mut f = Some(f);
+                let mut out = None;
+                backend.chain_read(&mut |rows| {
+                    if let Some(f) = f.take() {
+                        out = Some(f(rows)?);
+                    }
+                    Ok(())
+                })?;
+                return out.ok_or_else(|| Error::Internal {
+                    detail: "the engine's chain read never ran".into(),
+                });
+            }
+        };
+        let conn = lock(&sqlite.conn);
         let tx = conn.unchecked_transaction().map_err(Error::from_sqlite)?;
         let value = {
             let snap = Snapshot {
@@ -201,78 +152,6 @@ fn field<'r>(row: &'r Row<'_>, at: usize) -> rusqlite::Result<Field<'r>> {
 }
 
 impl Snapshot<'_> {
-    /// The chain head: the highest stored seq and its link (capped).
-    pub(crate) fn head(&self) -> Result<Option<(i64, String)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT seq, substr(hash, 1, 128) FROM events ORDER BY seq DESC LIMIT 1",
-            )
-            .map_err(Error::from_sqlite)?;
-        stmt.query_row([], |r| Ok((r.get(0)?, text(r.get_ref(1)?))))
-            .optional()
-            .map_err(Error::from_sqlite)
-    }
-
-    /// The link stored for `seq` (capped at [`MAX_LINK_SHOWN`] bytes).
-    pub(crate) fn hash_at(&self, seq: i64) -> Result<Option<String>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT substr(hash, 1, 128) FROM events WHERE seq = ?1")
-            .map_err(Error::from_sqlite)?;
-        stmt.query_row([seq], |r| Ok(text(r.get_ref(0)?)))
-            .optional()
-            .map_err(Error::from_sqlite)
-    }
-
-    /// Hands `f` the events with `after < seq <= to` in seq order, at most
-    /// `limit`; stops early when `f` breaks. Returns how many were handed
-    /// over and whether `f` broke.
-    pub(crate) fn events(
-        &self,
-        after: i64,
-        to: i64,
-        limit: usize,
-        mut f: impl FnMut(&EventRow<'_>) -> Result<ControlFlow<()>>,
-    ) -> Result<(usize, ControlFlow<()>)> {
-        let mut stmt = prepared(self.conn, &self.events, &EVENTS_SQL)?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut rows = stmt
-            .query(rusqlite::params![after, to, limit])
-            .map_err(Error::from_sqlite)?;
-        let mut handed = 0;
-        while let Some(row) = rows.next().map_err(Error::from_sqlite)? {
-            let event = (|| -> rusqlite::Result<EventRow<'_>> {
-                let mut fields = [Field::Inline(&[]); 6];
-                for (i, slot) in fields.iter_mut().enumerate() {
-                    *slot = field(row, 1 + i)?;
-                }
-                Ok(EventRow {
-                    seq: row.get(0)?,
-                    fields,
-                    hash: inline_bytes(row.get_ref(7)?),
-                })
-            })()
-            .map_err(Error::from_sqlite)?;
-            handed += 1;
-            if f(&event)?.is_break() {
-                return Ok((handed, ControlFlow::Break(())));
-            }
-        }
-        Ok((handed, ControlFlow::Continue(())))
-    }
-
-    /// Reads a long field of event `seq`: its length, then its bytes in
-    /// chunks of [`MAX_PAGE_TEXT`].
-    pub(crate) fn read_event_field(
-        &self,
-        column: EventColumn,
-        seq: i64,
-        f: impl FnMut(Piece<'_>),
-    ) -> Result<()> {
-        self.read_long("events", "events", column.name(), seq, f)
-    }
-
     /// Reads column `column` of the row at `rowid` of `table` in chunks;
     /// `label` names the kind of row in an error.
     fn read_long(
@@ -309,14 +188,8 @@ impl Snapshot<'_> {
     /// The tables the chain covers, in name order: the core's state tables
     /// and the extension tables the file's registry names (read on first
     /// use).
-    pub(crate) fn tables(&self) -> Result<&[ChainedTable]> {
+    fn tables(&self) -> Result<&[ChainedTable]> {
         Ok(&self.loaded()?.0)
-    }
-
-    /// The first problem of the extension registry: an entry that is not
-    /// a valid extension table (left out of [`Snapshot::tables`]).
-    pub(crate) fn registry_problem(&self) -> Result<Option<&str>> {
-        Ok(self.loaded()?.1.as_deref())
     }
 
     fn loaded(&self) -> Result<&(Vec<ChainedTable>, Option<String>)> {
@@ -336,10 +209,87 @@ impl Snapshot<'_> {
                 detail: format!("no chained table at {index}"),
             })
     }
+}
 
-    /// The `written_seq` of row `id` of table `index`; `None` when there
-    /// is no such row.
-    pub(crate) fn row_written_seq(&self, index: usize, id: &str) -> Result<Option<i64>> {
+impl ChainRows for Snapshot<'_> {
+    fn head(&self) -> Result<Option<(i64, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, substr(hash, 1, 128) FROM events ORDER BY seq DESC LIMIT 1",
+            )
+            .map_err(Error::from_sqlite)?;
+        stmt.query_row([], |r| Ok((r.get(0)?, text(r.get_ref(1)?))))
+            .optional()
+            .map_err(Error::from_sqlite)
+    }
+
+    fn hash_at(&self, seq: i64) -> Result<Option<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT substr(hash, 1, 128) FROM events WHERE seq = ?1")
+            .map_err(Error::from_sqlite)?;
+        stmt.query_row([seq], |r| Ok(text(r.get_ref(0)?)))
+            .optional()
+            .map_err(Error::from_sqlite)
+    }
+
+    fn events(
+        &self,
+        after: i64,
+        to: i64,
+        limit: usize,
+        f: &mut dyn FnMut(&EventRow<'_>) -> Result<ControlFlow<()>>,
+    ) -> Result<(usize, ControlFlow<()>)> {
+        let mut stmt = prepared(self.conn, &self.events, &EVENTS_SQL)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut rows = stmt
+            .query(rusqlite::params![after, to, limit])
+            .map_err(Error::from_sqlite)?;
+        let mut handed = 0;
+        while let Some(row) = rows.next().map_err(Error::from_sqlite)? {
+            let event = (|| -> rusqlite::Result<EventRow<'_>> {
+                let mut fields = [Field::Inline(&[]); 6];
+                for (i, slot) in fields.iter_mut().enumerate() {
+                    *slot = field(row, 1 + i)?;
+                }
+                Ok(EventRow {
+                    seq: row.get(0)?,
+                    fields,
+                    hash: inline_bytes(row.get_ref(7)?),
+                })
+            })()
+            .map_err(Error::from_sqlite)?;
+            handed += 1;
+            if f(&event)?.is_break() {
+                return Ok((handed, ControlFlow::Break(())));
+            }
+        }
+        Ok((handed, ControlFlow::Continue(())))
+    }
+
+    fn read_event_field(
+        &self,
+        column: EventColumn,
+        seq: i64,
+        f: &mut dyn FnMut(Piece<'_>),
+    ) -> Result<()> {
+        self.read_long("events", "events", column.name(), seq, f)
+    }
+
+    fn table_count(&self) -> Result<usize> {
+        Ok(self.tables()?.len())
+    }
+
+    fn table_name(&self, index: usize) -> Result<&str> {
+        Ok(self.table(index)?.name.as_str())
+    }
+
+    fn registry_problem(&self) -> Result<Option<&str>> {
+        Ok(self.loaded()?.1.as_deref())
+    }
+
+    fn row_written_seq(&self, index: usize, id: &str) -> Result<Option<i64>> {
         let table = self.table(index)?;
         let mut stmt = prepared_at(self.conn, &self.written, index, &table.written_sql)?;
         stmt.query_row([id], |r| r.get(0))
@@ -347,9 +297,7 @@ impl Snapshot<'_> {
             .map_err(Error::from_sqlite)
     }
 
-    /// The digest of row `id` of table `index` now (see [`crate::chain`]),
-    /// long columns read in chunks; `None` when there is no such row.
-    pub(crate) fn row_digest(&self, index: usize, id: &str) -> Result<Option<blake3::Hash>> {
+    fn row_digest(&self, index: usize, id: &str) -> Result<Option<String>> {
         let table = self.table(index)?;
         let mut stmt = prepared_at(self.conn, &self.rows, index, &table.row_sql)?;
         let mut rows = stmt.query([id]).map_err(Error::from_sqlite)?;
@@ -381,12 +329,10 @@ impl Snapshot<'_> {
                 }
             }
         }
-        Ok(Some(h.finish()))
+        Ok(Some(h.finish().to_hex().to_string()))
     }
 
-    /// How many rows of table `index` there are, or how many have a
-    /// `written_seq` within `range`.
-    pub(crate) fn count_rows(&self, index: usize, range: Option<(i64, i64)>) -> Result<u64> {
+    fn count_rows(&self, index: usize, range: Option<(i64, i64)>) -> Result<u64> {
         let table = self.table(index)?;
         let name = &table.sql_name;
         let n: i64 = match range {
@@ -414,9 +360,7 @@ impl Snapshot<'_> {
         Ok(n.unsigned_abs())
     }
 
-    /// How many rows of the tables that joined the chain later are marked
-    /// as older than the chain, and how many the migration recorded.
-    pub(crate) fn unchained_rows(&self) -> Result<(u64, u64)> {
+    fn unchained_rows(&self) -> Result<(u64, u64)> {
         let mut marked = 0u64;
         for table in StateTable::ALL.into_iter().filter(|t| t.joined_later()) {
             let n: i64 = self
@@ -445,9 +389,7 @@ impl Snapshot<'_> {
         Ok((marked, recorded))
     }
 
-    /// The row of table `index` (within `range`, by `written_seq`) with
-    /// the lowest `written_seq` whose event does not list it: `(id, seq)`.
-    pub(crate) fn first_unlisted_row(
+    fn first_unlisted_row(
         &self,
         index: usize,
         range: Option<(i64, i64)>,
