@@ -102,12 +102,22 @@ impl Backend for PgBackend {
         self.snapshot(|rows| f(rows))
     }
 
-    fn renew_lease(&self, run_id: &str, owner: &str, expires_at: &Timestamp) -> Result<bool> {
-        let expires = expires_at.to_string();
+    fn renew_lease(
+        &self,
+        run_id: &str,
+        owner: &str,
+        _expires_at: &Timestamp,
+        ttl: Duration,
+    ) -> Result<bool> {
+        // The server's clock + ttl, as the text a `Timestamp` shows.
+        let ttl_micros = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
         self.pool.with(|conn| {
             let n = block_on(conn.client.execute(
-                "UPDATE runs SET lease_expires_at = $1 WHERE id = $2 AND lease_owner = $3 AND status = 'RUNNING'",
-                &[&expires, &run_id, &owner],
+                "UPDATE runs SET lease_expires_at = to_char(
+                     (clock_timestamp() + $1::bigint * interval '1 microsecond') AT TIME ZONE 'UTC',
+                     'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '000Z'
+                 WHERE id = $2 AND lease_owner = $3 AND status = 'RUNNING'",
+                &[&ttl_micros, &run_id, &owner],
             ))
             .map_err(|e| pg_error(&e))?;
             Ok(n == 1)

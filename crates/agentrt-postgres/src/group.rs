@@ -50,7 +50,8 @@ fn push_run_guard(sql: &mut String, params: &mut Vec<Param>, prefix: &str, g: &R
         params.push(text(owner));
     }
     if let Some(at) = &g.lease_live_at {
-        let _ = write!(sql, " AND {prefix}lease_expires_at > ?");
+        // Byte order, as SQLite compares the stored text.
+        let _ = write!(sql, " AND {prefix}lease_expires_at > ? COLLATE \"C\"");
         params.push(time(at));
     }
     if let Some(n) = g.step_count {
@@ -309,7 +310,7 @@ impl GroupRows for PgRows<'_, '_> {
             "INSERT INTO model_calls (id, run_id, step_id, attempt, status, model, dispatched_at)
              SELECT ?::text, ?::text, ?::text, ?::bigint, ?::text, ?::text, ?::text
              WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND status = 'RUNNING'
-                           AND lease_owner = ? AND lease_expires_at > ?)",
+                           AND lease_owner = ? AND lease_expires_at > ? COLLATE \"C\")",
             &[
                 text(&call.id),
                 text(&call.run_id),

@@ -51,6 +51,10 @@ fn nonnegative(n: i64) -> u64 {
 }
 
 impl ReadRows for PgRows<'_, '_> {
+    fn clock_now(&self) -> Result<Option<agentrt::clock::Timestamp>> {
+        self.server_now().map(Some)
+    }
+
     fn run(&self, run_id: &str, cut: Cut) -> Result<Option<Run>> {
         match cut {
             Cut::Whole => {

@@ -2,11 +2,12 @@
 //! core's row surfaces (`ReadRows` in `read`, `GroupRows` in `group`) on a
 //! transaction of a pooled connection, through its statement cache.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use agentrt::Result;
 use agentrt::chain::{RowValue, row_digest};
+use agentrt::clock::Timestamp;
 use agentrt::store::engine::RowColumns;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Row, Statement, Transaction};
@@ -48,6 +49,8 @@ pub(crate) type Statements = HashMap<String, Statement>;
 pub(crate) struct PgRows<'a, 'c> {
     tx: RefCell<&'a Transaction<'c>>,
     statements: RefCell<&'a mut Statements>,
+    /// The server's clock, read once per transaction (see `clock_now`).
+    now: Cell<Option<Timestamp>>,
 }
 
 impl<'a, 'c> PgRows<'a, 'c> {
@@ -55,6 +58,7 @@ impl<'a, 'c> PgRows<'a, 'c> {
         PgRows {
             tx: RefCell::new(tx),
             statements: RefCell::new(statements),
+            now: Cell::new(None),
         }
     }
 
@@ -69,6 +73,23 @@ impl<'a, 'c> PgRows<'a, 'c> {
             .borrow_mut()
             .insert(sql.to_owned(), statement.clone());
         Ok(statement)
+    }
+
+    /// The server's clock (`clock_timestamp()`, so a group that queued on
+    /// the chain head reads the time it runs at), read on first use and
+    /// kept for the rest of the transaction: one instant per group, as the
+    /// gate reads its clock once per group.
+    pub(crate) fn server_now(&self) -> Result<Timestamp> {
+        if let Some(now) = self.now.get() {
+            return Ok(now);
+        }
+        let micros = self.int(
+            "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+            &[],
+        )?;
+        let now = Timestamp::from_unix_nanos(i128::from(micros) * 1000);
+        self.now.set(Some(now));
+        Ok(now)
     }
 
     /// Every row of a query.

@@ -9,6 +9,14 @@ use crate::backends::{client, fresh_database, on_plain_thread};
 /// The engine's name, for messages.
 pub const NAME: &str = "postgres";
 
+/// Lets every lease taken so far lapse: PostgreSQL judges leases by its own
+/// clock, so the test waits them out (the lease clock is moved too, for
+/// the session's own view of its lease).
+pub async fn let_leases_lapse(lease_clock: &agentrt::ManualClock, ttl: std::time::Duration) {
+    lease_clock.advance(ttl + std::time::Duration::from_millis(1));
+    tokio::time::sleep(ttl + std::time::Duration::from_millis(50)).await;
+}
+
 /// A fresh, empty store.
 pub fn store() -> Store {
     Db::new().open()

@@ -122,3 +122,61 @@ async fn a_waiter_wakes_when_another_host_commits() {
         .unwrap();
     assert_eq!(waiter.await.unwrap(), Some(2));
 }
+
+/// A gate on `store` whose lease clock runs `skew` ahead of (or behind)
+/// the real time, as a host whose clock is off.
+fn skewed_gate(store: &agentrt::Store, owner: &str, skew: i64, ttl: Duration) -> agentrt::Gate {
+    let clock: agentrt::Clock = std::sync::Arc::new(move || {
+        let now = Timestamp::now().as_unix_nanos();
+        Timestamp::from_unix_nanos(now + i128::from(skew) * 1_000_000_000)
+    });
+    agentrt::Gate::new(
+        agentrt::GateConfig::new(store.clone(), agentrt::DefaultPolicy, vec![])
+            .with_lease_ttl(ttl)
+            .with_lease_clock(clock)
+            .with_lease_owner(owner),
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_with_skewed_clocks_cannot_both_hold_a_run() {
+    const TTL: Duration = Duration::from_secs(2);
+    let backend = Backend::postgres();
+    let (a_store, b_store) = (backend.open(), backend.open());
+    // Host A's clock is an hour behind, host B's an hour ahead: by their
+    // own clocks, B would find A's lease long expired.
+    let a = skewed_gate(&a_store, "host-a", -3600, TTL);
+    let b = skewed_gate(&b_store, "host-b", 3600, TTL);
+    let a_owner = a.owner().to_owned();
+    let held = a
+        .begin(Some("r"), "g", agentrt::Limits::default())
+        .await
+        .unwrap();
+    // The stored expiry is the server's now + TTL, not A's clock.
+    let (owner, expires_at) = b_store.lease("r").unwrap();
+    assert_eq!(owner, a_owner);
+    let now = Timestamp::now();
+    assert!(
+        expires_at > now.to_string() && expires_at < now.add(TTL * 2).to_string(),
+        "expiry {expires_at} is not the server's now + TTL ({now})"
+    );
+    match b.attach("r").await {
+        Err(agentrt::Error::RunLeased { owner, .. }) => assert_eq!(owner, a_owner),
+        Err(other) => panic!("expected RunLeased, got {other:?}"),
+        Ok(_) => panic!("host B took a live lease"),
+    }
+    // A's heartbeat keeps it: after more than a TTL it is still A's.
+    tokio::time::sleep(TTL + Duration::from_millis(500)).await;
+    assert!(matches!(
+        b.attach("r").await,
+        Err(agentrt::Error::RunLeased { .. })
+    ));
+    // A stops (its heartbeat with it); once the server's clock passes the
+    // last renewal's expiry, B takes the run over.
+    drop(held);
+    drop(a);
+    tokio::time::sleep(TTL + Duration::from_millis(200)).await;
+    let (_taken, _) = b.attach("r").await.unwrap();
+    assert_eq!(b_store.lease("r").unwrap().0, b.owner());
+}

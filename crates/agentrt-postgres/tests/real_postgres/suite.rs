@@ -1,5 +1,7 @@
 //! The core's engine suite (`crates/agentrt/tests/suite`), compiled here
-//! against PostgreSQL: the same files, with this crate's `engine`.
+//! against PostgreSQL: the same files, with this crate's `engine`. All but
+//! `lease_clock`, about the host lease clock SQLite judges leases by:
+//! PostgreSQL judges them by its own (`hosts.rs` tests that instead).
 
 #[path = "../../../agentrt/tests/suite/approval_grants.rs"]
 mod approval_grants;

@@ -572,7 +572,8 @@ impl ModelCaller {
         let (inner_w, written, name) = (Arc::clone(inner), record.clone(), model_name.clone());
         let sent = self.write_settling(held, part, move |tx| {
             let (inner, record, model_name) = (inner_w, written, name);
-            if !tx.insert_model_call(&record, &inner.gate.owner, &inner.gate.lease_now())? {
+            let lease_now = inner.gate.lease_now_in(tx)?;
+            if !tx.insert_model_call(&record, &inner.gate.owner, &lease_now)? {
                 return Ok(false);
             }
             let run = tx.run(&inner.run_id)?.ok_or_else(|| Error::NotFound {

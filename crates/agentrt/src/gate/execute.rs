@@ -92,7 +92,7 @@ impl Session {
                 let r = self
                     .write(move |tx| {
                         let gate = g;
-                        let wall = gate.lease_now();
+                        let wall = gate.lease_now_in(tx)?;
                         let guard = StepGuard {
                             statuses: &[StepStatus::Deciding],
                             run: Some((
@@ -210,7 +210,7 @@ impl Session {
                             status: Some(RunStatus::Running),
                             lease: LeaseChange::Set {
                                 owner: &gate.owner,
-                                expires_at: gate.lease_expiry(),
+                                expires_at: gate.lease_expiry_in(tx)?,
                             },
                             ..RunChange::default()
                         };

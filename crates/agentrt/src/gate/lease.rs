@@ -66,7 +66,7 @@ impl Lease {
                     if stopping.stopped.load(Ordering::SeqCst) {
                         return Ok(None);
                     }
-                    store.renew_lease(&run_id, &owner, expires).map(Some)
+                    store.renew_lease(&run_id, &owner, expires, ttl).map(Some)
                 });
                 match tokio::time::timeout(period, renewal).await {
                     Ok(Ok(Ok(None))) => return,

@@ -269,6 +269,29 @@ impl GateInner {
         self.lease_now().add(self.lease_ttl)
     }
 
+    /// Now for the leases a write group sets and judges: the engine's own
+    /// clock when it has one every host shares, else the lease clock.
+    pub fn lease_now_in(&self, tx: &crate::store::WriteTx<'_>) -> Result<Timestamp> {
+        Ok(tx.clock_now()?.unwrap_or_else(|| self.lease_now()))
+    }
+
+    /// A lease expiry set in a write group: [`GateInner::lease_now_in`]
+    /// plus the lease's time-to-live.
+    pub fn lease_expiry_in(&self, tx: &crate::store::WriteTx<'_>) -> Result<Timestamp> {
+        Ok(self.lease_now_in(tx)?.add(self.lease_ttl))
+    }
+
+    /// Whether a stored lease is held by someone now: judged by the
+    /// engine's clock read with it when there is one, else the lease
+    /// clock.
+    pub fn lease_held(&self, owner: &str, expires_at: &str, engine_now: Option<Timestamp>) -> bool {
+        lease::held(
+            owner,
+            expires_at,
+            engine_now.unwrap_or_else(|| self.lease_now()),
+        )
+    }
+
     /// Runs one write group on the store's writer thread (never on the
     /// executor; committed with the groups of other runs that arrive
     /// meanwhile) and hands its events to the observer after the commit.

@@ -48,7 +48,7 @@ pub(crate) async fn expire(
 
 /// The guard and change that take a WAITING run back to RUNNING under
 /// this gate's lease.
-fn wake<'a>(gate: &'a GateInner) -> (RunGuard<'a>, RunChange<'a>) {
+fn wake(gate: &GateInner, expires_at: Timestamp) -> (RunGuard<'_>, RunChange<'_>) {
     (
         RunGuard {
             statuses: &[RunStatus::WaitingForApproval],
@@ -58,7 +58,7 @@ fn wake<'a>(gate: &'a GateInner) -> (RunGuard<'a>, RunChange<'a>) {
             status: Some(RunStatus::Running),
             lease: LeaseChange::Set {
                 owner: &gate.owner,
-                expires_at: gate.lease_expiry(),
+                expires_at,
             },
             ..RunChange::default()
         },
@@ -71,7 +71,7 @@ impl Session {
         let id = run_id.to_owned();
         let (run, lease) = gate
             .store
-            .off_executor(move |store| Ok((store.get_run(&id)?, store.lease(&id)?)))
+            .off_executor(move |store| Ok((store.get_run(&id)?, store.lease_and_clock(&id)?)))
             .await?;
         if run.status.is_terminal() {
             return Err(misuse(&run, "the run is finished; nothing to resume"));
@@ -79,8 +79,8 @@ impl Session {
         // A live lease of another owner: refuse before reading anything else.
         let mut previous = None;
         if run.status == RunStatus::Running {
-            let (owner, expires) = lease;
-            if super::lease::held(&owner, &expires, gate.lease_now()) && owner != gate.owner {
+            let (owner, expires, engine_now) = lease;
+            if gate.lease_held(&owner, &expires, engine_now) && owner != gate.owner {
                 return Err(Error::RunLeased {
                     run: run_id.to_owned(),
                     owner,
@@ -478,7 +478,7 @@ impl Session {
         let draft = gate
             .write(move |tx| {
                 let (gate, observation) = (g, observed);
-                let (guard, change) = wake(&gate);
+                let (guard, change) = wake(&gate, gate.lease_expiry_in(tx)?);
                 if !tx.update_run(&run_id, &guard, &change)? {
                     return Err(writes::state_error(&gate, tx, &run_id, "resume the run"));
                 }

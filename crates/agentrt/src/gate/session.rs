@@ -327,7 +327,7 @@ impl Session {
                 limits_json: &limits_json,
                 created_at: at,
                 lease_owner: &g.owner,
-                lease_expires_at: g.lease_expiry(),
+                lease_expires_at: g.lease_expiry_in(tx)?,
             })?;
             tx.insert_run_labels(&run_id, &labels)?;
             if let Some(rows) = rows {

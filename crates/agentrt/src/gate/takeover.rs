@@ -51,7 +51,7 @@ pub(crate) fn take_lease(
         &RunChange {
             lease: LeaseChange::Set {
                 owner: &gate.owner,
-                expires_at: gate.lease_expiry(),
+                expires_at: gate.lease_expiry_in(tx)?,
             },
             ..RunChange::default()
         },
@@ -294,15 +294,15 @@ impl Session {
         let read = self
             .gate
             .store
-            .off_executor(move |store| Ok((store.get_run(&id)?, store.lease(&id))))
+            .off_executor(move |store| Ok((store.get_run(&id)?, store.lease_and_clock(&id))))
             .await;
         let (run, lease) = match read {
             Ok(read) => read,
             Err(e) => return e,
         };
         if run.status == RunStatus::Running
-            && let Ok((owner, expires_at)) = lease
-            && super::lease::held(&owner, &expires_at, self.gate.lease_now())
+            && let Ok((owner, expires_at, engine_now)) = lease
+            && self.gate.lease_held(&owner, &expires_at, engine_now)
         {
             return Error::RunLeased {
                 run: run.id,

@@ -288,7 +288,7 @@ pub(crate) fn start_step_as(
         step_count_add: 1,
         lease: LeaseChange::Set {
             owner: &gate.owner,
-            expires_at: gate.lease_expiry(),
+            expires_at: gate.lease_expiry_in(tx)?,
         },
         ..RunChange::default()
     };

@@ -6,6 +6,7 @@
 //! transactions and says when others committed.
 
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use super::chain_rows::ChainRows;
 use super::group_rows::GroupRows;
@@ -42,9 +43,18 @@ pub trait Backend: Send + Sync + 'static {
     /// rows, for `verify` (see [`ChainRows`]).
     fn chain_read(&self, f: &mut dyn FnMut(&dyn ChainRows) -> Result<()>) -> Result<()>;
 
-    /// Extends `owner`'s lease on a RUNNING run; `false` when the run is no
-    /// longer leased to `owner`. Writes only the lease columns (no event).
-    fn renew_lease(&self, run_id: &str, owner: &str, expires_at: &Timestamp) -> Result<bool>;
+    /// Extends `owner`'s lease on a RUNNING run to `expires_at`, or, when
+    /// the engine has a clock of its own (see
+    /// [`ReadRows::clock_now`](super::engine::ReadRows::clock_now)), to its
+    /// now + `ttl`; `false` when the run is no longer leased to `owner`.
+    /// Writes only the lease columns (no event).
+    fn renew_lease(
+        &self,
+        run_id: &str,
+        owner: &str,
+        expires_at: &Timestamp,
+        ttl: Duration,
+    ) -> Result<bool>;
 
     /// Starts announcing commits through `signal` (called once, when the
     /// first waiter subscribes); stops when [`ChangeSignal::announce`]

@@ -1,5 +1,7 @@
 //! Lease renewal on a connection of its own.
 
+use std::time::Duration;
+
 use rusqlite::Connection;
 
 use super::{Engine, Store, open};
@@ -19,8 +21,10 @@ fn renew(conn: &Connection, run_id: &str, owner: &str, expires_at: &Timestamp) -
 }
 
 impl Store {
-    /// Extends `owner`'s lease on a RUNNING run to `expires_at`; `false`
-    /// when the run is no longer leased to `owner` (the lease is lost).
+    /// Extends `owner`'s lease on a RUNNING run to `expires_at` (by the
+    /// lease clock; an engine with a clock of its own sets its now + `ttl`
+    /// instead); `false` when the run is no longer leased to `owner` (the
+    /// lease is lost).
     ///
     /// File stores use a dedicated connection, so the heartbeat is never
     /// queued behind the main connection's work.
@@ -29,10 +33,13 @@ impl Store {
         run_id: &str,
         owner: &str,
         expires_at: Timestamp,
+        ttl: Duration,
     ) -> Result<bool> {
         let db = match &self.inner.engine {
             Engine::Sqlite(db) => db,
-            Engine::Backend(backend) => return backend.renew_lease(run_id, owner, &expires_at),
+            Engine::Backend(backend) => {
+                return backend.renew_lease(run_id, owner, &expires_at, ttl);
+            }
         };
         let Some(path) = &db.file else {
             return db.read_conn(|c| renew(c, run_id, owner, &expires_at));

@@ -402,6 +402,19 @@ impl Store {
         serde_json::from_str(canonical.as_str()).map_err(|e| corrupt(e.to_string()))
     }
 
+    /// The run's lease owner and expiry text, and the engine's own clock
+    /// read with them when it has one (see [`WriteTx::clock_now`]).
+    pub fn lease_and_clock(&self, run_id: &str) -> Result<(String, String, Option<Timestamp>)> {
+        self.read(|rows| Ok((rows.lease(run_id)?, rows.clock_now()?)))
+            .and_then(|(lease, now)| {
+                let (owner, expires) = lease.ok_or_else(|| Error::NotFound {
+                    what: "run",
+                    id: run_id.to_owned(),
+                })?;
+                Ok((owner, expires, now))
+            })
+    }
+
     /// The run's lease owner and expiry text (empty when not leased).
     pub fn lease(&self, run_id: &str) -> Result<(String, String)> {
         self.read(|rows| rows.lease(run_id))?

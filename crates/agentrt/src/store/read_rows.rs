@@ -4,6 +4,7 @@
 //! ([`Store::get_run`](super::Store::get_run), the pages, the capped reads)
 //! are a front over it that turns missing rows into errors.
 
+use crate::clock::Timestamp;
 use crate::error::Result;
 use crate::model::{Approval, Event, Labels, ModelCall, Run, Step};
 
@@ -70,6 +71,13 @@ pub trait ReadRows {
     fn run_exists(&self, run_id: &str) -> Result<bool>;
     /// A run's lease: owner and expiry as stored (`""` when not leased).
     fn lease(&self, run_id: &str) -> Result<Option<(String, String)>>;
+    /// The engine's own clock, read once per transaction, when the engine
+    /// has one that every host shares (PostgreSQL's): lease expiries are
+    /// then set and judged by it, never by a host's clock. `None` (the
+    /// default, SQLite's): the gate's lease clock decides.
+    fn clock_now(&self) -> Result<Option<Timestamp>> {
+        Ok(None)
+    }
     /// The seq of a run's latest event (0 when it has none).
     fn run_head(&self, run_id: &str) -> Result<i64>;
     /// The seq of the latest stored event of any run (0 when there is none).

@@ -312,4 +312,10 @@ impl<'c> WriteTx<'c> {
     pub fn lease(&self, run_id: &str) -> Result<Option<(String, String)>> {
         self.rows.lease(run_id)
     }
+
+    /// The engine's own clock in this group, when it has one every host
+    /// shares (see [`ReadRows::clock_now`](super::engine::ReadRows::clock_now)).
+    pub fn clock_now(&self) -> Result<Option<Timestamp>> {
+        self.rows.clock_now()
+    }
 }

@@ -11,6 +11,8 @@ mod engine;
 mod approval_grants;
 mod approvals;
 mod interruption;
+// SQLite only: the lease clock it judges leases by (PostgreSQL uses its own).
+mod lease_clock;
 mod loop_basics;
 mod recheck;
 mod store_writes;
