@@ -1,5 +1,7 @@
 //! The core's engine suite (`crates/agentrt/tests/suite`), compiled here
-//! against PostgreSQL: the same files, with this crate's `engine`.
+//! against PostgreSQL: the same files, with this crate's `engine`. All but
+//! `verify_tamper`, which joins once `verify` reads PostgreSQL (its engine
+//! functions are here already).
 
 #[path = "../../../agentrt/tests/suite/approval_grants.rs"]
 mod approval_grants;

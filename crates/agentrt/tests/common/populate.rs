@@ -1,6 +1,7 @@
 //! Runs driven through the gate to fill a database for `verify`'s tamper
-//! tests (`verify_tamper`): reads (one long, some decided after asking a
-//! model), invalid decisions, approved and rejected pushes, labelled runs.
+//! tests (the suite's `verify_tamper`, and `verify_sqlite`): reads (one
+//! long, some decided after asking a model), invalid decisions, approved
+//! and rejected pushes, labelled runs.
 #![allow(dead_code)]
 
 use std::sync::Arc;
