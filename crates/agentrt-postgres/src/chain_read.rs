@@ -164,7 +164,7 @@ impl ChainRows for PgRows<'_, '_> {
             detail,
         };
         let len = self.int(
-            &format!("SELECT octet_length({name}) FROM events WHERE seq = ?"),
+            &format!("SELECT octet_length({name})::bigint FROM events WHERE seq = ?"),
             &[int(seq)],
         )?;
         let len = u64::try_from(len).map_err(|_| corrupt(format!("{name} has no length")))?;

@@ -74,18 +74,29 @@ pub fn on_plain_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 
 /// Creates an empty database and returns a connection string naming it.
 pub fn fresh_database() -> String {
-    on_plain_thread(create_database)
+    let name = database_name();
+    on_plain_thread(|| create_database(&name));
+    location(&name)
 }
 
-fn create_database() -> String {
+/// A database name no other test of this process uses.
+pub fn database_name() -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let server = server();
-    let name = format!(
+    format!(
         "agentrt_test_{}_{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut admin = client(&server);
+    )
+}
+
+/// The connection string of database `name` on the test server.
+pub fn location(name: &str) -> String {
+    format!("{} dbname={name}", server())
+}
+
+/// Creates the empty database `name` on the test server.
+pub fn create_database(name: &str) {
+    let mut admin = client(&server());
     // Two statements: neither may run inside a transaction block.
     admin
         .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
@@ -93,5 +104,4 @@ fn create_database() -> String {
     admin
         .batch_execute(&format!("CREATE DATABASE {name}"))
         .unwrap();
-    format!("{server} dbname={name}")
 }

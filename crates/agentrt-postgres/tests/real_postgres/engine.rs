@@ -2,9 +2,14 @@
 //! fresh database on the test server.
 #![allow(dead_code)]
 
-use agentrt::Store;
+use std::time::{Duration, Instant};
 
-use crate::backends::{client, fresh_database, on_plain_thread};
+use agentrt::{Store, StoreOptions};
+use agentrt_postgres::PgOptions;
+use postgres::error::SqlState;
+
+use crate::backends::{client, create_database, database_name, location, on_plain_thread, server};
+use crate::common::sql_text;
 
 /// The engine's name, for messages.
 pub const NAME: &str = "postgres";
@@ -29,15 +34,49 @@ pub fn json_set(column: &str, path: &str, value: &str) -> String {
     format!("jsonb_set({column}::jsonb, '{{{path}}}', '{value}'::jsonb)::text")
 }
 
+/// Whether the engine holds a satellite's extension tables: not on PostgreSQL yet.
+pub fn extension_tables() -> bool {
+    false
+}
+
+/// An SQL query: the seqs (as text) of the events whose `rows_json` lists row `id` of `table`.
+pub fn listing_seqs(table: &str, id: &str) -> String {
+    format!(
+        "SELECT CAST(e.seq AS TEXT) FROM events e,
+             jsonb_array_elements((CASE WHEN e.rows_json = '' THEN '[]' ELSE e.rows_json END)::jsonb) j
+         WHERE j ->> 0 = {} AND j ->> 1 = {} ORDER BY e.seq",
+        sql_text(table),
+        sql_text(id)
+    )
+}
+
+/// SQL that has the next write follow event `seq` once later ones are cut: the head row set back.
+pub fn rewind_head(seq: i64) -> String {
+    format!(
+        "UPDATE agentrt_chain SET head_seq = {seq},
+             head_hash = COALESCE((SELECT hash FROM events WHERE seq = {seq}), '') WHERE id = 1"
+    )
+}
+
+/// How long a copy waits for the connections of a closed store to go.
+const COPY_WAIT: Duration = Duration::from_secs(10);
+
 /// A fresh database that several handles can open and raw SQL can reach.
 pub struct Db {
+    name: String,
     location: String,
+    /// A copy ([`Db::copy`]), dropped with its `Db`.
+    copy: bool,
 }
 
 impl Db {
     pub fn new() -> Db {
+        let name = database_name();
+        on_plain_thread(|| create_database(&name));
         Db {
-            location: fresh_database(),
+            location: location(&name),
+            name,
+            copy: false,
         }
     }
 
@@ -74,5 +113,126 @@ impl Db {
     /// The integer a one-value query returns.
     pub fn query_i64(&self, sql: &str) -> i64 {
         on_plain_thread(|| client(&self.location).query_one(sql, &[]).unwrap().get(0))
+    }
+
+    /// Opens a handle with `options` (a satellite's extensions, say), or the engine's refusal.
+    pub fn open_with(&self, options: StoreOptions) -> agentrt::Result<Store> {
+        agentrt_postgres::open_with(
+            &self.location,
+            PgOptions {
+                store: options,
+                ..PgOptions::default()
+            },
+        )
+    }
+
+    /// A copy (`CREATE DATABASE … TEMPLATE`, once its handles have closed), to tamper with.
+    pub fn copy(&self) -> Db {
+        let name = database_name();
+        on_plain_thread(|| {
+            let mut admin = client(&server());
+            let sql = format!("CREATE DATABASE {name} TEMPLATE {}", self.name);
+            let deadline = Instant::now() + COPY_WAIT;
+            loop {
+                match admin.batch_execute(&sql) {
+                    Ok(()) => return,
+                    // A dropped store's connections close asynchronously.
+                    Err(e)
+                        if e.code() == Some(&SqlState::OBJECT_IN_USE)
+                            && Instant::now() < deadline =>
+                    {
+                        std::thread::sleep(Duration::from_millis(50))
+                    }
+                    Err(e) => panic!("{sql}: {e}"),
+                }
+            }
+        });
+        Db {
+            location: location(&name),
+            name,
+            copy: true,
+        }
+    }
+
+    /// Runs statements behind the store's back, foreign keys off (the test role is a superuser).
+    pub fn exec_batch(&self, sql: &str) {
+        on_plain_thread(|| {
+            client(&self.location)
+                .batch_execute(&format!("SET session_replication_role = replica; {sql}"))
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        })
+    }
+
+    /// The columns of `table`, in schema order, without the bookkeeping `pos`.
+    pub fn columns(&self, table: &str) -> Vec<String> {
+        self.text_rows(&format!(
+            "SELECT column_name::text FROM information_schema.columns
+             WHERE table_schema = current_schema() AND table_name = {} AND column_name <> 'pos'
+             ORDER BY ordinal_position",
+            sql_text(table)
+        ))
+        .into_iter()
+        .map(|mut row| row.remove(0))
+        .collect()
+    }
+
+    /// An SQL expression: `column` of `table` changed (an integer plus 1000, a text plus `x`).
+    pub fn changed(&self, table: &str, column: &str) -> String {
+        let types = self.text_rows(&format!(
+            "SELECT data_type::text FROM information_schema.columns
+             WHERE table_schema = current_schema() AND table_name = {} AND column_name = {}",
+            sql_text(table),
+            sql_text(column)
+        ));
+        match types.first().map(|row| row[0].as_str()) {
+            Some("bigint" | "integer" | "smallint") => format!("{column} + 1000"),
+            Some(_) => format!("{column} || 'x'"),
+            None => panic!("{table} has no column {column:?}"),
+        }
+    }
+
+    /// What to `ORDER BY` to read `table`'s rows in a fixed order: `pos`, else its key.
+    pub fn row_order(&self, table: &str) -> String {
+        let has_pos = self.query_i64(&format!(
+            "SELECT COUNT(*) FROM information_schema.columns
+             WHERE table_schema = current_schema() AND table_name = {} AND column_name = 'pos'",
+            sql_text(table)
+        ));
+        if has_pos > 0 {
+            return "pos".to_owned();
+        }
+        let key: Vec<String> = self
+            .text_rows(&format!(
+                "SELECT a.attname::text FROM pg_index i
+                 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+                 WHERE i.indrelid = {}::regclass AND i.indisprimary
+                 ORDER BY array_position(i.indkey::int2[], a.attnum)",
+                sql_text(table)
+            ))
+            .into_iter()
+            .map(|mut row| row.remove(0))
+            .collect();
+        assert!(!key.is_empty(), "{table} has no key");
+        key.join(", ")
+    }
+}
+
+impl Drop for Db {
+    /// Drops a copy's database (a tamper test makes hundreds), whatever
+    /// handles are still connected; leaves others as every test does.
+    fn drop(&mut self) {
+        if !self.copy {
+            return;
+        }
+        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        on_plain_thread(|| {
+            let admin = server()
+                .parse::<postgres::Config>()
+                .ok()
+                .and_then(|config| config.connect(postgres::NoTls).ok());
+            if let Some(mut admin) = admin {
+                let _ = admin.batch_execute(&sql);
+            }
+        });
     }
 }

@@ -15,3 +15,5 @@ mod loop_basics;
 mod recheck;
 #[path = "../../../agentrt/tests/suite/store_writes.rs"]
 mod store_writes;
+#[path = "../../../agentrt/tests/suite/verify_tamper.rs"]
+mod verify_tamper;

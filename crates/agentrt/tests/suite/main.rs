@@ -1,8 +1,9 @@
 //! The suite every store engine passes: the store's write groups, the
-//! governed loop, approvals, leases and the interruption contract, and
-//! re-check. It reaches its database only through `engine` (here SQLite);
-//! `agentrt-postgres` compiles these same modules against PostgreSQL with
-//! an `engine` of its own, so both engines answer to one suite.
+//! governed loop, approvals, leases and the interruption contract,
+//! re-check, and `verify` against a tampered database. It reaches its
+//! database only through `engine` (here SQLite); `agentrt-postgres`
+//! compiles these same modules against PostgreSQL with an `engine` of its
+//! own, so both engines answer to one suite.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -16,3 +17,4 @@ mod lease_clock;
 mod loop_basics;
 mod recheck;
 mod store_writes;
+mod verify_tamper;
