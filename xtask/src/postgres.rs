@@ -88,13 +88,13 @@ pub fn task(args: &[String]) -> Option<ExitCode> {
     })
 }
 
-/// `cargo xtask test`'s PostgreSQL step: agentrt-postgres's tests with the
-/// `real-postgres` feature, against a throwaway cluster.
+/// `cargo xtask test`'s PostgreSQL step: the tests with the
+/// `real-postgres` feature (agentrt-postgres's, the CLI's), against one
+/// throwaway cluster.
 pub fn real_postgres_tests() -> Result<(), String> {
     let cluster = Cluster::start()?;
     let conninfo = cluster.conninfo();
-    let passed = cargo_in(
-        Path::new("."),
+    let targets: [&[&str]; 2] = [
         &[
             "test",
             "-p",
@@ -102,13 +102,29 @@ pub fn real_postgres_tests() -> Result<(), String> {
             "--features",
             "real-postgres",
         ],
-        Some((ENV, OsStr::new(&conninfo))),
-    );
+        &[
+            "test",
+            "-p",
+            "agentrt-cli",
+            "--features",
+            "real-postgres",
+            "--test",
+            "postgres",
+        ],
+    ];
+    let failed: Vec<&str> = targets
+        .iter()
+        .filter(|args| !cargo_in(Path::new("."), args, Some((ENV, OsStr::new(&conninfo)))))
+        .map(|args| args[2])
+        .collect();
     drop(cluster);
-    if passed {
+    if failed.is_empty() {
         Ok(())
     } else {
-        Err("the tests against PostgreSQL failed".into())
+        Err(format!(
+            "the tests against PostgreSQL failed: {}",
+            failed.join(", ")
+        ))
     }
 }
 

@@ -6,6 +6,7 @@ mod account;
 mod args;
 mod commands;
 mod consent;
+mod database;
 mod error;
 mod hex;
 mod keys;

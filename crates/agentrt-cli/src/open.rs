@@ -1,12 +1,14 @@
 //! Opening the database: only an existing one, through the core's
-//! `Store::open_existing`, with each refusal turned into one clear message
-//! chosen by the error's variant (never by its text).
+//! `Store::open_existing` (or agentrt-postgres's `open_existing`, which
+//! neither creates nor migrates a schema), with each refusal turned into
+//! one clear message chosen by the error's variant (never by its text).
 
 use std::path::Path;
 
 use agentrt::text::sanitize;
 use agentrt::{Error, Store};
 
+use crate::database::Database;
 use crate::error::CliError;
 
 /// How a command uses the database.
@@ -18,9 +20,29 @@ pub enum Access {
     ReadWrite,
 }
 
-/// Opens the database at `path`.
-pub fn open(path: &Path, access: Access) -> Result<Store, CliError> {
-    Store::open_existing(path, access == Access::ReadOnly).map_err(|e| refusal(path, e))
+/// Opens the database `db`.
+pub fn open(db: &Database, access: Access) -> Result<Store, CliError> {
+    match db {
+        Database::File(path) => {
+            Store::open_existing(path, access == Access::ReadOnly).map_err(|e| refusal(path, e))
+        }
+        Database::Postgres(url) => open_postgres(url, db),
+    }
+}
+
+/// A PostgreSQL database has no read-only handle: a reading command writes
+/// nothing all the same. Its errors never carry the password.
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str, db: &Database) -> Result<Store, CliError> {
+    agentrt_postgres::open_existing(url).map_err(|e| refusal(Path::new(&db.shown()), e))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_: &str, db: &Database) -> Result<Store, CliError> {
+    Err(CliError::Failed(format!(
+        "{} is a PostgreSQL database, and this agentrt was built without PostgreSQL (the `postgres` feature)",
+        db.shown()
+    )))
 }
 
 fn shown(path: &Path) -> String {

@@ -8,11 +8,14 @@ agentrt: the operator's view of an agentrt database. It lists runs, shows
 them with their pending approvals, prints their events, decides approvals,
 cancels runs, and checks the audit log.
 
-Usage: agentrt [--db PATH] [--json] <command> [arguments]
+Usage: agentrt [--db PATH|URL] [--json] <command> [arguments]
 
 Global options (before the command):
-  --db PATH       the database (default: $AGENTRT_DB). It must exist:
-                  agentrt never creates and never migrates a database
+  --db PATH|URL   the database (default: $AGENTRT_DB): a SQLite file, or
+                  a PostgreSQL database as postgres://user@host/db (put
+                  a URL with a password in $AGENTRT_DB: agentrt never
+                  shows it). It must exist: agentrt never creates and
+                  never migrates a database
   --json          JSON output, pretty-printed (events: JSON Lines)
   -h, --help      print this help; after a command, that command's help
   -V, --version   print the version

@@ -31,7 +31,7 @@ fn help_prints_the_one_usage_text_to_stdout() {
         assert_eq!(out.stderr, "", "{args:?}");
         assert_eq!(
             out.stdout
-                .matches("Usage: agentrt [--db PATH] [--json] <command>")
+                .matches("Usage: agentrt [--db PATH|URL] [--json] <command>")
                 .count(),
             1
         );

@@ -17,7 +17,7 @@ fn tempdir() -> tempfile::TempDir {
 #[test]
 fn each_command_has_its_own_help_by_flag_and_by_help() {
     let approve: &[&str] = &[
-        "Usage: agentrt [--db PATH] [--json] approve [OPTIONS] <RUN>",
+        "Usage: agentrt [--db PATH|URL] [--json] approve [OPTIONS] <RUN>",
         "--approval <ID>",
         "--by <WHO>",
         "--note <TEXT>",
@@ -26,7 +26,7 @@ fn each_command_has_its_own_help_by_flag_and_by_help() {
         "Driver::resume",
     ];
     let runs: &[&str] = &[
-        "Usage: agentrt [--db PATH] [--json] runs [OPTIONS]",
+        "Usage: agentrt [--db PATH|URL] [--json] runs [OPTIONS]",
         "--limit <N>",
         "default 100",
         "--offset <N>",

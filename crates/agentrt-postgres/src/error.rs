@@ -38,7 +38,10 @@ pub(crate) fn is_retryable(e: &tokio_postgres::Error) -> bool {
 /// How a database is named in messages: host, port, database and user,
 /// never the password.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Describe(pub(crate) String);
+pub(crate) struct Describe {
+    text: String,
+    url: String,
+}
 
 impl Describe {
     /// The name of the database `config` connects to.
@@ -57,16 +60,34 @@ impl Describe {
             .get_dbname()
             .or(config.get_user())
             .unwrap_or("postgres");
-        let user = config.get_user().unwrap_or("(default user)");
-        Describe(format!(
-            "PostgreSQL database {db:?} on {host}:{port} as {user:?}"
-        ))
+        let shown_user = config.get_user().unwrap_or("(default user)");
+        // A unix socket's directory goes in the host part percent-encoded.
+        let url_host: String = host
+            .chars()
+            .map(|c| match c {
+                '/' => "%2F".to_owned(),
+                c => c.to_string(),
+            })
+            .collect();
+        let url = match config.get_user() {
+            Some(user) => format!("postgres://{user}@{url_host}:{port}/{db}"),
+            None => format!("postgres://{url_host}:{port}/{db}"),
+        };
+        Describe {
+            text: format!("PostgreSQL database {db:?} on {host}:{port} as {shown_user:?}"),
+            url,
+        }
+    }
+
+    /// The database as a `postgres://` URL without a password.
+    pub(crate) fn url(&self) -> String {
+        self.url.clone()
     }
 
     /// The core's error for a database at another schema version.
     pub(crate) fn schema_version(&self, database: i64, build: i64) -> Error {
         Error::SchemaVersion {
-            path: PathBuf::from(&self.0),
+            path: PathBuf::from(&self.text),
             database,
             build,
         }
@@ -75,6 +96,6 @@ impl Describe {
 
 impl std::fmt::Display for Describe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }

@@ -55,6 +55,10 @@ pub struct PgOptions {
     /// The most connections the store opens (default
     /// [`DEFAULT_POOL_SIZE`]); a caller waits when all are busy.
     pub pool_size: usize,
+    /// Create or migrate the schema (default `true`). `false` opens only a
+    /// database already at this build's schema version and writes nothing
+    /// to it on opening ([`open_existing`]).
+    pub migrate: bool,
 }
 
 impl Default for PgOptions {
@@ -62,6 +66,7 @@ impl Default for PgOptions {
         PgOptions {
             store: StoreOptions::default(),
             pool_size: DEFAULT_POOL_SIZE,
+            migrate: true,
         }
     }
 }
@@ -85,6 +90,39 @@ pub fn open(url: &str) -> Result<Store> {
     open_with(url, PgOptions::default())
 }
 
+/// Opens the store in a database whose schema some program already created
+/// at this build's version, without creating or migrating anything (as
+/// the SQLite store's `Store::open_existing`): an operator's tool never
+/// changes the schema under the programs that own it. A database without
+/// the schema, or at another version, is refused with
+/// [`Error::SchemaVersion`] (version 0: no schema).
+pub fn open_existing(url: &str) -> Result<Store> {
+    open_with(
+        url,
+        PgOptions {
+            migrate: false,
+            ..PgOptions::default()
+        },
+    )
+}
+
+/// A connection string as it may be shown: a `postgres://` URL with the
+/// user, host, port and database, never the password or other parameters.
+///
+/// ```
+/// assert_eq!(
+///     agentrt_postgres::redacted("postgres://ops:s3cret@db.internal:5433/agentrt"),
+///     "postgres://ops@db.internal:5433/agentrt"
+/// );
+/// assert_eq!(agentrt_postgres::redacted("not a url"), "a PostgreSQL database");
+/// ```
+pub fn redacted(url: &str) -> String {
+    match tokio_postgres::Config::from_str(url) {
+        Ok(config) => Describe::of(&config).url(),
+        Err(_) => "a PostgreSQL database".to_owned(),
+    }
+}
+
 /// [`open`] with options.
 pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
     let config = tokio_postgres::Config::from_str(url).map_err(|_| Error::Database {
@@ -97,7 +135,11 @@ pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
     let runtime = Arc::new(IoRuntime::start()?);
     let mut first = Pool::connect(&runtime, &config).map_err(|e| with_database(e, &about))?;
     let applied_at = agentrt::Timestamp::now().to_string();
-    schema::migrate(&mut first.client, &about, &applied_at)?;
+    if options.migrate {
+        schema::migrate(&mut first.client, &about, &applied_at)?;
+    } else {
+        schema::check(&mut first.client, &about)?;
+    }
     let backend = PgBackend {
         pool: Pool::new(
             config.clone(),

@@ -186,6 +186,35 @@ pub(crate) fn migrate(
     block_on(migrate_async(client, about, applied_at))
 }
 
+/// Checks, without writing anything, that the database is at this build's
+/// schema version (0 when it has no schema at all).
+pub(crate) fn check(client: &mut Client, about: &Describe) -> agentrt::Result<()> {
+    block_on(async {
+        let present: bool = client
+            .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])
+            .await
+            .and_then(|row| row.try_get(0))
+            .map_err(|e| pg_error(&e))?;
+        let current: i64 = if present {
+            client
+                .query_one(
+                    "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                    &[],
+                )
+                .await
+                .and_then(|row| row.try_get(0))
+                .map_err(|e| pg_error(&e))?
+        } else {
+            0
+        };
+        if current == SCHEMA_VERSION {
+            Ok(())
+        } else {
+            Err(about.schema_version(current, SCHEMA_VERSION))
+        }
+    })
+}
+
 async fn migrate_async(
     client: &mut Client,
     about: &Describe,

@@ -14,7 +14,7 @@ use clap_complete::Shell;
 
 use crate::usage::USAGE;
 
-/// `agentrt [--db PATH] [--json] <command> [arguments]`.
+/// `agentrt [--db PATH|URL] [--json] <command> [arguments]`.
 #[derive(Debug, Parser)]
 #[command(
     name = "agentrt",
@@ -24,8 +24,9 @@ use crate::usage::USAGE;
     color = ColorChoice::Never,
 )]
 pub struct Cli {
-    /// The database (default: $AGENTRT_DB); it must exist.
-    #[arg(long, value_name = "PATH", value_parser = clap::value_parser!(OsString))]
+    /// The database (default: $AGENTRT_DB): a SQLite file or a
+    /// `postgres://` URL; it must exist.
+    #[arg(long, value_name = "PATH|URL", value_parser = clap::value_parser!(OsString))]
     pub db: Option<OsString>,
     /// JSON output, pretty-printed (events: JSON Lines).
     #[arg(long)]
@@ -48,33 +49,33 @@ consumer's program resumes it with Driver::resume.";
 #[derive(Debug, Subcommand)]
 pub enum CliCommand {
     /// List runs, newest first.
-    #[command(override_usage = "agentrt [--db PATH] [--json] runs [OPTIONS]")]
+    #[command(override_usage = "agentrt [--db PATH|URL] [--json] runs [OPTIONS]")]
     Runs(RunsArgs),
     /// Show a run, its pending approvals and its steps.
-    #[command(override_usage = "agentrt [--db PATH] [--json] show [OPTIONS] <RUN>")]
+    #[command(override_usage = "agentrt [--db PATH|URL] [--json] show [OPTIONS] <RUN>")]
     Show(ShowArgs),
     /// Print a run's events in order; with --follow, every run's (or one
     /// run's) events as JSON Lines as they commit, until SIGINT or SIGTERM.
     #[command(
-        override_usage = "agentrt [--db PATH] [--json] events [OPTIONS] <RUN>\n       agentrt [--db PATH] events --follow [--from SEQ | --cursor FILE] [RUN]"
+        override_usage = "agentrt [--db PATH|URL] [--json] events [OPTIONS] <RUN>\n       agentrt [--db PATH|URL] events --follow [--from SEQ | --cursor FILE] [RUN]"
     )]
     Events(EventsArgs),
     /// Approve the run's pending approval.
     #[command(
-        override_usage = "agentrt [--db PATH] [--json] approve [OPTIONS] <RUN>",
+        override_usage = "agentrt [--db PATH|URL] [--json] approve [OPTIONS] <RUN>",
         after_help = AFTER_DECIDE
     )]
     Approve(DecideArgs),
     /// Reject the run's pending approval: the step fails and the run is
     /// cancelled (approval_rejected).
     #[command(
-        override_usage = "agentrt [--db PATH] [--json] reject [OPTIONS] <RUN>",
+        override_usage = "agentrt [--db PATH|URL] [--json] reject [OPTIONS] <RUN>",
         after_help = AFTER_DECIDE
     )]
     Reject(DecideArgs),
     /// Cancel a run that has not finished (operator_cancelled); no
     /// confirmation.
-    #[command(override_usage = "agentrt [--db PATH] [--json] cancel [OPTIONS] <RUN>")]
+    #[command(override_usage = "agentrt [--db PATH|URL] [--json] cancel [OPTIONS] <RUN>")]
     Cancel(CancelArgs),
     /// Check the hash chain over every run's events, and the runs, steps
     /// and approvals each event digests.
@@ -83,10 +84,12 @@ pub enum CliCommand {
     /// does not chain (exit 1). An intact chain proves the log is as
     /// written only up to a head kept where the database's writers cannot
     /// reach it: pass one with --head or --signed-head.
-    #[command(override_usage = "agentrt [--db PATH] [--json] verify [OPTIONS]")]
+    #[command(override_usage = "agentrt [--db PATH|URL] [--json] verify [OPTIONS]")]
     Verify(VerifyArgs),
     /// Signed chain heads.
-    #[command(override_usage = "agentrt [--db PATH] [--json] head sign --key FILE [--out FILE]")]
+    #[command(
+        override_usage = "agentrt [--db PATH|URL] [--json] head sign --key FILE [--out FILE]"
+    )]
     Head {
         /// What to do with the head.
         #[command(subcommand)]
@@ -111,7 +114,9 @@ pub enum CliCommand {
 pub enum HeadCommand {
     /// Verify the whole chain, then sign its head (seq, link, time) with an
     /// Ed25519 key kept outside the database.
-    #[command(override_usage = "agentrt [--db PATH] [--json] head sign --key FILE [--out FILE]")]
+    #[command(
+        override_usage = "agentrt [--db PATH|URL] [--json] head sign --key FILE [--out FILE]"
+    )]
     Sign(HeadSignArgs),
 }
 

@@ -1,5 +1,5 @@
 //! The command line, parsed and validated completely before anything is
-//! opened: `agentrt [--db PATH] [--json] <command> [arguments]`.
+//! opened: `agentrt [--db PATH|URL] [--json] <command> [arguments]`.
 //!
 //! clap parses (`cli`), our own checks give the values their meaning
 //! (`validate`), and every problem becomes one line of our own
@@ -13,6 +13,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use agentrt::Labels;
+
+pub use crate::database::Database;
 use clap::FromArgMatches;
 use clap_complete::Shell;
 
@@ -122,8 +124,8 @@ pub struct Verify {
 /// A validated invocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
-    /// The database path.
-    pub db: PathBuf,
+    /// The database.
+    pub db: Database,
     /// JSON output.
     pub json: bool,
     /// The command.
@@ -504,7 +506,7 @@ mod tests {
             other => panic!("{args:?}: {other:?}"),
         };
         for args in [&["-h"][..], &["--help"], &["help"]] {
-            assert!(printed(args).contains("Usage: agentrt [--db PATH] [--json] <command>"));
+            assert!(printed(args).contains("Usage: agentrt [--db PATH|URL] [--json] <command>"));
         }
         for args in [&["runs", "--help"][..], &["help", "runs"], &["runs", "-h"]] {
             let text = printed(args);
@@ -520,7 +522,7 @@ mod tests {
         let Parsed::Run(inv) = parse(&args, &env).unwrap() else {
             panic!()
         };
-        assert_eq!(inv.db, PathBuf::from("from-env"));
+        assert_eq!(inv.db, Database::File(PathBuf::from("from-env")));
     }
 
     #[test]

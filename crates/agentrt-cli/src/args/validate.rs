@@ -9,8 +9,8 @@ use agentrt::{Label, Labels};
 
 use super::cli::{CancelArgs, Cli, CliCommand, DecideArgs, EventsArgs, HeadCommand, VerifyArgs};
 use super::{
-    Command, Decide, Env, FollowStart, Invocation, KeptHead, Keygen, Paging, Parsed, UsageError,
-    Verb, Verify,
+    Command, Database, Decide, Env, FollowStart, Invocation, KeptHead, Keygen, Paging, Parsed,
+    UsageError, Verb, Verify,
 };
 
 /// A problem with the named command's arguments.
@@ -61,7 +61,7 @@ pub fn cli(cli: Cli, env: &Env) -> Result<Parsed, UsageError> {
         ));
     };
     Ok(Parsed::Run(Invocation {
-        db: PathBuf::from(db),
+        db: Database::parse(db),
         json,
         command,
     }))

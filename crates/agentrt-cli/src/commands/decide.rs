@@ -31,7 +31,7 @@ pub fn run(
 ) -> Result<(), CliError> {
     let approval = view::pending_approval(store, &decide.run, decide.approval.as_deref())?;
     if !inv.json {
-        let db_path = inv.db.to_string_lossy();
+        let db_path = inv.db.shown();
         let options = BlockOptions {
             db_path: Some(&db_path),
             stamp: &output::stamp,

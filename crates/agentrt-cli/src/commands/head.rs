@@ -1,6 +1,7 @@
 //! `head sign`: verifies the whole chain, then signs its head with the
 //! operator's Ed25519 key (see [`crate::signed_head`] for the document).
 
+use crate::database::Database;
 use std::io::Write;
 use std::path::Path;
 
@@ -15,6 +16,7 @@ use crate::signed_head::SignedHead;
 
 pub fn sign(
     store: &Store,
+    db: &Database,
     key: &SigningKey,
     out_file: Option<&Path>,
     json: bool,
@@ -32,7 +34,11 @@ pub fn sign(
             "the database has no events: there is no head to sign".into(),
         ));
     };
-    let database = store.path().map(|p| p.to_string_lossy().into_owned());
+    // A file as the store opened it; a server's URL without its password.
+    let database = store
+        .path()
+        .map(|p| p.to_string_lossy().into_owned())
+        .or_else(|| Some(db.shown()));
     let signed = SignedHead::new(
         key,
         head.seq,

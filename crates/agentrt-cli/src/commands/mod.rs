@@ -54,7 +54,7 @@ pub fn run(inv: &Invocation, out: &mut dyn Write) -> Result<(), CliError> {
         Command::HeadSign { key, out: file } => {
             let key = keys::read_private(key)?;
             let store = open(&inv.db, Access::ReadOnly)?;
-            head::sign(&store, &key, file.as_deref(), inv.json, out)
+            head::sign(&store, &inv.db, &key, file.as_deref(), inv.json, out)
         }
     }
 }

@@ -28,7 +28,7 @@ pub fn run(
     for text in header(&detail.run) {
         line(out, &text)?;
     }
-    let db_path = inv.db.to_string_lossy();
+    let db_path = inv.db.shown();
     let options = BlockOptions {
         db_path: Some(&db_path),
         stamp: &output::stamp,

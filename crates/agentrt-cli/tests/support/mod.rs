@@ -21,7 +21,9 @@ impl Out {
     }
     /// How many times the usage text appears on stderr.
     pub fn usage_count(&self) -> usize {
-        self.stderr.matches("Usage: agentrt [--db PATH]").count()
+        self.stderr
+            .matches("Usage: agentrt [--db PATH|URL]")
+            .count()
     }
     /// A usage error's report: the problem line, a blank line and a
     /// pointer to `--help`, without any usage text.

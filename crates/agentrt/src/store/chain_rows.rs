@@ -61,7 +61,7 @@ impl EventColumn {
 pub enum Field<'r> {
     /// The stored bytes.
     Inline(&'r [u8]),
-    /// A long field: read it with [`Snapshot::read_event_field`].
+    /// A long field: read it with [`ChainRows::read_event_field`].
     Long,
 }
 

@@ -403,7 +403,7 @@ impl Store {
     }
 
     /// The run's lease owner and expiry text, and the engine's own clock
-    /// read with them when it has one (see [`WriteTx::clock_now`]).
+    /// read with them when it has one (see [`WriteTx::clock_now`](super::WriteTx::clock_now)).
     pub fn lease_and_clock(&self, run_id: &str) -> Result<(String, String, Option<Timestamp>)> {
         self.read(|rows| Ok((rows.lease(run_id)?, rows.clock_now()?)))
             .and_then(|(lease, now)| {

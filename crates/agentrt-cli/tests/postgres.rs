@@ -1,0 +1,213 @@
+//! The CLI on a real PostgreSQL server: every command against
+//! `--db postgres://…` (and `$AGENTRT_DB`), a URL's password never shown,
+//! and a database the CLI would have to create or migrate refused as it
+//! is on SQLite.
+//!
+//! Needs `AGENTRT_TEST_POSTGRES` (libpq key=value pairs naming the test
+//! server, as `cargo xtask postgres -- …` sets it; the role may create
+//! databases and any password is accepted).
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agentrt::{
+    Decision, DefaultPolicy, Driver, GateConfig, Limits, RunStatus, ScriptedAgent, Store,
+};
+
+use support::{cli, json, run_cmd, runtime, tools};
+
+/// A password every URL of these tests carries; no output may show it.
+const PASSWORD: &str = "s3cret-Pa55";
+
+/// The test server's key=value pairs.
+fn server() -> Vec<(String, String)> {
+    let text = std::env::var("AGENTRT_TEST_POSTGRES").expect(
+        "AGENTRT_TEST_POSTGRES is not set: run these tests with \
+         `cargo xtask postgres -- cargo test -p agentrt-cli --features real-postgres --test postgres`",
+    );
+    text.split_whitespace()
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+fn setting(key: &str) -> String {
+    server()
+        .into_iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v)
+        .unwrap_or_default()
+}
+
+/// A `postgres://` URL for database `name` on the test server, with the
+/// password (a unix socket's directory percent-encoded as the host).
+fn url(name: &str) -> String {
+    let host = setting("host").replace('/', "%2F");
+    format!(
+        "postgres://{}:{PASSWORD}@{host}:{}/{name}",
+        setting("user"),
+        setting("port")
+    )
+}
+
+/// Creates an empty database; returns its name.
+fn fresh_database() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!(
+        "agentrt_cli_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let config = std::env::var("AGENTRT_TEST_POSTGRES").unwrap_or_default();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let mut admin = config
+                    .parse::<postgres::Config>()
+                    .unwrap()
+                    .connect(postgres::NoTls)
+                    .unwrap();
+                admin
+                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+                    .unwrap();
+                admin
+                    .batch_execute(&format!("CREATE DATABASE {name}"))
+                    .unwrap();
+            })
+            .join()
+            .unwrap()
+    });
+    name
+}
+
+/// Starts run `id` with `decisions` on `store` and drives it until it
+/// pauses or ends.
+fn drive(store: &Store, id: &str, decisions: Vec<Decision>) -> agentrt::Run {
+    let mut driver = Driver::new(
+        GateConfig::new(store.clone(), DefaultPolicy, tools()),
+        ScriptedAgent::new(decisions),
+    )
+    .unwrap();
+    runtime()
+        .block_on(driver.start(Some(id), "goal", Limits::default()))
+        .unwrap()
+}
+
+/// `agentrt --db <url> <args…>`: fails the test if the password shows.
+fn agentrt(db: &str, args: &[&str]) -> support::Out {
+    let mut c = cli();
+    c.arg("--db").arg(db).args(args);
+    let out = run_cmd(c);
+    assert!(
+        !out.stdout.contains(PASSWORD) && !out.stderr.contains(PASSWORD),
+        "the password shows: {out:?}"
+    );
+    out
+}
+
+#[test]
+fn every_command_works_on_postgres_and_never_shows_the_password() {
+    let name = fresh_database();
+    let db = url(&name);
+    let store = agentrt_postgres::open(&db).unwrap();
+    let done = drive(
+        &store,
+        "done",
+        vec![
+            Decision::tool_call("fs_read", r#"{"path":"README.md"}"#),
+            Decision::complete(r#"{"done":true}"#),
+        ],
+    );
+    assert_eq!(done.status, RunStatus::Completed);
+    let waiting = drive(
+        &store,
+        "waiting",
+        vec![Decision::tool_call("push", r#"{"ref":"main"}"#)],
+    );
+    assert_eq!(waiting.status, RunStatus::WaitingForApproval);
+
+    let out = agentrt(&db, &["runs"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("done") && out.stdout.contains("waiting"));
+
+    // The hint to decide names the database without its password.
+    let out = agentrt(&db, &["show", "waiting"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let shown = format!(
+        "agentrt --db \"{}\" approve waiting",
+        agentrt_postgres::redacted(&db)
+    );
+    assert!(out.stdout.contains(&shown), "{}", out.stdout);
+
+    let out = agentrt(&db, &["--json", "events", "done"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let first = json(out.stdout.lines().next().unwrap());
+    assert_eq!(first["type"], "run.created");
+
+    let out = agentrt(&db, &["approve", "waiting", "--yes", "--by", "ops"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("approved by ops"), "{}", out.stdout);
+    assert_eq!(
+        store.list_approvals("waiting").unwrap()[0].status,
+        agentrt::ApprovalStatus::Approved
+    );
+
+    let out = agentrt(&db, &["cancel", "waiting", "--by", "ops"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        store.get_run("waiting").unwrap().status,
+        RunStatus::Cancelled
+    );
+
+    let out = agentrt(&db, &["--json", "verify"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let report = json(&out.stdout);
+    assert_eq!(report["intact"], true, "{report}");
+    let events =
+        store.list_events("done").unwrap().len() + store.list_events("waiting").unwrap().len();
+    assert_eq!(report["checked"], events as u64, "{report}");
+
+    // $AGENTRT_DB names it as well as --db.
+    let mut c = cli();
+    c.env("AGENTRT_DB", &db).arg("runs");
+    let out = run_cmd(c);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("waiting") && !out.stdout.contains(PASSWORD));
+}
+
+#[test]
+fn a_database_without_the_schema_is_refused_and_left_untouched() {
+    let name = fresh_database();
+    let db = url(&name);
+    let out = agentrt(&db, &["runs"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("agentrt never migrates a database"),
+        "{}",
+        out.stderr
+    );
+    // Nothing was created: opening for a program that owns the database
+    // still finds it empty and migrates it now.
+    let store = agentrt_postgres::open(&db).unwrap();
+    assert_eq!(store.list_runs(0, 0).unwrap().total, 0);
+    let out = agentrt(&db, &["runs"]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
+fn an_unreachable_server_or_unknown_database_is_an_error_without_the_password() {
+    // No database of that name.
+    let out = agentrt(&url("agentrt_cli_no_such_database"), &["runs"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("agentrt_cli_no_such_database"),
+        "{}",
+        out.stderr
+    );
+    // Nothing listens on that port.
+    let closed = format!("postgres://ops:{PASSWORD}@127.0.0.1:1/agentrt");
+    let out = agentrt(&closed, &["runs"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("127.0.0.1"), "{}", out.stderr);
+}
