@@ -49,6 +49,9 @@ fn main() -> ExitCode {
                 .map_err(CliError::Output)
         }),
         Ok(Parsed::Keygen(args)) => with_stdout("keygen", |out| commands::keygen::run(&args, out)),
+        Ok(Parsed::Migrate(args)) => {
+            with_stdout("migrate", |out| commands::migrate::run(&args, out))
+        }
         Ok(Parsed::Run(invocation)) => with_stdout(invocation.command.name(), |out| {
             commands::run(&invocation, out)
         }),

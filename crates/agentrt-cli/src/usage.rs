@@ -71,6 +71,11 @@ Commands:
   keygen          make an Ed25519 key pair for head sign; needs no --db
       --out PREFIX  writes PREFIX.key (private, mode 0600) and PREFIX.pub;
                   never overwrites a file
+  migrate         copy a SQLite database into an empty PostgreSQL one,
+                  every row as stored in one transaction, then verify
+                  both (intact, the same head); needs no --db
+      --from PATH the SQLite database (opened read-only)
+      --to URL    postgres://user@host/db (its schema created if missing)
   completions SHELL  print a completion script for bash, elvish, fish,
                   powershell or zsh; needs no --db
   help [COMMAND]  print this help, or a command's own help

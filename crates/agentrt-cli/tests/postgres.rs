@@ -211,3 +211,101 @@ fn an_unreachable_server_or_unknown_database_is_an_error_without_the_password() 
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("127.0.0.1"), "{}", out.stderr);
 }
+
+/// `agentrt <args…>` without --db: fails the test if the password shows.
+fn agentrt_raw(args: &[&str]) -> support::Out {
+    let mut c = cli();
+    c.args(args);
+    let out = run_cmd(c);
+    assert!(
+        !out.stdout.contains(PASSWORD) && !out.stderr.contains(PASSWORD),
+        "the password shows: {out:?}"
+    );
+    out
+}
+
+/// A SQLite database with a completed run, a labelled one and one waiting
+/// for approval.
+fn sqlite_with_runs(dir: &std::path::Path) -> std::path::PathBuf {
+    let db = support::new_db(dir, "agentrt.db");
+    support::completed_run(&db, "done", "read it");
+    support::labelled_run(&db, "labelled", &["team=ops"]);
+    support::waiting_run(&db, "waiting", "push", r#"{"ref":"main"}"#);
+    db
+}
+
+#[test]
+fn migrate_copies_a_sqlite_database_with_its_chain_and_the_copy_writes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = sqlite_with_runs(dir.path());
+    let file_text = file.to_str().unwrap();
+    let db = url(&fresh_database());
+    let out = agentrt_raw(&["migrate", "--from", file_text, "--to", &db]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("verify: both intact"), "{}", out.stdout);
+
+    // The same runs, the same head, on both.
+    let head = |location: &str| {
+        let out = agentrt(location, &["--json", "verify"]);
+        assert_eq!(out.code, 0, "{out:?}");
+        let report = json(&out.stdout);
+        (report["head"].clone(), report["checked"].clone())
+    };
+    assert_eq!(head(&db), head(file_text));
+    let runs = |location: &str| agentrt(location, &["--json", "runs"]).stdout;
+    assert_eq!(runs(&db), runs(file_text));
+    let out = agentrt(&db, &["runs", "--label", "team=ops"]);
+    assert!(out.stdout.contains("labelled") && !out.stdout.contains("waiting"));
+
+    // The copy goes on where the file stopped: approved on PostgreSQL,
+    // resumed there, its new events chained onto the copied head.
+    let out = agentrt(&db, &["approve", "waiting", "--yes", "--by", "ops"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let store = agentrt_postgres::open(&db).unwrap();
+    let mut driver = Driver::new(
+        GateConfig::new(store.clone(), DefaultPolicy, tools()),
+        ScriptedAgent::new([Decision::complete(r#"{"pushed":true}"#)]),
+    )
+    .unwrap();
+    let run = runtime().block_on(driver.resume("waiting")).unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+    let out = agentrt(&db, &["verify"]);
+    assert_eq!(out.code, 0, "{out:?}");
+
+    // A destination that holds runs is refused, and keeps what it holds.
+    let before = runs(&db);
+    let out = agentrt_raw(&["migrate", "--from", file_text, "--to", &db]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("empty database only"), "{}", out.stderr);
+    assert_eq!(runs(&db), before);
+}
+
+#[test]
+fn migrate_refuses_a_broken_chain_and_a_file_destination() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = sqlite_with_runs(dir.path());
+    let file_text = file.to_str().unwrap();
+    support::sql(
+        &file,
+        "UPDATE events SET payload_json = payload_json || ' ' WHERE seq = 2",
+    );
+    let db = url(&fresh_database());
+    let out = agentrt_raw(&["migrate", "--from", file_text, "--to", &db]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("copies only an intact chain"),
+        "{}",
+        out.stderr
+    );
+    // Nothing arrived: the destination was not even given a schema.
+    let out = agentrt(&db, &["runs"]);
+    assert!(out.stderr.contains("never migrates"), "{out:?}");
+
+    let out = agentrt_raw(&["migrate", "--from", file_text, "--to", "other.db"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("--to must be a PostgreSQL URL"),
+        "{}",
+        out.stderr
+    );
+}

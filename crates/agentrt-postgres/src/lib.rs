@@ -25,6 +25,7 @@
 
 mod backend;
 mod chain_read;
+mod copy;
 mod error;
 mod group;
 mod pool;
@@ -38,6 +39,8 @@ use std::sync::Arc;
 
 use agentrt::store::ExtensionTable;
 use agentrt::{DatabaseErrorKind, Error, Result, Store, StoreOptions};
+
+pub use crate::copy::{CopyReport, copy_from};
 
 use crate::backend::PgBackend;
 use crate::error::Describe;
@@ -125,12 +128,7 @@ pub fn redacted(url: &str) -> String {
 
 /// [`open`] with options.
 pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
-    let config = tokio_postgres::Config::from_str(url).map_err(|_| Error::Database {
-        kind: DatabaseErrorKind::Other,
-        // The parser's message may quote the string, password and all.
-        message: "not a PostgreSQL connection string (postgres://user@host/db or key=value pairs)"
-            .into(),
-    })?;
+    let config = tokio_postgres::Config::from_str(url).map_err(|_| not_a_url())?;
     let about = Describe::of(&config);
     let runtime = Arc::new(IoRuntime::start()?);
     let mut first = Pool::connect(&runtime, &config).map_err(|e| with_database(e, &about))?;
@@ -154,8 +152,18 @@ pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
     Store::with_backend(Arc::new(backend), &options.store)
 }
 
+/// The error for a connection string that does not parse. The parser's
+/// message may quote the string, password and all: it is not shown.
+pub(crate) fn not_a_url() -> Error {
+    Error::Database {
+        kind: DatabaseErrorKind::Other,
+        message: "not a PostgreSQL connection string (postgres://user@host/db or key=value pairs)"
+            .into(),
+    }
+}
+
 /// `e` naming the database it came from.
-fn with_database(e: Error, about: &Describe) -> Error {
+pub(crate) fn with_database(e: Error, about: &Describe) -> Error {
     match e {
         Error::Database { kind, message } => Error::Database {
             kind,

@@ -98,6 +98,13 @@ pub enum CliCommand {
     /// Make an Ed25519 key pair for head sign; needs no --db.
     #[command(override_usage = "agentrt [--json] keygen --out PREFIX")]
     Keygen(KeygenArgs),
+    /// Copy a SQLite database into an empty PostgreSQL one, chain intact;
+    /// needs no --db.
+    ///
+    /// Every row is copied as stored in one transaction, then `verify`
+    /// runs on both: they must be intact with the same head.
+    #[command(override_usage = "agentrt [--json] migrate --from PATH --to URL")]
+    Migrate(MigrateArgs),
     /// Print a shell completion script; needs no --db.
     ///
     /// For example: agentrt completions bash > ~/.local/share/bash-completion/completions/agentrt
@@ -243,6 +250,18 @@ pub struct HeadSignArgs {
     /// Write the signed head to FILE, a new file (default: print it).
     #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
     pub out: Option<OsString>,
+}
+
+/// `migrate` flags.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The SQLite database to copy (opened read-only).
+    #[arg(long, value_name = "PATH", value_parser = clap::value_parser!(OsString))]
+    pub from: OsString,
+    /// The PostgreSQL database to copy it into: postgres://user@host/db;
+    /// it must hold no runs yet (its schema is created when missing).
+    #[arg(long, value_name = "URL")]
+    pub to: String,
 }
 
 /// `keygen` flags.

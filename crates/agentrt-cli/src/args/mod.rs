@@ -80,6 +80,19 @@ pub enum Parsed {
     Keygen(Keygen),
     /// `completions SHELL`: needs no database.
     Completions(Shell),
+    /// `migrate --from PATH --to URL`: names its own two databases.
+    Migrate(Migrate),
+}
+
+/// `migrate --from PATH --to URL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Migrate {
+    /// The SQLite database copied.
+    pub from: PathBuf,
+    /// The PostgreSQL database it is copied into.
+    pub to: Database,
+    /// JSON output.
+    pub json: bool,
 }
 
 /// `keygen --out PREFIX`.

@@ -9,8 +9,8 @@ use agentrt::{Label, Labels};
 
 use super::cli::{CancelArgs, Cli, CliCommand, DecideArgs, EventsArgs, HeadCommand, VerifyArgs};
 use super::{
-    Command, Database, Decide, Env, FollowStart, Invocation, KeptHead, Keygen, Paging, Parsed,
-    UsageError, Verb, Verify,
+    Command, Database, Decide, Env, FollowStart, Invocation, KeptHead, Keygen, Migrate, Paging,
+    Parsed, UsageError, Verb, Verify,
 };
 
 /// A problem with the named command's arguments.
@@ -28,6 +28,16 @@ pub fn cli(cli: Cli, env: &Env) -> Result<Parsed, UsageError> {
             return Ok(Parsed::Keygen(Keygen { out, json }));
         }
         CliCommand::Completions { shell } => return Ok(Parsed::Completions(shell)),
+        CliCommand::Migrate(a) => {
+            let from = path("--from", a.from).map_err(problem)?;
+            let to = Database::parse(a.to.into());
+            if !matches!(to, Database::Postgres(_)) {
+                return Err(problem(
+                    "--to must be a PostgreSQL URL: postgres://user@host/db".to_owned(),
+                ));
+            }
+            return Ok(Parsed::Migrate(Migrate { from, to, json }));
+        }
         CliCommand::Runs(a) => Command::Runs {
             paging: paging(a.limit, a.offset, 100),
             labels: labels(a.labels).map_err(problem)?,
@@ -80,6 +90,7 @@ fn command_name(command: &CliCommand) -> &'static str {
         CliCommand::Head { .. } => "head sign",
         CliCommand::Keygen(_) => "keygen",
         CliCommand::Completions { .. } => "completions",
+        CliCommand::Migrate(_) => "migrate",
     }
 }
 

@@ -7,6 +7,7 @@ mod events;
 mod follow;
 mod head;
 pub mod keygen;
+pub mod migrate;
 mod runs;
 mod show;
 mod verify;

@@ -18,6 +18,7 @@ mod changes;
 mod columns;
 mod digest;
 pub mod engine;
+mod export;
 pub mod extension;
 mod files;
 pub mod group_rows;
@@ -52,6 +53,7 @@ pub use backend::{Backend, ChangeSignal};
 pub use changes::{
     ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
 };
+pub use export::{EXPORTED_TABLES, ExportPage};
 pub use extension::{Extension, ExtensionRow, ExtensionTable, SqlValue};
 pub use group_rows::GroupRows;
 pub use heap::retain_freed_heap;

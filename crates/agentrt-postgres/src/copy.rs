@@ -1,0 +1,169 @@
+//! Copying a SQLite store into an empty PostgreSQL database with its chain
+//! intact (`agentrt migrate`): every row as stored (links, row listings,
+//! `written_seq`s and all), in insertion order, in one transaction that
+//! ends by setting the chain head row to the last event. Either the whole
+//! database arrives or nothing does.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use agentrt::store::engine::StoredValue;
+use agentrt::store::{ExportPage, Store};
+use agentrt::{Error, Result};
+use tokio_postgres::Transaction;
+use tokio_postgres::types::ToSql;
+
+use crate::error::{Describe, pg_error};
+use crate::pool::Pool;
+use crate::runtime::{IoRuntime, block_on};
+use crate::schema;
+
+/// What a copy carried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyReport {
+    /// Rows copied per table, in copy order (tables without rows left out).
+    pub rows: Vec<(&'static str, u64)>,
+    /// The chain head the destination now has: seq and link (none for a
+    /// database without events).
+    pub head: Option<(i64, String)>,
+}
+
+fn refused(detail: String) -> Error {
+    Error::InvalidInput {
+        what: "migrate",
+        detail,
+    }
+}
+
+/// Copies every run, step, approval, model call, tool spec, event and
+/// metadata row of the SQLite store `source` into the PostgreSQL database
+/// `url`, creating or migrating its schema first. Refuses a destination
+/// that already holds runs or events, a source with extension tables (not
+/// on PostgreSQL yet), and a source whose chain is computed otherwise
+/// (its `agentrt_meta` hash algorithm, canonical form or time format).
+///
+/// The source is read in one snapshot; the destination is written in one
+/// transaction. Run `verify` on both afterwards: they have the same head.
+pub fn copy_from(source: &Store, url: &str) -> Result<CopyReport> {
+    let extensions = source.extension_table_names()?;
+    if !extensions.is_empty() {
+        return Err(refused(format!(
+            "the database holds extension tables ({}); extension tables are not on PostgreSQL yet",
+            extensions.join(", ")
+        )));
+    }
+    let config = tokio_postgres::Config::from_str(url).map_err(|_| crate::not_a_url())?;
+    let about = Describe::of(&config);
+    let runtime = Arc::new(IoRuntime::start()?);
+    let mut conn = Pool::connect(&runtime, &config).map_err(|e| crate::with_database(e, &about))?;
+    let applied_at = agentrt::Timestamp::now().to_string();
+    schema::migrate(&mut conn.client, &about, &applied_at)?;
+    let tx = block_on(conn.client.transaction()).map_err(|e| pg_error(&e))?;
+    block_on(tx.execute("SELECT 1 FROM agentrt_chain WHERE id = 1 FOR UPDATE", &[]))
+        .map_err(|e| pg_error(&e))?;
+    let held: i64 = block_on(tx.query_one(
+        "SELECT (SELECT COUNT(*) FROM runs) + (SELECT COUNT(*) FROM events)",
+        &[],
+    ))
+    .and_then(|row| row.try_get(0))
+    .map_err(|e| pg_error(&e))?;
+    if held > 0 {
+        return Err(refused(format!(
+            "{about} already holds runs or events: agentrt migrate copies into an empty database only"
+        )));
+    }
+    let mut rows: Vec<(&'static str, u64)> = Vec::new();
+    source.export_rows(&mut |page| {
+        let copied = if page.table == "agentrt_meta" {
+            copy_meta(&tx, &page)?
+        } else {
+            copy_page(&tx, &page)?
+        };
+        match rows.last_mut() {
+            Some((table, n)) if *table == page.table => *n += copied,
+            _ => rows.push((page.table, copied)),
+        }
+        Ok(())
+    })?;
+    let head = block_on(tx.query_opt(
+        "UPDATE agentrt_chain SET head_seq = e.seq, head_hash = e.hash
+         FROM (SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1) e
+         WHERE id = 1 RETURNING head_seq, head_hash",
+        &[],
+    ))
+    .map_err(|e| pg_error(&e))?
+    .map(|row| Ok::<_, tokio_postgres::Error>((row.try_get(0)?, row.try_get(1)?)))
+    .transpose()
+    .map_err(|e| pg_error(&e))?;
+    block_on(tx.commit()).map_err(|e| pg_error(&e))?;
+    Ok(CopyReport { rows, head })
+}
+
+/// Inserts a page of one table's rows with their stored columns (the
+/// identity `pos` numbers them in the order they come: SQLite's).
+fn copy_page(tx: &Transaction<'_>, page: &ExportPage<'_>) -> Result<u64> {
+    let placeholders: Vec<String> = (1..=page.columns.len()).map(|i| format!("${i}")).collect();
+    // Table and column names are the core's own schema's.
+    let sql = format!(
+        "INSERT INTO {} ({}) VALUES ({})",
+        page.table,
+        page.columns.join(", "),
+        placeholders.join(", ")
+    );
+    let statement = block_on(tx.prepare(&sql)).map_err(|e| pg_error(&e))?;
+    for row in page.rows {
+        let params = params(page, row)?;
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+        block_on(tx.execute(&statement, &refs)).map_err(|e| pg_error(&e))?;
+    }
+    Ok(page.rows.len() as u64)
+}
+
+/// Metadata rows: one the destination's schema already wrote must agree
+/// (they say how the chain is computed); others are added.
+fn copy_meta(tx: &Transaction<'_>, page: &ExportPage<'_>) -> Result<u64> {
+    let mut copied = 0;
+    for row in page.rows {
+        let [StoredValue::Text(key), StoredValue::Text(value)] = row.as_slice() else {
+            return Err(refused(
+                "the source's agentrt_meta rows are not key and value texts".into(),
+            ));
+        };
+        let existing =
+            block_on(tx.query_opt("SELECT value FROM agentrt_meta WHERE key = $1", &[key]))
+                .map_err(|e| pg_error(&e))?;
+        match existing {
+            Some(row) => {
+                let ours: String = row.try_get(0).map_err(|e| pg_error(&e))?;
+                if &ours != value {
+                    return Err(refused(format!(
+                        "the source's {key} is {value:?}, this build's {ours:?}: its chain cannot be carried over"
+                    )));
+                }
+            }
+            None => {
+                block_on(tx.execute(
+                    "INSERT INTO agentrt_meta (key, value) VALUES ($1, $2)",
+                    &[key, value],
+                ))
+                .map_err(|e| pg_error(&e))?;
+                copied += 1;
+            }
+        }
+    }
+    Ok(copied)
+}
+
+fn params(page: &ExportPage<'_>, row: &[StoredValue]) -> Result<Vec<Box<dyn ToSql + Sync>>> {
+    row.iter()
+        .zip(page.columns)
+        .map(|(value, column)| match value {
+            StoredValue::Int(n) => Ok(Box::new(*n) as Box<dyn ToSql + Sync>),
+            StoredValue::Text(t) => Ok(Box::new(t.clone()) as Box<dyn ToSql + Sync>),
+            StoredValue::Other(kind) => Err(refused(format!(
+                "{}.{column} holds a value of type {kind}",
+                page.table
+            ))),
+        })
+        .collect()
+}
