@@ -24,7 +24,7 @@ use crate::error::{Describe, is_retryable, pg_error};
 use crate::group::LISTEN;
 use crate::pool::Pool;
 use crate::rows::PgRows;
-use crate::runtime::{IoRuntime, block_on};
+use crate::runtime::{IoRuntime, block_on, round_trip};
 
 /// How often taking the chain head's lock is tried before the group gives
 /// up with the server's error.
@@ -46,7 +46,7 @@ impl PgBackend {
     /// for the whole read, as a SQLite read transaction.
     fn snapshot(&self, f: impl FnOnce(&PgRows<'_, '_>) -> Result<()>) -> Result<()> {
         self.pool.with(|conn| {
-            let tx = block_on(
+            let tx = round_trip(
                 conn.client
                     .build_transaction()
                     .isolation_level(IsolationLevel::RepeatableRead)
@@ -58,7 +58,7 @@ impl PgBackend {
                 let rows = PgRows::new(&tx, &mut conn.statements);
                 f(&rows)?;
             }
-            block_on(tx.commit()).map_err(|e| pg_error(&e))
+            round_trip(tx.commit()).map_err(|e| pg_error(&e))
         })
     }
 }
@@ -69,8 +69,8 @@ impl Backend for PgBackend {
             let mut attempt = 0;
             let tx = loop {
                 attempt += 1;
-                let tx = block_on(conn.client.transaction()).map_err(|e| pg_error(&e))?;
-                let locked = block_on(
+                let tx = round_trip(conn.client.transaction()).map_err(|e| pg_error(&e))?;
+                let locked = round_trip(
                     tx.execute("SELECT 1 FROM agentrt_chain WHERE id = 1 FOR UPDATE", &[]),
                 );
                 match locked {
@@ -81,7 +81,7 @@ impl Backend for PgBackend {
                         });
                     }
                     Err(e) if is_retryable(&e) && attempt < LOCK_ATTEMPTS => {
-                        block_on(tx.rollback()).map_err(|e| pg_error(&e))?;
+                        round_trip(tx.rollback()).map_err(|e| pg_error(&e))?;
                     }
                     Err(e) => return Err(pg_error(&e)),
                 }
@@ -90,7 +90,7 @@ impl Backend for PgBackend {
                 let mut rows = PgRows::new(&tx, &mut conn.statements);
                 group(&mut rows)?;
             }
-            block_on(tx.commit()).map_err(|e| pg_error(&e))
+            round_trip(tx.commit()).map_err(|e| pg_error(&e))
         })
     }
 
@@ -112,7 +112,7 @@ impl Backend for PgBackend {
         // The server's clock + ttl, as the text a `Timestamp` shows.
         let ttl_micros = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
         self.pool.with(|conn| {
-            let n = block_on(conn.client.execute(
+            let n = round_trip(conn.client.execute(
                 "UPDATE runs SET lease_expires_at = to_char(
                      (clock_timestamp() + $1::bigint * interval '1 microsecond') AT TIME ZONE 'UTC',
                      'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '000Z'

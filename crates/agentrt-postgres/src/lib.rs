@@ -74,6 +74,13 @@ impl Default for PgOptions {
     }
 }
 
+/// How many requests (statements, `BEGIN`, `COMMIT`: each one round trip
+/// to the server) the stores of this process have sent so far: a
+/// diagnostic for benchmarks and monitoring, counted at almost no cost.
+pub fn round_trips() -> u64 {
+    runtime::round_trips()
+}
+
 /// Whether `location` names a PostgreSQL database (`postgres://…` or
 /// `postgresql://…`) rather than a SQLite file.
 ///

@@ -13,7 +13,7 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Row, Statement, Transaction};
 
 use crate::error::pg_error;
-use crate::runtime::block_on;
+use crate::runtime::round_trip;
 
 /// SQLite's digest of a NULL (see the core's `hash_value`).
 const NULL_DIGESTED: &[u8] = b"\0null";
@@ -68,7 +68,7 @@ impl<'a, 'c> PgRows<'a, 'c> {
             return Ok(statement.clone());
         }
         let statement =
-            block_on(self.tx.borrow().prepare(&numbered(sql))).map_err(|e| pg_error(&e))?;
+            round_trip(self.tx.borrow().prepare(&numbered(sql))).map_err(|e| pg_error(&e))?;
         self.statements
             .borrow_mut()
             .insert(sql.to_owned(), statement.clone());
@@ -96,7 +96,7 @@ impl<'a, 'c> PgRows<'a, 'c> {
     pub(crate) fn query(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>> {
         let statement = self.statement(sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-        block_on(self.tx.borrow().query(&statement, &refs)).map_err(|e| pg_error(&e))
+        round_trip(self.tx.borrow().query(&statement, &refs)).map_err(|e| pg_error(&e))
     }
 
     /// The rows of a query, decoded by `f`.
@@ -138,7 +138,7 @@ impl<'a, 'c> PgRows<'a, 'c> {
     pub(crate) fn execute(&self, sql: &str, params: &[Param]) -> Result<u64> {
         let statement = self.statement(sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-        block_on(self.tx.borrow().execute(&statement, &refs)).map_err(|e| pg_error(&e))
+        round_trip(self.tx.borrow().execute(&statement, &refs)).map_err(|e| pg_error(&e))
     }
 }
 

@@ -99,3 +99,19 @@ impl Drop for IoRuntime {
         }
     }
 }
+
+/// Round trips to the server, by every store of this process.
+static ROUND_TRIPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Runs one request to the server (a statement, BEGIN, COMMIT) to its
+/// answer, counted in [`round_trips`].
+pub(crate) fn round_trip<F: std::future::Future>(request: F) -> F::Output {
+    ROUND_TRIPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    block_on(request)
+}
+
+/// How many requests the stores of this process have sent (see
+/// [`crate::round_trips`]).
+pub(crate) fn round_trips() -> u64 {
+    ROUND_TRIPS.load(std::sync::atomic::Ordering::Relaxed)
+}

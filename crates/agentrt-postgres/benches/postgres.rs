@@ -1,0 +1,129 @@
+//! The store on PostgreSQL beside SQLite: the cost of a step of one run on
+//! each (PostgreSQL with `synchronous_commit = on`, its default; SQLite
+//! with `synchronous = FULL`), the round trips a step takes, and steps per
+//! second with 64 runs spread over 4 processes against one run alone.
+//!
+//! Needs a server: `cargo xtask postgres -- cargo bench -p agentrt-postgres
+//! --features real-postgres --bench postgres` (a throwaway cluster with
+//! the server's default durability). Figures in docs/performance.md.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use agentrt::{Durability, Store, StoreOptions};
+use criterion::{BenchmarkId, Criterion, Throughput};
+
+#[path = "../../agentrt/benches/scripted/mod.rs"]
+mod scripted;
+
+/// Steps per run.
+const STEPS: u64 = 20;
+/// Runs and processes of the parallel case.
+const RUNS: u64 = 64;
+const PROCESSES: u64 = 4;
+/// Set in a worker process: how many runs it drives at once.
+const WORKER: &str = "AGENTRT_BENCH_WORKER_RUNS";
+
+fn location() -> String {
+    std::env::var("AGENTRT_TEST_POSTGRES").expect(
+        "AGENTRT_TEST_POSTGRES is not set: run with `cargo xtask postgres -- cargo bench -p agentrt-postgres --features real-postgres --bench postgres`",
+    )
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// Drives `runs` runs of `STEPS` steps at once on `store`.
+fn drive(rt: &tokio::runtime::Runtime, store: &Store, runs: u64) {
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..runs)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move { scripted::one_run(&store, STEPS, 0).await })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("a run");
+        }
+    });
+}
+
+fn step_cost(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Store::open_with(
+        dir.path().join("bench.db"),
+        StoreOptions {
+            durability: Durability::Full,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let postgres = agentrt_postgres::open(&location()).unwrap();
+
+    // Round trips of one run, once, for the figures.
+    let before = agentrt_postgres::round_trips();
+    drive(&rt, &postgres, 1);
+    let trips = agentrt_postgres::round_trips() - before;
+    eprintln!(
+        "postgres: {trips} round trips for one run of {STEPS} steps ({:.1} per step)",
+        trips as f64 / STEPS as f64
+    );
+
+    let mut group = c.benchmark_group("one_run");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
+    group.throughput(Throughput::Elements(STEPS));
+    for (name, store) in [("sqlite_full", &sqlite), ("postgres", &postgres)] {
+        group.bench_with_input(BenchmarkId::new("steps", name), store, |b, store| {
+            b.iter(|| drive(&rt, store, 1));
+        });
+    }
+    group.finish();
+}
+
+/// Starts `PROCESSES` copies of this binary, each driving its share of
+/// `RUNS` runs at once; returns when all are done.
+fn processes() -> Duration {
+    let started = Instant::now();
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|_| {
+            Command::new(std::env::current_exe().unwrap())
+                .env(WORKER, (RUNS / PROCESSES).to_string())
+                .spawn()
+                .expect("a worker starts")
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success(), "a worker failed");
+    }
+    started.elapsed()
+}
+
+fn parallel(c: &mut Criterion) {
+    let mut group = c.benchmark_group("postgres_parallel");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.throughput(Throughput::Elements(RUNS * STEPS));
+    group.bench_function("64_runs_4_processes", |b| {
+        b.iter_custom(|iterations| (0..iterations).map(|_| processes()).sum())
+    });
+    group.finish();
+}
+
+fn main() {
+    if let Ok(runs) = std::env::var(WORKER) {
+        let store = agentrt_postgres::open(&location()).expect("the worker's store");
+        drive(&runtime(), &store, runs.parse().expect("a number of runs"));
+        return;
+    }
+    let mut c = Criterion::default().configure_from_args();
+    step_cost(&mut c);
+    parallel(&mut c);
+    c.final_summary();
+}
