@@ -98,21 +98,21 @@ fn field(row: &Row, at: usize) -> Result<Field<'_>> {
     Ok(value.map_or(Field::Long, |v| Field::Inline(v.as_bytes())))
 }
 
+/// A row selected as `seq, text`.
+fn seq_and_text(row: &Row) -> Result<(i64, String)> {
+    Ok((
+        row.try_get(0).map_err(|e| pg_error(&e))?,
+        row.try_get(1).map_err(|e| pg_error(&e))?,
+    ))
+}
+
 fn count_of(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
 impl ChainRows for PgRows<'_, '_> {
     fn head(&self) -> Result<Option<(i64, String)>> {
-        let rows = self.query(&HEAD_SQL, &[])?;
-        rows.first()
-            .map(|row| {
-                Ok((
-                    row.try_get(0).map_err(|e| pg_error(&e))?,
-                    row.try_get(1).map_err(|e| pg_error(&e))?,
-                ))
-            })
-            .transpose()
+        self.query(&HEAD_SQL, &[])?.first().map(seq_and_text).transpose()
     }
 
     fn hash_at(&self, seq: i64) -> Result<Option<String>> {
@@ -278,7 +278,7 @@ impl ChainRows for PgRows<'_, '_> {
         let (clause, params) = in_range(t, "t.", range);
         // Table and key names are the core's own: no quoting needed.
         let sql = format!(
-            "SELECT substr(t.{key}, 1, 128), t.written_seq FROM {name} t {clause}
+            "SELECT t.written_seq, substr(t.{key}, 1, 128) FROM {name} t {clause}
              AND NOT EXISTS (
                  SELECT 1 FROM events e, jsonb_array_elements(agentrt_listing(e.rows_json)) j
                  WHERE e.seq = t.written_seq AND j ->> 0 = '{name}' AND j ->> 1 = t.{key})
@@ -289,10 +289,8 @@ impl ChainRows for PgRows<'_, '_> {
         let rows = self.query(&sql, &params)?;
         rows.first()
             .map(|row| {
-                Ok((
-                    row.try_get(0).map_err(|e| pg_error(&e))?,
-                    row.try_get(1).map_err(|e| pg_error(&e))?,
-                ))
+                let (seq, key) = seq_and_text(row)?;
+                Ok((key, seq))
             })
             .transpose()
     }
