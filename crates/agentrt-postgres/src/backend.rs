@@ -18,7 +18,7 @@ use std::time::Duration;
 use agentrt::clock::Timestamp;
 use agentrt::store::engine::{Backend, ChainRows, ChangeSignal, GroupRows, ReadRows};
 use agentrt::{Error, Result};
-use tokio_postgres::{AsyncMessage, Config, IsolationLevel, NoTls};
+use tokio_postgres::{AsyncMessage, Client, Config, IsolationLevel, NoTls, SimpleQueryMessage};
 
 use crate::error::{Describe, is_retryable, pg_error};
 use crate::group::LISTEN;
@@ -41,10 +41,72 @@ pub(crate) struct PgBackend {
     pub(crate) about: Describe,
 }
 
+/// `BEGIN`, then the chain head's lock taken with the server's clock read
+/// at that moment: one request, one round trip.
+const BEGIN_LOCKED: &str = "BEGIN; SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint \
+     FROM agentrt_chain WHERE id = 1 FOR UPDATE";
+
+/// A write group's open transaction: rolled back when dropped before its
+/// commit (an error or a panic in the group), so the pooled connection is
+/// never handed on inside a transaction.
+struct OpenGroup<'a> {
+    client: &'a Client,
+    ended: bool,
+}
+
+impl OpenGroup<'_> {
+    fn commit(mut self) -> Result<()> {
+        self.ended = true;
+        round_trip(self.client.batch_execute("COMMIT")).map_err(|e| pg_error(&e))
+    }
+}
+
+impl Drop for OpenGroup<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            // A failure leaves the connection broken, and the pool drops it.
+            let _ = round_trip(self.client.batch_execute("ROLLBACK"));
+        }
+    }
+}
+
 impl PgBackend {
+    /// Opens a write group's transaction holding the chain head's lock;
+    /// returns the server's clock read when the lock was granted. A
+    /// serialization failure or a broken deadlock is retried (nothing of
+    /// the group has run yet).
+    fn begin_locked(&self, client: &Client) -> Result<Timestamp> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match round_trip(client.simple_query(BEGIN_LOCKED)) {
+                Ok(messages) => {
+                    let micros = messages.iter().find_map(|m| match m {
+                        SimpleQueryMessage::Row(row) => row.get(0),
+                        _ => None,
+                    });
+                    if let Some(micros) = micros.and_then(|m| m.parse::<i64>().ok()) {
+                        return Ok(Timestamp::from_unix_nanos(i128::from(micros) * 1000));
+                    }
+                    let _ = round_trip(client.batch_execute("ROLLBACK"));
+                    return Err(Error::Internal {
+                        detail: format!("{} has no chain head row", self.about),
+                    });
+                }
+                Err(e) => {
+                    // The transaction, if it began, is aborted: end it.
+                    let _ = round_trip(client.batch_execute("ROLLBACK"));
+                    if !(is_retryable(&e) && attempt < LOCK_ATTEMPTS) {
+                        return Err(pg_error(&e));
+                    }
+                }
+            }
+        }
+    }
+
     /// Runs `f` on one read-only REPEATABLE READ transaction: one snapshot
     /// for the whole read, as a SQLite read transaction.
-    fn snapshot(&self, f: impl FnOnce(&PgRows<'_, '_>) -> Result<()>) -> Result<()> {
+    fn snapshot(&self, f: impl FnOnce(&PgRows<'_>) -> Result<()>) -> Result<()> {
         self.pool.with(|conn| {
             let tx = round_trip(
                 conn.client
@@ -55,7 +117,7 @@ impl PgBackend {
             )
             .map_err(|e| pg_error(&e))?;
             {
-                let rows = PgRows::new(&tx, &mut conn.statements);
+                let rows = PgRows::new(tx.client(), &mut conn.statements, None);
                 f(&rows)?;
             }
             round_trip(tx.commit()).map_err(|e| pg_error(&e))
@@ -66,31 +128,16 @@ impl PgBackend {
 impl Backend for PgBackend {
     fn write_group(&self, group: &mut dyn FnMut(&mut dyn GroupRows) -> Result<()>) -> Result<()> {
         self.pool.with(|conn| {
-            let mut attempt = 0;
-            let tx = loop {
-                attempt += 1;
-                let tx = round_trip(conn.client.transaction()).map_err(|e| pg_error(&e))?;
-                let locked = round_trip(
-                    tx.execute("SELECT 1 FROM agentrt_chain WHERE id = 1 FOR UPDATE", &[]),
-                );
-                match locked {
-                    Ok(1) => break tx,
-                    Ok(_) => {
-                        return Err(Error::Internal {
-                            detail: format!("{} has no chain head row", self.about),
-                        });
-                    }
-                    Err(e) if is_retryable(&e) && attempt < LOCK_ATTEMPTS => {
-                        round_trip(tx.rollback()).map_err(|e| pg_error(&e))?;
-                    }
-                    Err(e) => return Err(pg_error(&e)),
-                }
+            let now = self.begin_locked(&conn.client)?;
+            let open = OpenGroup {
+                client: &conn.client,
+                ended: false,
             };
             {
-                let mut rows = PgRows::new(&tx, &mut conn.statements);
+                let mut rows = PgRows::new(&conn.client, &mut conn.statements, Some(now));
                 group(&mut rows)?;
             }
-            round_trip(tx.commit()).map_err(|e| pg_error(&e))
+            open.commit()
         })
     }
 

@@ -110,9 +110,12 @@ fn count_of(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-impl ChainRows for PgRows<'_, '_> {
+impl ChainRows for PgRows<'_> {
     fn head(&self) -> Result<Option<(i64, String)>> {
-        self.query(&HEAD_SQL, &[])?.first().map(seq_and_text).transpose()
+        self.query(&HEAD_SQL, &[])?
+            .first()
+            .map(seq_and_text)
+            .transpose()
     }
 
     fn hash_at(&self, seq: i64) -> Result<Option<String>> {

@@ -60,7 +60,7 @@ fn push_run_guard(sql: &mut String, params: &mut Vec<Param>, prefix: &str, g: &R
     }
 }
 
-impl GroupRows for PgRows<'_, '_> {
+impl GroupRows for PgRows<'_> {
     fn insert_run(&mut self, run: &NewRun<'_>) -> Result<()> {
         self.execute(
             "INSERT INTO runs (id, goal, status, limits_json, created_at, started_at, lease_owner, lease_expires_at)

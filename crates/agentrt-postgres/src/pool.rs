@@ -58,12 +58,29 @@ impl Pool {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs `f` on a connection of the pool.
+    /// Runs `f` on a connection of the pool. A panic in `f` closes the
+    /// connection (it may be inside a transaction) and frees its place.
     pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
-        let mut conn = self.take()?;
-        let value = f(&mut conn);
-        self.give_back(conn);
+        let mut lent = Lent {
+            pool: self,
+            conn: Some(self.take()?),
+        };
+        let value = match lent.conn.as_mut() {
+            Some(conn) => f(conn),
+            None => Err(agentrt::Error::Internal {
+                detail: "a pooled connection went missing".into(),
+            }),
+        };
+        if let Some(conn) = lent.conn.take() {
+            self.give_back(conn);
+        }
         value
+    }
+
+    /// A lent connection that will not come back: its place is free.
+    fn forget(&self) {
+        self.lock().open -= 1;
+        self.returned.notify_one();
     }
 
     fn take(&self) -> Result<Conn> {
@@ -93,5 +110,20 @@ impl Pool {
         }
         drop(state);
         self.returned.notify_one();
+    }
+}
+
+/// A connection out of the pool; dropped while still lent (a panic), it
+/// closes and its place is freed.
+struct Lent<'p> {
+    pool: &'p Pool,
+    conn: Option<Conn>,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if self.conn.take().is_some() {
+            self.pool.forget();
+        }
     }
 }

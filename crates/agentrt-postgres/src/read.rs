@@ -50,7 +50,7 @@ fn nonnegative(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-impl ReadRows for PgRows<'_, '_> {
+impl ReadRows for PgRows<'_> {
     fn clock_now(&self) -> Result<Option<agentrt::clock::Timestamp>> {
         self.server_now().map(Some)
     }

@@ -10,7 +10,7 @@ use agentrt::chain::{RowValue, row_digest};
 use agentrt::clock::Timestamp;
 use agentrt::store::engine::RowColumns;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Row, Statement, Transaction};
+use tokio_postgres::{Client, Row, Statement};
 
 use crate::error::pg_error;
 use crate::runtime::round_trip;
@@ -45,20 +45,26 @@ pub(crate) type Param = Box<dyn ToSql + Sync>;
 /// Prepared statements of one connection, by their SQL.
 pub(crate) type Statements = HashMap<String, Statement>;
 
-/// The row operations of one transaction.
-pub(crate) struct PgRows<'a, 'c> {
-    tx: RefCell<&'a Transaction<'c>>,
+/// The row operations of one transaction, open on `client`'s connection.
+pub(crate) struct PgRows<'a> {
+    client: &'a Client,
     statements: RefCell<&'a mut Statements>,
     /// The server's clock, read once per transaction (see `clock_now`).
     now: Cell<Option<Timestamp>>,
 }
 
-impl<'a, 'c> PgRows<'a, 'c> {
-    pub(crate) fn new(tx: &'a Transaction<'c>, statements: &'a mut Statements) -> Self {
+impl<'a> PgRows<'a> {
+    /// The rows of the transaction open on `client`; `now` is the server's
+    /// clock when it was read with the transaction's first request.
+    pub(crate) fn new(
+        client: &'a Client,
+        statements: &'a mut Statements,
+        now: Option<Timestamp>,
+    ) -> Self {
         PgRows {
-            tx: RefCell::new(tx),
+            client,
             statements: RefCell::new(statements),
-            now: Cell::new(None),
+            now: Cell::new(now),
         }
     }
 
@@ -68,7 +74,7 @@ impl<'a, 'c> PgRows<'a, 'c> {
             return Ok(statement.clone());
         }
         let statement =
-            round_trip(self.tx.borrow().prepare(&numbered(sql))).map_err(|e| pg_error(&e))?;
+            round_trip(self.client.prepare(&numbered(sql))).map_err(|e| pg_error(&e))?;
         self.statements
             .borrow_mut()
             .insert(sql.to_owned(), statement.clone());
@@ -96,7 +102,7 @@ impl<'a, 'c> PgRows<'a, 'c> {
     pub(crate) fn query(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>> {
         let statement = self.statement(sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-        round_trip(self.tx.borrow().query(&statement, &refs)).map_err(|e| pg_error(&e))
+        round_trip(self.client.query(&statement, &refs)).map_err(|e| pg_error(&e))
     }
 
     /// The rows of a query, decoded by `f`.
@@ -138,7 +144,7 @@ impl<'a, 'c> PgRows<'a, 'c> {
     pub(crate) fn execute(&self, sql: &str, params: &[Param]) -> Result<u64> {
         let statement = self.statement(sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-        round_trip(self.tx.borrow().execute(&statement, &refs)).map_err(|e| pg_error(&e))
+        round_trip(self.client.execute(&statement, &refs)).map_err(|e| pg_error(&e))
     }
 }
 
