@@ -180,3 +180,49 @@ async fn hosts_with_skewed_clocks_cannot_both_hold_a_run() {
     let (_taken, _) = b.attach("r").await.unwrap();
     assert_eq!(b_store.lease("r").unwrap().0, b.owner());
 }
+
+#[test]
+fn a_group_that_panics_or_fails_gives_its_connection_back_rolled_back() {
+    let backend = Backend::postgres();
+    // One connection: a group that kept it, or left it inside a
+    // transaction, would stop or spoil every later group.
+    let store = agentrt_postgres::open_with(
+        &backend.location,
+        agentrt_postgres::PgOptions {
+            pool_size: 1,
+            ..agentrt_postgres::PgOptions::default()
+        },
+    )
+    .unwrap();
+    let run = |id: &'static str| {
+        move |tx: &mut agentrt::store::WriteTx<'_>| {
+            tx.insert_run(&NewRun {
+                id,
+                goal: "g",
+                limits_json: "{}",
+                created_at: t0(),
+                lease_owner: "",
+                lease_expires_at: t0(),
+            })?;
+            tx.append_event(id, "", &t0(), EventType::RunCreated, "{}")
+        }
+    };
+    for _ in 0..3 {
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.write(|tx| -> agentrt::Result<()> {
+                run("lost")(tx)?;
+                panic!("a group panics after writing")
+            })
+        }));
+        assert!(panicked.is_err());
+        let failed = store.write(|tx| {
+            run("lost")(tx)?;
+            Err::<(), _>(agentrt::Error::Cancelled)
+        });
+        assert!(matches!(failed, Err(agentrt::Error::Cancelled)));
+    }
+    let ((), events) = store.write(run("kept")).unwrap();
+    assert_eq!(events[0].seq, 1, "nothing of the failed groups stayed");
+    assert!(store.get_run("lost").is_err());
+    assert_eq!(store.list_runs(0, 0).unwrap().total, 1);
+}
