@@ -50,6 +50,9 @@ use crate::runtime::IoRuntime;
 /// How many connections a store keeps at most, by default.
 pub const DEFAULT_POOL_SIZE: usize = 8;
 
+/// How long a call waits for a connection of a busy pool, by default.
+pub const DEFAULT_POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How to open a store on PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct PgOptions {
@@ -58,6 +61,11 @@ pub struct PgOptions {
     /// The most connections the store opens (default
     /// [`DEFAULT_POOL_SIZE`]); a caller waits when all are busy.
     pub pool_size: usize,
+    /// The longest a caller waits for a connection when all are in use
+    /// (default [`DEFAULT_POOL_WAIT`]); then the call fails with
+    /// [`Error::DatabaseLocked`], as a SQLite store's does after its busy
+    /// timeout.
+    pub pool_wait: std::time::Duration,
     /// Create or migrate the schema (default `true`). `false` opens only a
     /// database already at this build's schema version and writes nothing
     /// to it on opening ([`open_existing`]).
@@ -69,6 +77,7 @@ impl Default for PgOptions {
         PgOptions {
             store: StoreOptions::default(),
             pool_size: DEFAULT_POOL_SIZE,
+            pool_wait: DEFAULT_POOL_WAIT,
             migrate: true,
         }
     }
@@ -150,6 +159,7 @@ pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
             config.clone(),
             Arc::clone(&runtime),
             options.pool_size,
+            options.pool_wait,
             first,
         ),
         config,

@@ -1,9 +1,10 @@
 //! A small pool of connections, each with its prepared statements. A
 //! connection that broke is dropped instead of returned; a caller waits
 //! (blocking its thread, never an executor's) when every connection is
-//! lent out.
+//! lent out, for a bounded time.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use agentrt::Result;
 use tokio_postgres::{Client, Config};
@@ -22,6 +23,8 @@ pub(crate) struct Pool {
     config: Config,
     runtime: Arc<IoRuntime>,
     max: usize,
+    /// The longest a caller waits for a connection.
+    wait: Duration,
     state: Mutex<State>,
     returned: Condvar,
 }
@@ -33,11 +36,18 @@ struct State {
 }
 
 impl Pool {
-    pub(crate) fn new(config: Config, runtime: Arc<IoRuntime>, max: usize, first: Conn) -> Pool {
+    pub(crate) fn new(
+        config: Config,
+        runtime: Arc<IoRuntime>,
+        max: usize,
+        wait: Duration,
+        first: Conn,
+    ) -> Pool {
         Pool {
             config,
             runtime,
             max: max.max(1),
+            wait,
             state: Mutex::new(State {
                 idle: vec![first],
                 open: 1,
@@ -83,7 +93,11 @@ impl Pool {
         self.returned.notify_one();
     }
 
+    /// A connection: an idle one, a new one while fewer than `max` are
+    /// open, else the next one returned. [`agentrt::Error::DatabaseLocked`]
+    /// when none comes back within `wait`.
     fn take(&self) -> Result<Conn> {
+        let deadline = Instant::now() + self.wait;
         let mut state = self.lock();
         loop {
             if let Some(conn) = state.idle.pop() {
@@ -97,7 +111,15 @@ impl Pool {
                     self.returned.notify_one();
                 });
             }
-            state = self.returned.wait(state).unwrap_or_else(|e| e.into_inner());
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(agentrt::Error::DatabaseLocked);
+            }
+            state = self
+                .returned
+                .wait_timeout(state, left)
+                .map(|(state, _)| state)
+                .unwrap_or_else(|e| e.into_inner().0);
         }
     }
 

@@ -190,6 +190,8 @@ fn a_group_that_panics_or_fails_gives_its_connection_back_rolled_back() {
         &backend.location,
         agentrt_postgres::PgOptions {
             pool_size: 1,
+            // A lost place shows as a refusal within seconds, not a hang.
+            pool_wait: Duration::from_secs(2),
             ..agentrt_postgres::PgOptions::default()
         },
     )
