@@ -4,19 +4,14 @@
 //! ends by setting the chain head row to the last event. Either the whole
 //! database arrives or nothing does.
 
-use std::str::FromStr;
-use std::sync::Arc;
-
 use agentrt::store::engine::StoredValue;
 use agentrt::store::{ExportPage, Store};
 use agentrt::{Error, Result};
 use tokio_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 
-use crate::error::{Describe, pg_error};
-use crate::pool::Pool;
-use crate::runtime::{IoRuntime, block_on};
-use crate::schema;
+use crate::error::pg_error;
+use crate::runtime::block_on;
 
 /// What a copy carried.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,12 +47,13 @@ pub fn copy_from(source: &Store, url: &str) -> Result<CopyReport> {
             extensions.join(", ")
         )));
     }
-    let config = tokio_postgres::Config::from_str(url).map_err(|_| crate::not_a_url())?;
-    let about = Describe::of(&config);
-    let runtime = Arc::new(IoRuntime::start()?);
-    let mut conn = Pool::connect(&runtime, &config).map_err(|e| crate::with_database(e, &about))?;
-    let applied_at = agentrt::Timestamp::now().to_string();
-    schema::migrate(&mut conn.client, &about, &applied_at)?;
+    let crate::Connected {
+        about,
+        mut conn,
+        // Kept until the copy ends: the connection's I/O runs on it.
+        runtime: _runtime,
+        ..
+    } = crate::connect(url, true)?;
     let tx = block_on(conn.client.transaction()).map_err(|e| pg_error(&e))?;
     block_on(tx.execute("SELECT 1 FROM agentrt_chain WHERE id = 1 FOR UPDATE", &[]))
         .map_err(|e| pg_error(&e))?;

@@ -144,16 +144,12 @@ pub fn redacted(url: &str) -> String {
 
 /// [`open`] with options.
 pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
-    let config = tokio_postgres::Config::from_str(url).map_err(|_| not_a_url())?;
-    let about = Describe::of(&config);
-    let runtime = Arc::new(IoRuntime::start()?);
-    let mut first = Pool::connect(&runtime, &config).map_err(|e| with_database(e, &about))?;
-    let applied_at = agentrt::Timestamp::now().to_string();
-    if options.migrate {
-        schema::migrate(&mut first.client, &about, &applied_at)?;
-    } else {
-        schema::check(&mut first.client, &about)?;
-    }
+    let Connected {
+        config,
+        about,
+        runtime,
+        conn: first,
+    } = connect(url, options.migrate)?;
     let backend = PgBackend {
         pool: Pool::new(
             config.clone(),
@@ -167,6 +163,35 @@ pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
         about,
     };
     Store::with_backend(Arc::new(backend), &options.store)
+}
+
+/// A first connection to a database whose schema was checked or migrated.
+pub(crate) struct Connected {
+    pub(crate) config: tokio_postgres::Config,
+    pub(crate) about: Describe,
+    pub(crate) runtime: Arc<IoRuntime>,
+    pub(crate) conn: pool::Conn,
+}
+
+/// Connects to `url` on a runtime of its own; creates or migrates the
+/// schema when `migrate`, else checks that it is at this build's version.
+pub(crate) fn connect(url: &str, migrate: bool) -> Result<Connected> {
+    let config = tokio_postgres::Config::from_str(url).map_err(|_| not_a_url())?;
+    let about = Describe::of(&config);
+    let runtime = Arc::new(IoRuntime::start()?);
+    let mut conn = Pool::connect(&runtime, &config).map_err(|e| with_database(e, &about))?;
+    if migrate {
+        let applied_at = agentrt::Timestamp::now().to_string();
+        schema::migrate(&mut conn.client, &about, &applied_at)?;
+    } else {
+        schema::check(&mut conn.client, &about)?;
+    }
+    Ok(Connected {
+        config,
+        about,
+        runtime,
+        conn,
+    })
 }
 
 /// The error for a connection string that does not parse. The parser's

@@ -15,9 +15,6 @@ use tokio_postgres::{Client, Row, Statement};
 use crate::error::pg_error;
 use crate::runtime::round_trip;
 
-/// SQLite's digest of a NULL (see the core's `hash_value`).
-const NULL_DIGESTED: &[u8] = b"\0null";
-
 /// The digest of a state row of `table` selected as its digested columns
 /// (BIGINT or TEXT) in their fixed order: the one SQLite's rows get.
 pub(crate) fn digest_row(table: &str, row: &Row) -> Result<String> {
@@ -28,10 +25,10 @@ pub(crate) fn digest_row(table: &str, row: &Row) -> Result<String> {
         .map(|(i, column)| {
             if *column.type_() == Type::INT8 {
                 row.try_get::<_, Option<i64>>(i)
-                    .map(|n| n.map_or(RowValue::Text(NULL_DIGESTED), RowValue::Int))
+                    .map(|n| n.map_or(RowValue::Null, RowValue::Int))
             } else {
                 row.try_get::<_, Option<&str>>(i)
-                    .map(|t| RowValue::Text(t.map_or(NULL_DIGESTED, str::as_bytes)))
+                    .map(|t| t.map_or(RowValue::Null, |t| RowValue::Text(t.as_bytes())))
             }
         })
         .collect::<std::result::Result<Vec<_>, _>>()

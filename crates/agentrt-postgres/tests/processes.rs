@@ -18,7 +18,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentrt::verify::{self, VerifyOptions};
+
+// The real-server suite's databases: a fresh one per test.
+#[path = "real_postgres/backends.rs"]
+#[allow(dead_code)]
+mod backends;
 use agentrt::*;
+use backends::fresh_database;
 
 /// Runs raced for by the workers.
 const RUNS: usize = 8;
@@ -194,26 +200,6 @@ fn wait_until(what: &str, reached: impl Fn() -> bool) {
         assert!(Instant::now() < deadline, "never reached: {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn fresh_database() -> String {
-    let server = std::env::var("AGENTRT_TEST_POSTGRES").expect(
-        "AGENTRT_TEST_POSTGRES is not set: run with \
-         `cargo xtask postgres -- cargo test -p agentrt-postgres --features real-postgres`",
-    );
-    let name = format!("agentrt_processes_{}", std::process::id());
-    let mut admin = server
-        .parse::<postgres::Config>()
-        .unwrap()
-        .connect(postgres::NoTls)
-        .unwrap();
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    format!("{server} dbname={name}")
 }
 
 fn four_processes_race_and_a_killed_one_is_taken_over_under_the_interruption_contract() {

@@ -88,7 +88,12 @@ pub enum RowValue<'a> {
     Int(i64),
     /// A TEXT column, hashed as stored.
     Text(&'a [u8]),
+    /// A NULL, hashed as a field no text can be (`\0null`).
+    Null,
 }
+
+/// How a NULL column is hashed in a row digest, by every engine.
+pub(crate) const NULL_FIELD: &[u8] = b"\0null";
 
 /// The digest of a state row: BLAKE3 over `ns(table)` and `ns(value)` for
 /// each column in the table's fixed order, lowercase hex.
@@ -107,6 +112,7 @@ pub fn row_digest(table: &str, values: &[RowValue<'_>]) -> String {
         match v {
             RowValue::Int(n) => h.int(*n),
             RowValue::Text(t) => h.field(t),
+            RowValue::Null => h.field(NULL_FIELD),
         }
     }
     h.finish().to_hex().to_string()

@@ -73,6 +73,6 @@ pub(super) fn hash_value(h: &mut FieldHasher, value: ValueRef<'_>) {
         ValueRef::Integer(n) => h.int(n),
         ValueRef::Text(t) | ValueRef::Blob(t) => h.field(t),
         ValueRef::Real(f) => h.field(format!("\0real:{f:?}").as_bytes()),
-        ValueRef::Null => h.field(b"\0null"),
+        ValueRef::Null => h.field(crate::chain::NULL_FIELD),
     }
 }
