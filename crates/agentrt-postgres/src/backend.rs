@@ -11,15 +11,17 @@
 //! serialization failure or a broken deadlock; it is retried before the
 //! group runs, so a group runs once and commits whole or not at all.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
 use agentrt::clock::Timestamp;
-use agentrt::store::engine::{Backend, ChainRows, ChangeSignal, GroupRows, ReadRows};
+use agentrt::store::engine::{Backend, BatchedGroup, ChainRows, ChangeSignal, GroupRows, ReadRows};
 use agentrt::{Error, Result};
 use tokio_postgres::{AsyncMessage, Client, Config, IsolationLevel, NoTls, SimpleQueryMessage};
 
+use crate::batch::{Batcher, Outcome};
 use crate::error::{Describe, is_retryable, pg_error};
 use crate::group::LISTEN;
 use crate::pool::Pool;
@@ -39,12 +41,19 @@ pub(crate) struct PgBackend {
     pub(crate) config: Config,
     pub(crate) runtime: Arc<IoRuntime>,
     pub(crate) about: Describe,
+    pub(crate) batcher: Batcher,
 }
 
 /// `BEGIN`, then the chain head's lock taken with the server's clock read
-/// at that moment: one request, one round trip.
-const BEGIN_LOCKED: &str = "BEGIN; SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint \
-     FROM agentrt_chain WHERE id = 1 FOR UPDATE";
+/// at that moment and the head itself: one request, one round trip.
+const BEGIN_LOCKED: &str = "BEGIN; SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, \
+     head_seq, head_hash FROM agentrt_chain WHERE id = 1 FOR UPDATE";
+
+/// What a write group learns when it takes the chain head's lock.
+struct Locked {
+    now: Timestamp,
+    head: (i64, String),
+}
 
 /// A write group's open transaction: rolled back when dropped before its
 /// commit (an error or a panic in the group), so the pooled connection is
@@ -52,13 +61,6 @@ const BEGIN_LOCKED: &str = "BEGIN; SELECT (extract(epoch FROM clock_timestamp())
 struct OpenGroup<'a> {
     client: &'a Client,
     ended: bool,
-}
-
-impl OpenGroup<'_> {
-    fn commit(mut self) -> Result<()> {
-        self.ended = true;
-        round_trip(self.client.batch_execute("COMMIT")).map_err(|e| pg_error(&e))
-    }
 }
 
 impl Drop for OpenGroup<'_> {
@@ -70,23 +72,34 @@ impl Drop for OpenGroup<'_> {
     }
 }
 
+/// The lock's row, as the simple query protocol answers it (text).
+fn locked(messages: &[SimpleQueryMessage]) -> Option<Locked> {
+    let row = messages.iter().find_map(|m| match m {
+        SimpleQueryMessage::Row(row) => Some(row),
+        _ => None,
+    })?;
+    let micros = row.get(0)?.parse::<i64>().ok()?;
+    let seq = row.get(1)?.parse::<i64>().ok()?;
+    let hash = row.get(2)?.to_owned();
+    Some(Locked {
+        now: Timestamp::from_unix_nanos(i128::from(micros) * 1000),
+        head: (seq, hash),
+    })
+}
+
 impl PgBackend {
     /// Opens a write group's transaction holding the chain head's lock;
     /// returns the server's clock read when the lock was granted. A
     /// serialization failure or a broken deadlock is retried (nothing of
     /// the group has run yet).
-    fn begin_locked(&self, client: &Client) -> Result<Timestamp> {
+    fn begin_locked(&self, client: &Client) -> Result<Locked> {
         let mut attempt = 0;
         loop {
             attempt += 1;
             match round_trip(client.simple_query(BEGIN_LOCKED)) {
                 Ok(messages) => {
-                    let micros = messages.iter().find_map(|m| match m {
-                        SimpleQueryMessage::Row(row) => row.get(0),
-                        _ => None,
-                    });
-                    if let Some(micros) = micros.and_then(|m| m.parse::<i64>().ok()) {
-                        return Ok(Timestamp::from_unix_nanos(i128::from(micros) * 1000));
+                    if let Some(locked) = locked(&messages) {
+                        return Ok(locked);
                     }
                     let _ = round_trip(client.batch_execute("ROLLBACK"));
                     return Err(Error::Internal {
@@ -104,6 +117,98 @@ impl PgBackend {
         }
     }
 
+    /// Runs a batch of write groups in one transaction holding the chain
+    /// head's lock (see `batch`): a group alone as its own transaction,
+    /// several each in a savepoint, so a group that fails or panics rolls
+    /// back alone. No group is reported done before the `COMMIT` answered.
+    pub(crate) fn run_batch(&self, groups: Vec<BatchedGroup>) -> Vec<Outcome> {
+        let count = groups.len();
+        let mut outcomes: Vec<Option<Outcome>> = (0..count).map(|_| None).collect();
+        let mut succeeded = Vec::with_capacity(count);
+        let ended = self.pool.with(|conn| {
+            let Locked { now, mut head } = self.begin_locked(&conn.client)?;
+            let mut open = OpenGroup {
+                client: &conn.client,
+                ended: false,
+            };
+            let alone = count == 1;
+            for (i, group) in groups.into_iter().enumerate() {
+                let mut rows = PgRows::new(
+                    &conn.client,
+                    &mut conn.statements,
+                    Some(now),
+                    Some(head.clone()),
+                );
+                if !alone {
+                    rows.defer_simple("SAVEPOINT agentrt_group");
+                }
+                let ran = match catch_unwind(AssertUnwindSafe(|| group(&mut rows))) {
+                    Ok(Ok(())) if alone => {
+                        // Its deferred statements go with the COMMIT.
+                        rows.finish("COMMIT")?;
+                        open.ended = true;
+                        outcomes[i] = Some(Outcome::Done(Ok(())));
+                        return Ok(());
+                    }
+                    Ok(Ok(())) => rows.flush().map_err(Outcome::from),
+                    Ok(Err(e)) => Err(Outcome::Done(Err(e))),
+                    Err(panic) => Err(Outcome::Panicked(panic)),
+                };
+                match ran {
+                    Ok(()) => {
+                        head = rows.held_head().unwrap_or(head);
+                        succeeded.push(i);
+                    }
+                    Err(outcome) => {
+                        outcomes[i] = Some(outcome);
+                        if alone {
+                            // The guard rolls the transaction back.
+                            return Ok(());
+                        }
+                        // Nothing sent, nothing to undo; else back to the
+                        // group's own savepoint (the newest of that name).
+                        if rows.sent_any() {
+                            drop(rows);
+                            round_trip(
+                                conn.client
+                                    .batch_execute("ROLLBACK TO SAVEPOINT agentrt_group"),
+                            )
+                            .map_err(|e| pg_error(&e))?;
+                        }
+                    }
+                }
+            }
+            if succeeded.is_empty() {
+                return Ok(());
+            }
+            round_trip(conn.client.batch_execute("COMMIT")).map_err(|e| pg_error(&e))?;
+            open.ended = true;
+            Ok(())
+        });
+        // The transaction failed: none of its groups committed.
+        if let Err(e) = &ended {
+            for i in succeeded.drain(..) {
+                outcomes[i] = None;
+            }
+            for outcome in &mut outcomes {
+                outcome.get_or_insert_with(|| Outcome::Done(Err(e.for_each_group())));
+            }
+        }
+        for i in succeeded {
+            outcomes[i] = Some(Outcome::Done(Ok(())));
+        }
+        outcomes
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| {
+                    Outcome::Done(Err(Error::Internal {
+                        detail: "a write group of a batch was not run".into(),
+                    }))
+                })
+            })
+            .collect()
+    }
+
     /// Runs `f` on one read-only REPEATABLE READ transaction: one snapshot
     /// for the whole read, as a SQLite read transaction.
     fn snapshot(&self, f: impl FnOnce(&PgRows<'_>) -> Result<()>) -> Result<()> {
@@ -117,7 +222,7 @@ impl PgBackend {
             )
             .map_err(|e| pg_error(&e))?;
             {
-                let rows = PgRows::new(tx.client(), &mut conn.statements, None);
+                let rows = PgRows::new(tx.client(), &mut conn.statements, None, None);
                 f(&rows)?;
             }
             round_trip(tx.commit()).map_err(|e| pg_error(&e))
@@ -128,17 +233,23 @@ impl PgBackend {
 impl Backend for PgBackend {
     fn write_group(&self, group: &mut dyn FnMut(&mut dyn GroupRows) -> Result<()>) -> Result<()> {
         self.pool.with(|conn| {
-            let now = self.begin_locked(&conn.client)?;
-            let open = OpenGroup {
+            let Locked { now, head } = self.begin_locked(&conn.client)?;
+            let mut open = OpenGroup {
                 client: &conn.client,
                 ended: false,
             };
-            {
-                let mut rows = PgRows::new(&conn.client, &mut conn.statements, Some(now));
-                group(&mut rows)?;
-            }
-            open.commit()
+            let mut rows = PgRows::new(&conn.client, &mut conn.statements, Some(now), Some(head));
+            group(&mut rows)?;
+            // The statements the group deferred go with the COMMIT. Should
+            // any fail, the guard's ROLLBACK ends what is left open.
+            rows.finish("COMMIT")?;
+            open.ended = true;
+            Ok(())
         })
+    }
+
+    fn write_batched(&self, group: BatchedGroup) -> Result<()> {
+        self.batcher.submit(group, |groups| self.run_batch(groups))
     }
 
     fn read(&self, f: &mut dyn FnMut(&dyn ReadRows) -> Result<()>) -> Result<()> {

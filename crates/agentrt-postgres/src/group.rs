@@ -62,10 +62,10 @@ fn push_run_guard(sql: &mut String, params: &mut Vec<Param>, prefix: &str, g: &R
 
 impl GroupRows for PgRows<'_> {
     fn insert_run(&mut self, run: &NewRun<'_>) -> Result<()> {
-        self.execute(
+        self.defer(
             "INSERT INTO runs (id, goal, status, limits_json, created_at, started_at, lease_owner, lease_expires_at)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            &[
+            vec![
                 text(run.id),
                 text(run.goal),
                 text(RunStatus::Running.as_str()),
@@ -80,9 +80,9 @@ impl GroupRows for PgRows<'_> {
     }
 
     fn insert_run_labels(&mut self, run_id: &str, labels_json: &str) -> Result<()> {
-        self.execute(
+        self.defer(
             "INSERT INTO run_labels (run_id, labels_json) VALUES (?, ?)",
-            &[text(run_id), text(labels_json)],
+            vec![text(run_id), text(labels_json)],
         )?;
         Ok(())
     }
@@ -163,9 +163,9 @@ impl GroupRows for PgRows<'_> {
     }
 
     fn insert_step(&mut self, step: &NewStep<'_>) -> Result<()> {
-        self.execute(
+        self.defer(
             "INSERT INTO steps (id, run_id, idx, status, started_at) VALUES (?, ?, ?, ?, ?)",
-            &[
+            vec![
                 text(step.id),
                 text(step.run_id),
                 count(step.index),
@@ -241,11 +241,11 @@ impl GroupRows for PgRows<'_> {
     }
 
     fn insert_approval(&mut self, a: &Approval) -> Result<()> {
-        self.execute(
+        self.defer(
             "INSERT INTO approvals (id, run_id, step_id, kind, capability_json, presentation_json,
                  request_json, hash, status, created_at, decided_at, decided_by, note, expires_at)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            &[
+            vec![
                 text(&a.id),
                 text(&a.run_id),
                 text(&a.step_id),
@@ -366,6 +366,10 @@ impl GroupRows for PgRows<'_> {
     }
 
     fn chain_head(&self) -> Result<(i64, String)> {
+        // A write group read the head with its lock.
+        if let Some(head) = self.held_head() {
+            return Ok(head);
+        }
         let rows = self.query(
             "SELECT head_seq, head_hash FROM agentrt_chain WHERE id = 1",
             &[],
@@ -381,23 +385,40 @@ impl GroupRows for PgRows<'_> {
     }
 
     fn mark_written(&mut self, table: RowTable<'_>, key: &str, seq: i64) -> Result<Option<String>> {
-        let RowTable::Core(core) = table else {
-            if let RowTable::Extension(t) = table {
-                return Err(crate::unsupported_extensions(t));
-            }
-            return Ok(None);
-        };
-        let sql = format!(
-            "UPDATE {name} SET written_seq = ? WHERE {key_column} = ? RETURNING {columns}",
-            name = core.name(),
-            key_column = core.key_column(),
-            columns = core.digested_columns().join(", "),
-        );
-        let rows = self.query(&sql, &[int(seq), text(key)])?;
-        let Some(row) = rows.first() else {
-            return Ok(None);
-        };
-        digest_row(core.name(), row).map(Some)
+        Ok(self.mark_all_written(&[(table, key)], seq)?.pop().flatten())
+    }
+
+    fn mark_all_written(
+        &mut self,
+        rows: &[(RowTable<'_>, &str)],
+        seq: i64,
+    ) -> Result<Vec<Option<String>>> {
+        let mut queries = Vec::with_capacity(rows.len());
+        let mut names = Vec::with_capacity(rows.len());
+        for (table, key) in rows {
+            let core = match table {
+                RowTable::Core(core) => core,
+                RowTable::Extension(t) => return Err(crate::unsupported_extensions(t)),
+            };
+            let sql = format!(
+                "UPDATE {name} SET written_seq = ? WHERE {key_column} = ? RETURNING {columns}",
+                name = core.name(),
+                key_column = core.key_column(),
+                columns = core.digested_columns().join(", "),
+            );
+            queries.push((sql, vec![int(seq), text(*key)]));
+            names.push(core.name());
+        }
+        // One request for every row (and the statements deferred before).
+        let answers = self.query_all(&queries)?;
+        names
+            .iter()
+            .zip(answers)
+            .map(|(name, rows)| match rows.first() {
+                Some(row) => digest_row(name, row).map(Some),
+                None => Ok(None),
+            })
+            .collect()
     }
 
     fn insert_events(&mut self, events: &[SealedEvent<'_>]) -> Result<()> {
@@ -426,19 +447,20 @@ impl GroupRows for PgRows<'_> {
                     text(sealed.hash),
                 ]);
             }
-            self.execute(&sql, &params)?;
+            self.defer(&sql, params)?;
         }
         // The head moves with its events; the notice is delivered at commit.
-        self.execute(
+        self.defer(
             "WITH head AS (UPDATE agentrt_chain SET head_seq = ?, head_hash = ? WHERE id = 1)
              SELECT pg_notify(?, ?)",
-            &[
+            vec![
                 int(last.event.seq),
                 text(last.hash),
                 text(CHANNEL),
                 text(last.event.seq.to_string()),
             ],
         )?;
+        self.moved_head(last.event.seq, last.hash);
         Ok(())
     }
 }

@@ -24,6 +24,9 @@
 //! ```
 
 mod backend;
+mod batch;
+#[cfg(all(test, feature = "real-postgres"))]
+mod batch_server_tests;
 mod chain_read;
 mod copy;
 mod error;
@@ -144,6 +147,12 @@ pub fn redacted(url: &str) -> String {
 
 /// [`open`] with options.
 pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
+    let backend = backend(url, &options)?;
+    Store::with_backend(Arc::new(backend), &options.store)
+}
+
+/// The engine on the database at `url`, its schema checked or migrated.
+pub(crate) fn backend(url: &str, options: &PgOptions) -> Result<PgBackend> {
     let Connected {
         config,
         about,
@@ -161,8 +170,9 @@ pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
         config,
         runtime,
         about,
+        batcher: batch::Batcher::default(),
     };
-    Store::with_backend(Arc::new(backend), &options.store)
+    Ok(backend)
 }
 
 /// A first connection to a database whose schema was checked or migrated.

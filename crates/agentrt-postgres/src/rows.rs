@@ -42,26 +42,58 @@ pub(crate) type Param = Box<dyn ToSql + Sync>;
 /// Prepared statements of one connection, by their SQL.
 pub(crate) type Statements = HashMap<String, Statement>;
 
+/// A statement sent later: one whose result decides nothing in the group
+/// (an insert, the head's move), only whether the group fails.
+enum Deferred {
+    Prepared(Statement, Vec<Param>),
+    /// A statement without parameters or rows (`SAVEPOINT`).
+    Simple(&'static str),
+}
+
+/// What one pipelined request answered.
+enum Answer {
+    Rows(Vec<Row>),
+    Count(u64),
+    Done,
+}
+
 /// The row operations of one transaction, open on `client`'s connection.
+///
+/// Statements whose result the group does not need are deferred and sent
+/// in one request with the next statement whose result it needs, or with
+/// the `COMMIT`: a round trip per decision, not per statement. A deferred
+/// statement's failure fails the request it went with, so the group still
+/// fails whole.
 pub(crate) struct PgRows<'a> {
     client: &'a Client,
     statements: RefCell<&'a mut Statements>,
     /// The server's clock, read once per transaction (see `clock_now`).
     now: Cell<Option<Timestamp>>,
+    /// The chain head as the group's lock read it, moved by the group's
+    /// own events (`None` outside a write group: read on demand).
+    head: RefCell<Option<(i64, String)>>,
+    deferred: RefCell<Vec<Deferred>>,
+    /// Whether anything deferred has been sent.
+    sent: Cell<bool>,
 }
 
 impl<'a> PgRows<'a> {
     /// The rows of the transaction open on `client`; `now` is the server's
-    /// clock when it was read with the transaction's first request.
+    /// clock when it was read with the transaction's first request, `head`
+    /// the chain head the group locked.
     pub(crate) fn new(
         client: &'a Client,
         statements: &'a mut Statements,
         now: Option<Timestamp>,
+        head: Option<(i64, String)>,
     ) -> Self {
         PgRows {
             client,
             statements: RefCell::new(statements),
             now: Cell::new(now),
+            head: RefCell::new(head),
+            deferred: RefCell::new(Vec::new()),
+            sent: Cell::new(false),
         }
     }
 
@@ -95,11 +127,137 @@ impl<'a> PgRows<'a> {
         Ok(now)
     }
 
-    /// Every row of a query.
+    /// The chain head the group holds, if it was read with its lock.
+    pub(crate) fn held_head(&self) -> Option<(i64, String)> {
+        self.head.borrow().clone()
+    }
+
+    /// Records the head the group's own events moved it to.
+    pub(crate) fn moved_head(&self, seq: i64, hash: &str) {
+        let mut head = self.head.borrow_mut();
+        if head.is_some() {
+            *head = Some((seq, hash.to_owned()));
+        }
+    }
+
+    /// Queues a statement whose result the group does not need; it is sent
+    /// with the next request.
+    pub(crate) fn defer(&self, sql: &str, params: Vec<Param>) -> Result<()> {
+        let statement = self.statement(sql)?;
+        self.deferred
+            .borrow_mut()
+            .push(Deferred::Prepared(statement, params));
+        Ok(())
+    }
+
+    /// Whether any statement of this transaction went through a
+    /// pipelined request (a group whose savepoint was deferred sent none
+    /// before that).
+    pub(crate) fn sent_any(&self) -> bool {
+        self.sent.get()
+    }
+
+    /// Queues a statement without parameters or rows (`SAVEPOINT`).
+    pub(crate) fn defer_simple(&self, sql: &'static str) {
+        self.deferred.borrow_mut().push(Deferred::Simple(sql));
+    }
+
+    /// Sends what is deferred, if anything, and waits for its answers.
+    pub(crate) fn flush(&self) -> Result<()> {
+        if self.deferred.borrow().is_empty() {
+            return Ok(());
+        }
+        self.send(Vec::new()).map(|_| ())
+    }
+
+    /// Sends the deferred statements and then `last` in one request and
+    /// returns `last`'s answers, each query's in order; the first failure
+    /// among them is the answer.
+    fn send(&self, last: Vec<Last<'_>>) -> Result<Vec<Answer>> {
+        let deferred = std::mem::take(&mut *self.deferred.borrow_mut());
+        self.sent.set(true);
+        let client = self.client;
+        let mut requests: Vec<Request<'_>> = Vec::with_capacity(deferred.len() + last.len());
+        for d in &deferred {
+            requests.push(match d {
+                Deferred::Prepared(statement, params) => Box::pin(async move {
+                    let refs: Vec<&(dyn ToSql + Sync)> =
+                        params.iter().map(|p| p.as_ref()).collect();
+                    client.execute(statement, &refs).await.map(Answer::Count)
+                }),
+                Deferred::Simple(sql) => {
+                    Box::pin(async move { client.batch_execute(sql).await.map(|()| Answer::Done) })
+                }
+            });
+        }
+        let first_wanted = requests.len();
+        for item in &last {
+            requests.push(match *item {
+                Last::Query(statement, params) => Box::pin(async move {
+                    let refs: Vec<&(dyn ToSql + Sync)> =
+                        params.iter().map(|p| p.as_ref()).collect();
+                    client.query(statement, &refs).await.map(Answer::Rows)
+                }),
+                Last::Execute(statement, params) => Box::pin(async move {
+                    let refs: Vec<&(dyn ToSql + Sync)> =
+                        params.iter().map(|p| p.as_ref()).collect();
+                    client.execute(statement, &refs).await.map(Answer::Count)
+                }),
+                Last::Simple(sql) => {
+                    Box::pin(async move { client.batch_execute(sql).await.map(|()| Answer::Done) })
+                }
+            });
+        }
+        let answers = round_trip(in_order(requests));
+        let mut wanted = Vec::with_capacity(last.len());
+        for (i, answer) in answers.into_iter().enumerate() {
+            let answer = answer.map_err(|e| pg_error(&e))?;
+            if i >= first_wanted {
+                wanted.push(answer);
+            }
+        }
+        Ok(wanted)
+    }
+
+    /// Every row of a query (sent with the deferred statements).
     pub(crate) fn query(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>> {
         let statement = self.statement(sql)?;
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-        round_trip(self.client.query(&statement, &refs)).map_err(|e| pg_error(&e))
+        if self.deferred.borrow().is_empty() {
+            let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+            return round_trip(self.client.query(&statement, &refs)).map_err(|e| pg_error(&e));
+        }
+        match self.send(vec![Last::Query(&statement, params)])?.pop() {
+            Some(Answer::Rows(rows)) => Ok(rows),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// The rows of several queries sent in one request (with the deferred
+    /// statements), in order.
+    pub(crate) fn query_all(&self, queries: &[(String, Vec<Param>)]) -> Result<Vec<Vec<Row>>> {
+        let statements = queries
+            .iter()
+            .map(|(sql, _)| self.statement(sql))
+            .collect::<Result<Vec<_>>>()?;
+        let last = statements
+            .iter()
+            .zip(queries)
+            .map(|(statement, (_, params))| Last::Query(statement, params))
+            .collect();
+        Ok(self
+            .send(last)?
+            .into_iter()
+            .map(|answer| match answer {
+                Answer::Rows(rows) => rows,
+                _ => Vec::new(),
+            })
+            .collect())
+    }
+
+    /// Sends the deferred statements with `sql` (a `COMMIT`) in one
+    /// request.
+    pub(crate) fn finish(&self, sql: &str) -> Result<()> {
+        self.send(vec![Last::Simple(sql)]).map(|_| ())
     }
 
     /// The rows of a query, decoded by `f`.
@@ -137,12 +295,74 @@ impl<'a> PgRows<'a> {
         }
     }
 
-    /// How many rows a statement changed.
+    /// How many rows a statement changed (sent with the deferred
+    /// statements).
     pub(crate) fn execute(&self, sql: &str, params: &[Param]) -> Result<u64> {
         let statement = self.statement(sql)?;
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-        round_trip(self.client.execute(&statement, &refs)).map_err(|e| pg_error(&e))
+        if self.deferred.borrow().is_empty() {
+            let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+            return round_trip(self.client.execute(&statement, &refs)).map_err(|e| pg_error(&e));
+        }
+        match self.send(vec![Last::Execute(&statement, params)])?.pop() {
+            Some(Answer::Count(n)) => Ok(n),
+            _ => Ok(0),
+        }
     }
+}
+
+/// The statements of a request whose answers the caller wants.
+enum Last<'s> {
+    Query(&'s Statement, &'s [Param]),
+    Execute(&'s Statement, &'s [Param]),
+    Simple(&'s str),
+}
+
+/// One statement of a pipelined request.
+type Request<'r> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = std::result::Result<Answer, tokio_postgres::Error>> + 'r>,
+>;
+
+/// Runs `requests` together and answers them in order. Each is polled
+/// first in its order, which is when tokio-postgres queues its message:
+/// the server receives and runs them in that order, in one round trip. A
+/// request that fails before it is sent (a parameter that cannot be
+/// encoded) stops the ones after it from being sent at all, so a `COMMIT`
+/// at the end never commits a transaction missing a statement.
+async fn in_order(
+    mut requests: Vec<Request<'_>>,
+) -> Vec<std::result::Result<Answer, tokio_postgres::Error>> {
+    use std::task::Poll;
+    let mut answers: Vec<Option<std::result::Result<Answer, tokio_postgres::Error>>> =
+        requests.iter().map(|_| None).collect();
+    let mut sent = 0;
+    let mut stopped = false;
+    std::future::poll_fn(|cx| {
+        // Send: the first poll of each, in order, until one fails unsent.
+        while sent < requests.len() && !stopped {
+            if let Poll::Ready(answer) = requests[sent].as_mut().poll(cx) {
+                stopped = answer.is_err();
+                answers[sent] = Some(answer);
+            }
+            sent += 1;
+        }
+        // Then wait for the answers of what was sent.
+        let mut waiting = false;
+        for (request, answer) in requests.iter_mut().zip(answers.iter_mut()).take(sent) {
+            if answer.is_none() {
+                match request.as_mut().poll(cx) {
+                    Poll::Ready(value) => *answer = Some(value),
+                    Poll::Pending => waiting = true,
+                }
+            }
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    answers.into_iter().flatten().collect()
 }
 
 /// A PostgreSQL row read through the core's decoders.

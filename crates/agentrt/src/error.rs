@@ -443,7 +443,12 @@ impl Error {
 
     /// The same failure again, for every write group of a batch whose
     /// commit failed (errors are not `Clone`: an I/O source is not).
-    pub(crate) fn for_each_group(&self) -> Error {
+    ///
+    /// ```
+    /// let e = agentrt::Error::DatabaseLocked;
+    /// assert!(matches!(e.for_each_group(), agentrt::Error::DatabaseLocked));
+    /// ```
+    pub fn for_each_group(&self) -> Error {
         match self {
             Error::DatabaseLocked => Error::DatabaseLocked,
             Error::Database { kind, message } => Error::Database {

@@ -26,6 +26,10 @@ use crate::error::Result;
 ///   database are serialized on the chain (the group sees the head every
 ///   earlier group left and no later one), so a group never meets a
 ///   conflict halfway through;
+/// - [`Backend::write_batched`] does the same for a group that may share
+///   its transaction with groups other threads submitted meanwhile, each in
+///   a savepoint of its own: a group that fails rolls back alone, and none
+///   is reported committed before the shared transaction committed;
 /// - every call blocks its thread: the store calls a backend only off the
 ///   async executor (its blocking threads, or a caller's own thread);
 /// - [`Backend::watch`] announces, through the [`ChangeSignal`], the
@@ -35,6 +39,21 @@ use crate::error::Result;
 pub trait Backend: Send + Sync + 'static {
     /// Runs `group` in one transaction and commits if it returns `Ok`.
     fn write_group(&self, group: &mut dyn FnMut(&mut dyn GroupRows) -> Result<()>) -> Result<()>;
+
+    /// Runs `group` as [`Backend::write_group`] does, possibly in one
+    /// transaction with the groups other threads submit at the same time
+    /// (group commit: one commit, one lock on the chain, for many groups).
+    /// Blocks until the transaction holding it ended; a panic in `group`
+    /// resumes in the caller. The default runs it alone.
+    fn write_batched(&self, group: BatchedGroup) -> Result<()> {
+        let mut group = Some(group);
+        self.write_group(&mut |rows| match group.take() {
+            Some(group) => group(rows),
+            None => Err(crate::Error::Internal {
+                detail: "a backend ran a write group twice".into(),
+            }),
+        })
+    }
 
     /// Runs `f` over one consistent read of the database.
     fn read(&self, f: &mut dyn FnMut(&dyn ReadRows) -> Result<()>) -> Result<()>;
@@ -64,6 +83,10 @@ pub trait Backend: Send + Sync + 'static {
     /// What the store is (for `Debug` and messages): never a password.
     fn describe(&self) -> String;
 }
+
+/// A write group handed to [`Backend::write_batched`]: owned, so the
+/// thread that runs a shared transaction may run it.
+pub type BatchedGroup = Box<dyn FnOnce(&mut dyn GroupRows) -> Result<()> + Send>;
 
 /// How a backend tells the store that events were committed.
 #[derive(Clone)]

@@ -8,7 +8,7 @@
 //! them; an engine selects them in this order and hands each row to the
 //! decoder through [`RowColumns`].
 
-pub use super::backend::{Backend, ChangeSignal};
+pub use super::backend::{Backend, BatchedGroup, ChangeSignal};
 pub use super::calls::{CALL_COLUMNS, call_from_row as decode_model_call};
 pub use super::chain_rows::{
     ChainRows, EventColumn, EventRow, Field, INLINE_FIELD, MAX_LINK_SHOWN, Piece,

@@ -125,6 +125,18 @@ pub trait GroupRows: ReadRows {
     /// Sets the `written_seq` of the row of `table` keyed `key` to `seq`
     /// and returns the row's digest, or `None` if there is no such row.
     fn mark_written(&mut self, table: RowTable<'_>, key: &str, seq: i64) -> Result<Option<String>>;
+    /// [`GroupRows::mark_written`] for every row of `rows`, answered in
+    /// their order. An engine that pays a round trip per statement sends
+    /// them together; the default marks them one by one.
+    fn mark_all_written(
+        &mut self,
+        rows: &[(RowTable<'_>, &str)],
+        seq: i64,
+    ) -> Result<Vec<Option<String>>> {
+        rows.iter()
+            .map(|(table, key)| self.mark_written(*table, key, seq))
+            .collect()
+    }
     /// Stores sealed events, in order.
     fn insert_events(&mut self, events: &[SealedEvent<'_>]) -> Result<()>;
 }

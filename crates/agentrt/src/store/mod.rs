@@ -49,7 +49,7 @@ use crate::clock::lock;
 use crate::error::{Error, Result};
 use crate::model::{Event, Run};
 
-pub use backend::{Backend, ChangeSignal};
+pub use backend::{Backend, BatchedGroup, ChangeSignal};
 pub use changes::{
     ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
 };
@@ -343,6 +343,37 @@ impl Store {
         Ok((value, events))
     }
 
+    /// [`Store::write`] on a [`Backend`] through
+    /// [`Backend::write_batched`]: the group may share a transaction with
+    /// the groups other threads submit meanwhile.
+    fn write_batched<T, F>(&self, f: F) -> Result<(T, Vec<Event>)>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteTx<'_>) -> Result<T> + Send + 'static,
+    {
+        let Engine::Backend(backend) = &self.inner.engine else {
+            return self.write(f);
+        };
+        let done = Arc::new(Mutex::new(None));
+        let slot = Arc::clone(&done);
+        let extensions = Arc::clone(&self.inner.extensions);
+        backend.write_batched(Box::new(move |rows| {
+            let mut wtx = WriteTx::new(rows, &extensions);
+            let value = f(&mut wtx)?;
+            let events = wtx.finish()?;
+            *lock(&slot) = Some((value, events));
+            Ok(())
+        }))?;
+        let (value, events) = lock(&done).take().ok_or_else(|| Error::Internal {
+            detail: "a backend committed a write group it did not run".into(),
+        })?;
+        let counters = &self.inner.counters;
+        counters.transactions.fetch_add(1, Ordering::Relaxed);
+        counters.groups.fetch_add(1, Ordering::Relaxed);
+        self.inner.head.committed(&events);
+        Ok((value, events))
+    }
+
     /// [`Store::write`] for async code: the group runs on the store's
     /// writer thread, never on the caller's executor, and is committed
     /// together with the groups submitted while the previous commit was in
@@ -384,7 +415,7 @@ impl Store {
         F: FnOnce(&mut WriteTx<'_>) -> Result<T> + Send + 'static,
     {
         if let Engine::Backend(_) = &self.inner.engine {
-            return self.off_executor(move |store| store.write(f)).await;
+            return self.off_executor(move |store| store.write_batched(f)).await;
         }
         self.writer()?.write(f, None).await
     }
@@ -403,7 +434,9 @@ impl Store {
         F: FnOnce(&mut WriteTx<'_>) -> Result<T> + Send + 'static,
     {
         if let Engine::Backend(_) = &self.inner.engine {
-            let written = self.off_executor(move |store| store.write(f)).await?;
+            let written = self
+                .off_executor(move |store| store.write_batched(f))
+                .await?;
             after(&written.0);
             return Ok(written);
         }

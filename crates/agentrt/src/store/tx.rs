@@ -149,16 +149,25 @@ impl<'c> WriteTx<'c> {
         }
         written.sort_unstable();
         written.dedup();
+        let tables = written
+            .iter()
+            .map(|(table, _)| match table {
+                Written::Core(t) => Ok(RowTable::Core(*t)),
+                Written::Extension(i) => Ok(RowTable::Extension(&self.extensions.get(*i)?.table)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let rows: Vec<(RowTable<'_>, &str)> = tables
+            .iter()
+            .zip(&written)
+            .map(|(table, (_, id))| (*table, id.as_str()))
+            .collect();
+        let digests = self.rows.mark_all_written(&rows, last_seq)?;
         let mut entries = Vec::with_capacity(written.len());
-        for (table, id) in written {
-            let table = match table {
-                Written::Core(t) => RowTable::Core(t),
-                Written::Extension(i) => RowTable::Extension(&self.extensions.get(i)?.table),
-            };
-            // A row written and gone again in the same transaction has
-            // nothing to digest (the store never deletes one today).
-            if let Some(digest) = self.rows.mark_written(table, &id, last_seq)? {
-                entries.push((table.name(), id, digest));
+        // A row written and gone again in the same transaction has nothing
+        // to digest (the store never deletes one today).
+        for ((table, (_, id)), digest) in tables.iter().zip(&written).zip(digests) {
+            if let Some(digest) = digest {
+                entries.push((table.name(), id.clone(), digest));
             }
         }
         Ok(chain::rows_json(&mut entries))

@@ -1,0 +1,149 @@
+//! A batch of write groups on a real server (feature `real-postgres`, run
+//! by `cargo xtask test`): each group in its own savepoint, so one that
+//! fails, panics or whose deferred statements fail rolls back alone and
+//! the others commit.
+
+use agentrt::Timestamp;
+use agentrt::store::NewRun;
+use agentrt::store::engine::{BatchedGroup, GroupRows};
+
+use crate::PgOptions;
+use crate::backend::PgBackend;
+use crate::batch::Outcome;
+
+/// A fresh database on the test server (its connection string).
+fn fresh_database(name: &str) -> String {
+    let server = std::env::var("AGENTRT_TEST_POSTGRES")
+        .expect("AGENTRT_TEST_POSTGRES names the test server (cargo xtask test sets it)");
+    let admin_url = server.clone();
+    let name = name.to_owned();
+    // The sync client runs its own runtime: not inside another one.
+    std::thread::spawn(move || {
+        let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+            .unwrap();
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+        format!("{admin_url} dbname={name}")
+    })
+    .join()
+    .unwrap()
+}
+
+fn engine(name: &str) -> (PgBackend, String) {
+    let url = fresh_database(name);
+    (crate::backend(&url, &PgOptions::default()).unwrap(), url)
+}
+
+fn insert_run(rows: &mut dyn GroupRows, id: &str) -> agentrt::Result<()> {
+    let at = Timestamp::parse("2026-12-03T09:00:00Z").unwrap();
+    rows.insert_run(&NewRun {
+        id,
+        goal: "g",
+        limits_json: "{}",
+        created_at: at,
+        lease_owner: "me",
+        lease_expires_at: at,
+    })
+}
+
+/// A group that inserts run `id`.
+fn inserts(id: &'static str) -> BatchedGroup {
+    Box::new(move |rows| insert_run(rows, id))
+}
+
+/// The run ids stored, in order.
+fn stored_runs(url: &str) -> Vec<String> {
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client
+            .query("SELECT id FROM runs ORDER BY id", &[])
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+    })
+    .join()
+    .unwrap()
+}
+
+fn kinds(outcomes: &[Outcome]) -> Vec<&'static str> {
+    outcomes
+        .iter()
+        .map(|o| match o {
+            Outcome::Done(Ok(())) => "ok",
+            Outcome::Done(Err(_)) => "failed",
+            Outcome::Panicked(_) => "panicked",
+        })
+        .collect()
+}
+
+#[test]
+fn a_group_that_fails_or_panics_in_a_batch_rolls_back_alone() {
+    let (engine, url) = engine("agentrt_unit_batch_alone");
+    let outcomes = engine.run_batch(vec![
+        inserts("a"),
+        Box::new(|rows| {
+            insert_run(rows, "b")?;
+            // Sent (it went with the next request) and then the group fails.
+            rows.update_run(
+                "b",
+                &agentrt::store::RunGuard::default(),
+                &agentrt::store::RunChange::default(),
+            )?;
+            Err(agentrt::Error::DatabaseLocked)
+        }),
+        Box::new(|rows| {
+            insert_run(rows, "c")?;
+            rows.update_run(
+                "c",
+                &agentrt::store::RunGuard::default(),
+                &agentrt::store::RunChange::default(),
+            )?;
+            panic!("the group panics");
+        }),
+        inserts("d"),
+    ]);
+    assert_eq!(kinds(&outcomes), ["ok", "failed", "panicked", "ok"]);
+    assert_eq!(stored_runs(&url), ["a", "d"]);
+}
+
+#[test]
+fn a_group_whose_deferred_statements_fail_rolls_back_alone() {
+    let (engine, url) = engine("agentrt_unit_batch_deferred");
+    // The second insert of "a" is deferred and fails when it is flushed.
+    let outcomes = engine.run_batch(vec![inserts("a"), inserts("a"), inserts("b")]);
+    assert_eq!(kinds(&outcomes), ["ok", "failed", "ok"]);
+    assert_eq!(stored_runs(&url), ["a", "b"]);
+}
+
+#[test]
+fn a_group_that_fails_before_sending_anything_undoes_no_other() {
+    let (engine, url) = engine("agentrt_unit_batch_unsent");
+    // The middle group's savepoint never reached the server: rolling back
+    // to "the newest savepoint" would undo the group before it.
+    let outcomes = engine.run_batch(vec![
+        inserts("a"),
+        Box::new(|_| Err(agentrt::Error::DatabaseLocked)),
+        inserts("b"),
+    ]);
+    assert_eq!(kinds(&outcomes), ["ok", "failed", "ok"]);
+    assert_eq!(stored_runs(&url), ["a", "b"]);
+}
+
+#[test]
+fn a_group_alone_is_its_own_transaction() {
+    let (engine, url) = engine("agentrt_unit_batch_lone");
+    let outcomes = engine.run_batch(vec![Box::new(|rows| {
+        insert_run(rows, "a")?;
+        insert_run(rows, "a")
+    })]);
+    assert_eq!(kinds(&outcomes), ["failed"]);
+    assert!(stored_runs(&url).is_empty());
+    let outcomes = engine.run_batch(vec![inserts("b")]);
+    assert_eq!(kinds(&outcomes), ["ok"]);
+    assert_eq!(stored_runs(&url), ["b"]);
+}
