@@ -116,7 +116,49 @@ fn parallel(c: &mut Criterion) {
     group.finish();
 }
 
+/// The machine's busy CPU time so far (every process, the server's
+/// included), from `/proc/stat`, in clock ticks.
+fn busy_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user, nice, system, then idle and iowait (not busy), irq, softirq.
+    fields.iter().take(3).sum::<u64>() + fields.iter().skip(5).take(2).sum::<u64>()
+}
+
+/// Runs `runs` runs one after another on one store (statements prepared
+/// by a first run) and reports the wall time and the machine's CPU time
+/// per step: what one run costs, client and server together.
+fn one_after_another(runs: u64) {
+    let store = agentrt_postgres::open(&location()).expect("a store");
+    let rt = runtime();
+    drive(&rt, &store, 1);
+    let (started, busy) = (Instant::now(), busy_ticks());
+    for _ in 0..runs {
+        drive(&rt, &store, 1);
+    }
+    let wall = started.elapsed();
+    let ticks = busy_ticks() - busy;
+    let steps = (runs * STEPS) as f64;
+    // Clock ticks are 10 ms on Linux (USER_HZ = 100).
+    eprintln!(
+        "one run after another: {:.3} ms wall and {:.3} ms CPU per step ({runs} runs)",
+        wall.as_secs_f64() * 1000.0 / steps,
+        ticks as f64 * 10.0 / steps
+    );
+}
+
 fn main() {
+    if let Ok(runs) = std::env::var("AGENTRT_BENCH_ONE_AFTER_ANOTHER") {
+        one_after_another(runs.parse().expect("a number of runs"));
+        return;
+    }
     if let Ok(runs) = std::env::var(WORKER) {
         let store = agentrt_postgres::open(&location()).expect("the worker's store");
         drive(&runtime(), &store, runs.parse().expect("a number of runs"));

@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use agentrt::chain::{RowValue, row_digest};
 use agentrt::clock::Timestamp;
 use agentrt::model::{Approval, ApprovalStatus, CallStatus, ModelCall, RunStatus, StepStatus};
 use agentrt::store::engine::{GroupRows, RowTable, SealedEvent, StoredValue};
@@ -12,6 +13,7 @@ use agentrt::store::{
     ApprovalChange, ExtensionTable, LeaseChange, NewRun, NewStep, RunChange, RunGuard, SqlValue,
     StepChange, StepGuard,
 };
+use agentrt::store::schema::StateTable;
 use agentrt::{Error, Result};
 
 use crate::error::pg_error;
@@ -60,6 +62,46 @@ fn push_run_guard(sql: &mut String, params: &mut Vec<Param>, prefix: &str, g: &R
     }
 }
 
+/// A text column's value in a row digest.
+fn t(value: &str) -> RowValue<'_> {
+    RowValue::Text(value.as_bytes())
+}
+
+/// An integer column's value in a row digest (a count saturates, as its
+/// parameter does).
+fn n(value: u64) -> RowValue<'static> {
+    RowValue::Int(i64::try_from(value).unwrap_or(i64::MAX))
+}
+
+/// The empty text a column not given on insert defaults to.
+const EMPTY: RowValue<'static> = RowValue::Text(b"");
+
+impl PgRows<'_> {
+    /// Runs a guarded `UPDATE` of `table`'s row `key` and notes the digest
+    /// of the row it returns; whether it changed the row.
+    fn update_returning(
+        &self,
+        table: StateTable,
+        key: &str,
+        sql: &str,
+        params: &[Param],
+    ) -> Result<bool> {
+        let sql = format!("{sql} RETURNING {}", table.digested_columns().join(", "));
+        let rows = self.query(&sql, params)?;
+        let Some(row) = rows.first() else {
+            return Ok(false);
+        };
+        self.wrote_row(table, key, digest_row(table.name(), row)?);
+        Ok(true)
+    }
+
+    /// Notes the digest of a row inserted with `values` (every digested
+    /// column, in order).
+    fn inserted(&self, table: StateTable, key: &str, values: &[RowValue<'_>]) {
+        self.wrote_row(table, key, row_digest(table.name(), values));
+    }
+}
+
 impl GroupRows for PgRows<'_> {
     fn insert_run(&mut self, run: &NewRun<'_>) -> Result<()> {
         self.defer(
@@ -76,6 +118,13 @@ impl GroupRows for PgRows<'_> {
                 time(&run.lease_expires_at),
             ],
         )?;
+        let created = run.created_at.to_string();
+        #[rustfmt::skip]
+        self.inserted(StateTable::Runs, run.id, &[
+            t(run.id), t(run.goal), t(RunStatus::Running.as_str()), EMPTY, EMPTY,
+            t(run.limits_json), n(0), t(&created), t(&created), EMPTY, EMPTY,
+            n(0), n(0), n(0), n(0), n(0), n(0),
+        ]);
         Ok(())
     }
 
@@ -84,6 +133,7 @@ impl GroupRows for PgRows<'_> {
             "INSERT INTO run_labels (run_id, labels_json) VALUES (?, ?)",
             vec![text(run_id), text(labels_json)],
         )?;
+        self.inserted(StateTable::RunLabels, run_id, &[t(run_id), t(labels_json)]);
         Ok(())
     }
 
@@ -159,7 +209,7 @@ impl GroupRows for PgRows<'_> {
         let mut sql = format!("UPDATE runs SET {} WHERE id = ?", sets.join(", "));
         params.push(text(run_id));
         push_run_guard(&mut sql, &mut params, "", guard);
-        Ok(self.execute(&sql, &params)? == 1)
+        self.update_returning(StateTable::Runs, run_id, &sql, &params)
     }
 
     fn insert_step(&mut self, step: &NewStep<'_>) -> Result<()> {
@@ -173,6 +223,12 @@ impl GroupRows for PgRows<'_> {
                 time(&step.started_at),
             ],
         )?;
+        let started = step.started_at.to_string();
+        #[rustfmt::skip]
+        self.inserted(StateTable::Steps, step.id, &[
+            t(step.id), t(step.run_id), n(step.index), t(step.status.as_str()),
+            EMPTY, EMPTY, EMPTY, EMPTY, t(&started), EMPTY, EMPTY, EMPTY,
+        ]);
         Ok(())
     }
 
@@ -237,7 +293,7 @@ impl GroupRows for PgRows<'_> {
             params.push(text(approval_id));
             params.push(text(ApprovalStatus::Approved.as_str()));
         }
-        Ok(self.execute(&sql, &params)? == 1)
+        self.update_returning(StateTable::Steps, step_id, &sql, &params)
     }
 
     fn insert_approval(&mut self, a: &Approval) -> Result<()> {
@@ -262,6 +318,15 @@ impl GroupRows for PgRows<'_> {
                 text(a.expires_at.map(|t| t.to_string()).unwrap_or_default()),
             ],
         )?;
+        let created = a.created_at.to_string();
+        let decided = a.decided_at.map(|t| t.to_string()).unwrap_or_default();
+        let expires = a.expires_at.map(|t| t.to_string()).unwrap_or_default();
+        #[rustfmt::skip]
+        self.inserted(StateTable::Approvals, &a.id, &[
+            t(&a.id), t(&a.run_id), t(&a.step_id), t(&a.kind), t(a.capability.as_str()),
+            t(a.presentation.as_str()), t(a.request.as_str()), t(&a.hash), t(a.status.as_str()),
+            t(&created), t(&decided), t(&a.decided_by), t(&a.note), t(&expires),
+        ]);
         Ok(())
     }
 
@@ -289,7 +354,7 @@ impl GroupRows for PgRows<'_> {
             text(change.from.as_str()),
             text(change.hash),
         ]);
-        Ok(self.execute(&sql, &params)? == 1)
+        self.update_returning(StateTable::Approvals, approval_id, &sql, &params)
     }
 
     fn insert_spec(&mut self, hash: &str, spec_json: &str) -> Result<bool> {
@@ -297,6 +362,9 @@ impl GroupRows for PgRows<'_> {
             "INSERT INTO tool_specs (hash, spec_json) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
             &[text(hash), text(spec_json)],
         )?;
+        if inserted == 1 {
+            self.inserted(StateTable::ToolSpecs, hash, &[t(hash), t(spec_json)]);
+        }
         Ok(inserted == 1)
     }
 
@@ -393,13 +461,27 @@ impl GroupRows for PgRows<'_> {
         rows: &[(RowTable<'_>, &str)],
         seq: i64,
     ) -> Result<Vec<Option<String>>> {
-        let mut queries = Vec::with_capacity(rows.len());
-        let mut names = Vec::with_capacity(rows.len());
-        for (table, key) in rows {
+        let mut digests: Vec<Option<String>> = Vec::with_capacity(rows.len());
+        // The rows whose digest the group did not note: read as marked.
+        let mut queries = Vec::new();
+        let mut asked = Vec::new();
+        for (i, (table, key)) in rows.iter().enumerate() {
             let core = match table {
-                RowTable::Core(core) => core,
+                RowTable::Core(core) => *core,
                 RowTable::Extension(t) => return Err(crate::unsupported_extensions(t)),
             };
+            if let Some(digest) = self.written_digest(core, key) {
+                self.defer(
+                    &format!(
+                        "UPDATE {} SET written_seq = ? WHERE {} = ?",
+                        core.name(),
+                        core.key_column()
+                    ),
+                    vec![int(seq), text(*key)],
+                )?;
+                digests.push(Some(digest));
+                continue;
+            }
             let sql = format!(
                 "UPDATE {name} SET written_seq = ? WHERE {key_column} = ? RETURNING {columns}",
                 name = core.name(),
@@ -407,18 +489,21 @@ impl GroupRows for PgRows<'_> {
                 columns = core.digested_columns().join(", "),
             );
             queries.push((sql, vec![int(seq), text(*key)]));
-            names.push(core.name());
+            asked.push((i, core.name()));
+            digests.push(None);
         }
-        // One request for every row (and the statements deferred before).
+        if queries.is_empty() {
+            return Ok(digests);
+        }
+        // One request for every row read (and the statements deferred).
         let answers = self.query_all(&queries)?;
-        names
-            .iter()
-            .zip(answers)
-            .map(|(name, rows)| match rows.first() {
-                Some(row) => digest_row(name, row).map(Some),
-                None => Ok(None),
-            })
-            .collect()
+        for ((i, name), rows) in asked.into_iter().zip(answers) {
+            digests[i] = match rows.first() {
+                Some(row) => Some(digest_row(name, row)?),
+                None => None,
+            };
+        }
+        Ok(digests)
     }
 
     fn insert_events(&mut self, events: &[SealedEvent<'_>]) -> Result<()> {

@@ -9,6 +9,7 @@ use agentrt::Result;
 use agentrt::chain::{RowValue, row_digest};
 use agentrt::clock::Timestamp;
 use agentrt::store::engine::RowColumns;
+use agentrt::store::schema::StateTable;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row, Statement};
 
@@ -75,6 +76,10 @@ pub(crate) struct PgRows<'a> {
     deferred: RefCell<Vec<Deferred>>,
     /// Whether anything deferred has been sent.
     sent: Cell<bool>,
+    /// The digest of each row the group wrote, as its last change left
+    /// it (an update's `RETURNING`, an insert's own values), so marking
+    /// the rows written needs no answer from the server.
+    digests: RefCell<HashMap<(StateTable, String), String>>,
 }
 
 impl<'a> PgRows<'a> {
@@ -94,6 +99,7 @@ impl<'a> PgRows<'a> {
             head: RefCell::new(head),
             deferred: RefCell::new(Vec::new()),
             sent: Cell::new(false),
+            digests: RefCell::new(HashMap::new()),
         }
     }
 
@@ -148,6 +154,19 @@ impl<'a> PgRows<'a> {
             .borrow_mut()
             .push(Deferred::Prepared(statement, params));
         Ok(())
+    }
+
+    /// Notes the digest of `table`'s row `key` as the group's last change
+    /// left it.
+    pub(crate) fn wrote_row(&self, table: StateTable, key: &str, digest: String) {
+        self.digests
+            .borrow_mut()
+            .insert((table, key.to_owned()), digest);
+    }
+
+    /// The digest noted for `table`'s row `key`, if the group wrote it.
+    pub(crate) fn written_digest(&self, table: StateTable, key: &str) -> Option<String> {
+        self.digests.borrow().get(&(table, key.to_owned())).cloned()
     }
 
     /// Whether any statement of this transaction went through a

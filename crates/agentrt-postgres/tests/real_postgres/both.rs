@@ -218,6 +218,55 @@ fn a_guarded_change_applies_only_when_its_guard_holds_on_both_engines() {
     }
 }
 
+/// Rows written by inserts alone, each listed in the event of its group
+/// and never written again: a run (with labels and a tool spec), then a
+/// step and an approval of it.
+fn inserted_rows(store: &Store) -> (Vec<(i64, String)>, VerifyReport) {
+    let at = t0();
+    let labels = Labels::new().with("team", "ops").unwrap();
+    store
+        .write(|tx| {
+            tx.insert_run(&NewRun {
+                id: "i",
+                goal: "inserted",
+                limits_json: r#"{"max_steps":3}"#,
+                created_at: at,
+                lease_owner: "host-a",
+                lease_expires_at: at.add(Duration::from_secs(60)),
+            })?;
+            tx.insert_run_labels("i", &labels)?;
+            tx.insert_spec("h1", r#"{"name":"push"}"#)?;
+            tx.append_event("i", "", &at, EventType::RunCreated, "{}")
+        })
+        .unwrap();
+    store
+        .write(|tx| {
+            tx.insert_step(&agentrt::store::NewStep {
+                id: "s1",
+                run_id: "i",
+                index: 7,
+                status: StepStatus::Deciding,
+                started_at: at.add(Duration::from_secs(1)),
+            })?;
+            tx.append_event("i", "s1", &at, EventType::StepStarted, "{}")
+        })
+        .unwrap();
+    let report = verify::verify(store, &VerifyOptions::default()).unwrap();
+    (links(store), report)
+}
+
+#[test]
+fn rows_written_by_inserts_alone_are_listed_alike_on_both_engines() {
+    let [sqlite, postgres] = backends::each();
+    let (sqlite_links, sqlite_report) = inserted_rows(&sqlite.open());
+    let (pg_links, pg_report) = inserted_rows(&postgres.open());
+    assert!(sqlite_report.intact(), "{sqlite_report:?}");
+    assert!(pg_report.intact(), "{pg_report:?}");
+    assert_eq!(pg_links.len(), 2);
+    // Equal links: the same row digests, each as its engine stores the row.
+    assert_eq!(pg_links, sqlite_links);
+}
+
 /// Three labelled runs and one with a goal over the page-read cap: the
 /// label filters' pages and the capped reads.
 async fn labelled_runs(backend: &Backend) -> Vec<Page<Run>> {
