@@ -161,7 +161,13 @@ fn main() {
     }
     if let Ok(runs) = std::env::var(WORKER) {
         let store = agentrt_postgres::open(&location()).expect("the worker's store");
+        let before = agentrt_postgres::round_trips();
         drive(&runtime(), &store, runs.parse().expect("a number of runs"));
+        eprintln!(
+            "worker: {} round trips for {} write groups",
+            agentrt_postgres::round_trips() - before,
+            store.write_groups()
+        );
         return;
     }
     let mut c = Criterion::default().configure_from_args();

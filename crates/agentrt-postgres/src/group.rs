@@ -9,11 +9,11 @@ use agentrt::chain::{RowValue, row_digest};
 use agentrt::clock::Timestamp;
 use agentrt::model::{Approval, ApprovalStatus, CallStatus, ModelCall, RunStatus, StepStatus};
 use agentrt::store::engine::{GroupRows, RowTable, SealedEvent, StoredValue};
+use agentrt::store::schema::StateTable;
 use agentrt::store::{
     ApprovalChange, ExtensionTable, LeaseChange, NewRun, NewStep, RunChange, RunGuard, SqlValue,
     StepChange, StepGuard,
 };
-use agentrt::store::schema::StateTable;
 use agentrt::{Error, Result};
 
 use crate::error::pg_error;

@@ -7,12 +7,13 @@
 //! callers use it as they use a SQLite store. The guarantees are SQLite's
 //! (`docs/ARCHITECTURE.md`, "The store on PostgreSQL"):
 //!
-//! - every write group is one transaction whose guards (lease, compare and
-//!   set, grant, budget) are checked inside it, committed whole or not at
-//!   all;
+//! - every write group is one transaction (or a savepoint of one its
+//!   process shares with the groups submitted at the same time) whose
+//!   guards (lease, compare and set, grant, budget) are checked inside it,
+//!   committed whole or not at all;
 //! - the events of every host keep one total order and one unbroken hash
-//!   chain: each group locks the single chain head row first, so groups
-//!   queue on it;
+//!   chain: each transaction locks the single chain head row first, so
+//!   transactions queue on it;
 //! - waiting for a run or for any event wakes on `LISTEN`/`NOTIFY`, not on
 //!   polling;
 //! - the schema is versioned like SQLite's, and a newer one is refused.
