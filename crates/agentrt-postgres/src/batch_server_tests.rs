@@ -147,3 +147,33 @@ fn a_group_alone_is_its_own_transaction() {
     assert_eq!(kinds(&outcomes), ["ok"]);
     assert_eq!(stored_runs(&url), ["b"]);
 }
+
+#[test]
+fn an_unguarded_update_of_a_missing_run_fails_its_group_before_the_commit() {
+    let (engine, url) = engine("agentrt_unit_batch_missing");
+    fn add() -> agentrt::store::RunChange<'static> {
+        agentrt::store::RunChange {
+            active_ms_add: 5,
+            ..agentrt::store::RunChange::default()
+        }
+    }
+    // Alone: the update is checked before the COMMIT goes out.
+    let outcomes = engine.run_batch(vec![Box::new(|rows| {
+        insert_run(rows, "a")?;
+        rows.update_run("missing", &agentrt::store::RunGuard::default(), &add())?;
+        Ok(())
+    })]);
+    assert_eq!(kinds(&outcomes), ["failed"]);
+    assert!(stored_runs(&url).is_empty());
+    // In a batch: the group rolls back alone.
+    let outcomes = engine.run_batch(vec![
+        inserts("b"),
+        Box::new(|rows| {
+            insert_run(rows, "c")?;
+            rows.update_run("missing", &agentrt::store::RunGuard::default(), &add())?;
+            Ok(())
+        }),
+    ]);
+    assert_eq!(kinds(&outcomes), ["ok", "failed"]);
+    assert_eq!(stored_runs(&url), ["b"]);
+}

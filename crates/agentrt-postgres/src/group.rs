@@ -208,6 +208,17 @@ impl GroupRows for PgRows<'_> {
         }
         let mut sql = format!("UPDATE runs SET {} WHERE id = ?", sets.join(", "));
         params.push(text(run_id));
+        let unguarded = guard.statuses.is_empty()
+            && guard.lease_owner.is_none()
+            && guard.lease_live_at.is_none()
+            && guard.step_count.is_none();
+        if unguarded {
+            // Nothing to decide: sent with the next request, which fails
+            // if the run is missing (the store never deletes one).
+            self.forget_row(StateTable::Runs, run_id);
+            self.defer_one(&sql, params, format!("an update of run {run_id:?}"))?;
+            return Ok(true);
+        }
         push_run_guard(&mut sql, &mut params, "", guard);
         self.update_returning(StateTable::Runs, run_id, &sql, &params)
     }

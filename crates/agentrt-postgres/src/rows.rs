@@ -46,7 +46,9 @@ pub(crate) type Statements = HashMap<String, Statement>;
 /// A statement sent later: one whose result decides nothing in the group
 /// (an insert, the head's move), only whether the group fails.
 enum Deferred {
-    Prepared(Statement, Vec<Param>),
+    /// A statement and its parameters; with `Some(what)`, it must change
+    /// exactly one row, else the request fails naming `what`.
+    Prepared(Statement, Vec<Param>, Option<String>),
     /// A statement without parameters or rows (`SAVEPOINT`).
     Simple(&'static str),
 }
@@ -152,8 +154,24 @@ impl<'a> PgRows<'a> {
         let statement = self.statement(sql)?;
         self.deferred
             .borrow_mut()
-            .push(Deferred::Prepared(statement, params));
+            .push(Deferred::Prepared(statement, params, None));
         Ok(())
+    }
+
+    /// Queues a statement that must change exactly one row (`what` names
+    /// it): the group fails with the request it goes with if it does not.
+    pub(crate) fn defer_one(&self, sql: &str, params: Vec<Param>, what: String) -> Result<()> {
+        let statement = self.statement(sql)?;
+        self.deferred
+            .borrow_mut()
+            .push(Deferred::Prepared(statement, params, Some(what)));
+        Ok(())
+    }
+
+    /// Forgets the digest noted for `table`'s row `key` (a deferred change
+    /// will alter the row without answering it).
+    pub(crate) fn forget_row(&self, table: StateTable, key: &str) {
+        self.digests.borrow_mut().remove(&(table, key.to_owned()));
     }
 
     /// Notes the digest of `table`'s row `key` as the group's last change
@@ -199,7 +217,7 @@ impl<'a> PgRows<'a> {
         let mut requests: Vec<Request<'_>> = Vec::with_capacity(deferred.len() + last.len());
         for d in &deferred {
             requests.push(match d {
-                Deferred::Prepared(statement, params) => Box::pin(async move {
+                Deferred::Prepared(statement, params, _) => Box::pin(async move {
                     let refs: Vec<&(dyn ToSql + Sync)> =
                         params.iter().map(|p| p.as_ref()).collect();
                     client.execute(statement, &refs).await.map(Answer::Count)
@@ -231,6 +249,14 @@ impl<'a> PgRows<'a> {
         let mut wanted = Vec::with_capacity(last.len());
         for (i, answer) in answers.into_iter().enumerate() {
             let answer = answer.map_err(|e| pg_error(&e))?;
+            if let (Some(Deferred::Prepared(_, _, Some(what))), Answer::Count(n)) =
+                (deferred.get(i), &answer)
+                && *n != 1
+            {
+                return Err(agentrt::Error::Internal {
+                    detail: format!("{what} changed {n} rows, not one"),
+                });
+            }
             if i >= first_wanted {
                 wanted.push(answer);
             }
@@ -276,6 +302,16 @@ impl<'a> PgRows<'a> {
     /// Sends the deferred statements with `sql` (a `COMMIT`) in one
     /// request.
     pub(crate) fn finish(&self, sql: &str) -> Result<()> {
+        // A statement that must change one row is checked here, by the
+        // client: it goes before the `COMMIT`, never with it.
+        let expecting = self
+            .deferred
+            .borrow()
+            .iter()
+            .any(|d| matches!(d, Deferred::Prepared(_, _, Some(_))));
+        if expecting {
+            self.flush()?;
+        }
         self.send(vec![Last::Simple(sql)]).map(|_| ())
     }
 

@@ -68,6 +68,9 @@ pub trait GroupRows: ReadRows {
     /// Inserts a run's labels, as their canonical JSON.
     fn insert_run_labels(&mut self, run_id: &str, labels_json: &str) -> Result<()>;
     /// Applies `change` to the run if it meets `guard`; whether it did.
+    /// With no guard at all, an engine may send the change later (with its
+    /// next request) and answer `true`: the group then fails if the run is
+    /// missing, rather than hearing `false` (the store never deletes a run).
     fn update_run(
         &mut self,
         run_id: &str,
