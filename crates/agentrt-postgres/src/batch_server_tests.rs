@@ -11,29 +11,13 @@ use crate::PgOptions;
 use crate::backend::PgBackend;
 use crate::batch::Outcome;
 
-/// A fresh database on the test server (its connection string).
-fn fresh_database(name: &str) -> String {
-    let server = std::env::var("AGENTRT_TEST_POSTGRES")
-        .expect("AGENTRT_TEST_POSTGRES names the test server (cargo xtask test sets it)");
-    let admin_url = server.clone();
-    let name = name.to_owned();
-    // The sync client runs its own runtime: not inside another one.
-    std::thread::spawn(move || {
-        let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
-        admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-            .unwrap();
-        admin
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .unwrap();
-        format!("{admin_url} dbname={name}")
-    })
-    .join()
-    .unwrap()
-}
+// The real-server suite's helpers (a fresh database, a raw client).
+#[allow(dead_code)]
+#[path = "../tests/real_postgres/backends.rs"]
+mod backends;
 
-fn engine(name: &str) -> (PgBackend, String) {
-    let url = fresh_database(name);
+fn engine() -> (PgBackend, String) {
+    let url = backends::fresh_database();
     (crate::backend(&url, &PgOptions::default()).unwrap(), url)
 }
 
@@ -56,18 +40,14 @@ fn inserts(id: &'static str) -> BatchedGroup {
 
 /// The run ids stored, in order.
 fn stored_runs(url: &str) -> Vec<String> {
-    let url = url.to_owned();
-    std::thread::spawn(move || {
-        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-        client
+    backends::on_plain_thread(|| {
+        backends::client(url)
             .query("SELECT id FROM runs ORDER BY id", &[])
             .unwrap()
             .iter()
             .map(|row| row.get(0))
             .collect()
     })
-    .join()
-    .unwrap()
 }
 
 fn kinds(outcomes: &[Outcome]) -> Vec<&'static str> {
@@ -83,7 +63,7 @@ fn kinds(outcomes: &[Outcome]) -> Vec<&'static str> {
 
 #[test]
 fn a_group_that_fails_or_panics_in_a_batch_rolls_back_alone() {
-    let (engine, url) = engine("agentrt_unit_batch_alone");
+    let (engine, url) = engine();
     let outcomes = engine.run_batch(vec![
         inserts("a"),
         Box::new(|rows| {
@@ -113,7 +93,7 @@ fn a_group_that_fails_or_panics_in_a_batch_rolls_back_alone() {
 
 #[test]
 fn a_group_whose_deferred_statements_fail_rolls_back_alone() {
-    let (engine, url) = engine("agentrt_unit_batch_deferred");
+    let (engine, url) = engine();
     // The second insert of "a" is deferred and fails when it is flushed.
     let outcomes = engine.run_batch(vec![inserts("a"), inserts("a"), inserts("b")]);
     assert_eq!(kinds(&outcomes), ["ok", "failed", "ok"]);
@@ -122,7 +102,7 @@ fn a_group_whose_deferred_statements_fail_rolls_back_alone() {
 
 #[test]
 fn a_group_that_fails_before_sending_anything_undoes_no_other() {
-    let (engine, url) = engine("agentrt_unit_batch_unsent");
+    let (engine, url) = engine();
     // The middle group's savepoint never reached the server: rolling back
     // to "the newest savepoint" would undo the group before it.
     let outcomes = engine.run_batch(vec![
@@ -136,7 +116,7 @@ fn a_group_that_fails_before_sending_anything_undoes_no_other() {
 
 #[test]
 fn a_group_alone_is_its_own_transaction() {
-    let (engine, url) = engine("agentrt_unit_batch_lone");
+    let (engine, url) = engine();
     let outcomes = engine.run_batch(vec![Box::new(|rows| {
         insert_run(rows, "a")?;
         insert_run(rows, "a")
@@ -150,7 +130,7 @@ fn a_group_alone_is_its_own_transaction() {
 
 #[test]
 fn an_unguarded_update_of_a_missing_run_fails_its_group_before_the_commit() {
-    let (engine, url) = engine("agentrt_unit_batch_missing");
+    let (engine, url) = engine();
     fn add() -> agentrt::store::RunChange<'static> {
         agentrt::store::RunChange {
             active_ms_add: 5,

@@ -28,6 +28,10 @@ mod backend;
 mod batch;
 #[cfg(all(test, feature = "real-postgres"))]
 mod batch_server_tests;
+// The real-server suite's helpers, which the unit tests share, name this
+// crate as a dependent does.
+#[cfg(all(test, feature = "real-postgres"))]
+extern crate self as agentrt_postgres;
 mod chain_read;
 mod copy;
 mod error;
