@@ -11,7 +11,7 @@ use agentrt::model::{Approval, ApprovalStatus, CallStatus, ModelCall, RunStatus,
 use agentrt::store::engine::{GroupRows, RowTable, SealedEvent, StoredValue};
 use agentrt::store::schema::StateTable;
 use agentrt::store::{
-    ApprovalChange, ExtensionTable, LeaseChange, NewRun, NewStep, RunChange, RunGuard, SqlValue,
+    ApprovalChange, Assignment, ExtensionTable, NewRun, NewStep, RunChange, RunGuard, SqlValue,
     StepChange, StepGuard,
 };
 use agentrt::{Error, Result};
@@ -60,6 +60,37 @@ fn push_run_guard(sql: &mut String, params: &mut Vec<Param>, prefix: &str, g: &R
         let _ = write!(sql, " AND {prefix}step_count = ?");
         params.push(count(n));
     }
+}
+
+/// An update's `SET` list in PostgreSQL's dialect, its values bound in
+/// order.
+fn set_clause(sets: &[Assignment<'_>], params: &mut Vec<Param>) -> String {
+    if sets.is_empty() {
+        return "id = id".to_owned();
+    }
+    let rendered: Vec<String> = sets
+        .iter()
+        .map(|set| match set {
+            Assignment::Text(c, v) => {
+                params.push(text(v.clone().into_owned()));
+                format!("{c} = ?")
+            }
+            Assignment::Int(c, n) => {
+                params.push(int(*n));
+                format!("{c} = ?")
+            }
+            Assignment::Add(c, n) => {
+                params.push(int(*n));
+                format!("{c} = {c} + ?")
+            }
+            Assignment::AddSaturating(c, n) => {
+                // The sum in numeric, so it saturates instead of failing.
+                params.push(int(*n));
+                format!("{c} = LEAST({c}::numeric + ?::bigint, 9223372036854775807)::bigint")
+            }
+        })
+        .collect();
+    rendered.join(", ")
 }
 
 /// A text column's value in a row digest.
@@ -143,70 +174,9 @@ impl GroupRows for PgRows<'_> {
         guard: &RunGuard<'_>,
         change: &RunChange<'_>,
     ) -> Result<bool> {
-        let mut sets: Vec<&str> = Vec::new();
         let mut params: Vec<Param> = Vec::new();
-        if let Some(s) = change.status {
-            sets.push("status = ?");
-            params.push(text(s.as_str()));
-        }
-        if let Some((reason, detail)) = change.reason {
-            sets.push("reason = ?");
-            params.push(text(reason.as_str()));
-            sets.push("reason_detail = ?");
-            params.push(text(detail));
-        }
-        if let Some(t) = &change.finished_at {
-            sets.push("finished_at = ?");
-            params.push(time(t));
-        }
-        if let Some(r) = change.result {
-            sets.push("result_json = ?");
-            params.push(text(r.as_str()));
-        }
-        match &change.lease {
-            LeaseChange::Keep => {}
-            LeaseChange::Set { owner, expires_at } => {
-                sets.push("lease_owner = ?");
-                params.push(text(*owner));
-                sets.push("lease_expires_at = ?");
-                params.push(time(expires_at));
-            }
-            LeaseChange::Clear => {
-                sets.push("lease_owner = ''");
-                sets.push("lease_expires_at = ''");
-            }
-        }
-        if change.step_count_add > 0 {
-            sets.push("step_count = step_count + ?");
-            params.push(count(change.step_count_add));
-        }
-        if change.active_ms_add > 0 {
-            // Saturating, as on SQLite: the sum is computed in numeric.
-            sets.push(
-                "active_ms = LEAST(active_ms::numeric + ?::bigint, 9223372036854775807)::bigint",
-            );
-            params.push(count(change.active_ms_add.min(i64::MAX as u64 / 2)));
-        }
-        if let Some((calls, usage, cost)) = change.totals {
-            sets.extend([
-                "model_calls = ?",
-                "input_tokens = ?",
-                "output_tokens = ?",
-                "cached_input_tokens = ?",
-                "estimated_cost_micros = ?",
-            ]);
-            params.extend([
-                count(calls),
-                count(usage.input_tokens),
-                count(usage.output_tokens),
-                count(usage.cached_input_tokens),
-                int(cost.max(0)),
-            ]);
-        }
-        if sets.is_empty() {
-            sets.push("id = id");
-        }
-        let mut sql = format!("UPDATE runs SET {} WHERE id = ?", sets.join(", "));
+        let sets = set_clause(&change.assignments(), &mut params);
+        let mut sql = format!("UPDATE runs SET {sets} WHERE id = ?");
         params.push(text(run_id));
         let unguarded = guard.statuses.is_empty()
             && guard.lease_owner.is_none()
@@ -249,42 +219,9 @@ impl GroupRows for PgRows<'_> {
         guard: &StepGuard<'_>,
         change: &StepChange<'_>,
     ) -> Result<bool> {
-        let mut sets: Vec<&str> = Vec::new();
         let mut params: Vec<Param> = Vec::new();
-        if let Some(s) = change.status {
-            sets.push("status = ?");
-            params.push(text(s.as_str()));
-        }
-        let texts = [
-            ("decision_json = ?", change.decision_json),
-            ("policy_json = ?", change.policy_json),
-            ("spec_hash = ?", change.spec_hash),
-            ("policy_id = ?", change.policy_id),
-        ];
-        for (set, value) in texts {
-            if let Some(v) = value {
-                sets.push(set);
-                params.push(text(v));
-            }
-        }
-        if let Some((json, hash)) = change.observation {
-            sets.push("observation_json = ?");
-            params.push(text(json));
-            sets.push("observation_hash = ?");
-            params.push(text(hash));
-        }
-        if let Some(t) = &change.started_at {
-            sets.push("started_at = ?");
-            params.push(time(t));
-        }
-        if let Some(t) = &change.finished_at {
-            sets.push("finished_at = ?");
-            params.push(text(t.map(|t| t.to_string()).unwrap_or_default()));
-        }
-        if sets.is_empty() {
-            sets.push("id = id");
-        }
-        let mut sql = format!("UPDATE steps SET {} WHERE id = ?", sets.join(", "));
+        let sets = set_clause(&change.assignments(), &mut params);
+        let mut sql = format!("UPDATE steps SET {sets} WHERE id = ?");
         params.push(text(step_id));
         let statuses: Vec<&str> = guard.statuses.iter().map(StepStatus::as_str).collect();
         push_in(&mut sql, &mut params, "status", &statuses);

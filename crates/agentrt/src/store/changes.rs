@@ -141,3 +141,143 @@ pub struct ApprovalChange<'a> {
     /// Note (`None` keeps it).
     pub note: Option<&'a str>,
 }
+
+/// One column assignment of an update, as every engine makes it: the
+/// neutral form of a [`RunChange`] or a [`StepChange`], which an engine
+/// renders in its SQL dialect (see [`RunChange::assignments`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Assignment<'a> {
+    /// `column = text`.
+    Text(&'static str, std::borrow::Cow<'a, str>),
+    /// `column = n` (a count saturates at `i64::MAX`).
+    Int(&'static str, i64),
+    /// `column = column + n`.
+    Add(&'static str, i64),
+    /// `column = column + n`, saturating at `i64::MAX` instead of failing.
+    AddSaturating(&'static str, i64),
+}
+
+impl Assignment<'_> {
+    /// The column assigned.
+    pub fn column(&self) -> &'static str {
+        match self {
+            Assignment::Text(c, _)
+            | Assignment::Int(c, _)
+            | Assignment::Add(c, _)
+            | Assignment::AddSaturating(c, _) => c,
+        }
+    }
+}
+
+/// A count as a column value (saturating).
+fn count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl RunChange<'_> {
+    /// The change's column assignments, in a fixed order (empty: the change
+    /// changes nothing).
+    ///
+    /// ```
+    /// use agentrt::store::{Assignment, LeaseChange, RunChange};
+    ///
+    /// let change = RunChange { step_count_add: 1, lease: LeaseChange::Clear, ..RunChange::default() };
+    /// let columns: Vec<_> = change.assignments().iter().map(Assignment::column).collect();
+    /// assert_eq!(columns, ["lease_owner", "lease_expires_at", "step_count"]);
+    /// ```
+    pub fn assignments(&self) -> Vec<Assignment<'_>> {
+        use std::borrow::Cow::{Borrowed, Owned};
+        let mut sets = Vec::new();
+        if let Some(s) = self.status {
+            sets.push(Assignment::Text("status", Borrowed(s.as_str())));
+        }
+        if let Some((reason, detail)) = self.reason {
+            sets.push(Assignment::Text("reason", Borrowed(reason.as_str())));
+            sets.push(Assignment::Text("reason_detail", Borrowed(detail)));
+        }
+        if let Some(t) = &self.finished_at {
+            sets.push(Assignment::Text("finished_at", Owned(t.to_string())));
+        }
+        if let Some(r) = self.result {
+            sets.push(Assignment::Text("result_json", Borrowed(r.as_str())));
+        }
+        match &self.lease {
+            LeaseChange::Keep => {}
+            LeaseChange::Set { owner, expires_at } => {
+                sets.push(Assignment::Text("lease_owner", Borrowed(owner)));
+                sets.push(Assignment::Text(
+                    "lease_expires_at",
+                    Owned(expires_at.to_string()),
+                ));
+            }
+            LeaseChange::Clear => {
+                sets.push(Assignment::Text("lease_owner", Borrowed("")));
+                sets.push(Assignment::Text("lease_expires_at", Borrowed("")));
+            }
+        }
+        if self.step_count_add > 0 {
+            sets.push(Assignment::Add("step_count", count(self.step_count_add)));
+        }
+        if self.active_ms_add > 0 {
+            // Half the range: the engine's sum cannot overflow before it
+            // saturates.
+            sets.push(Assignment::AddSaturating(
+                "active_ms",
+                count(self.active_ms_add.min(i64::MAX as u64 / 2)),
+            ));
+        }
+        if let Some((calls, usage, cost)) = self.totals {
+            sets.push(Assignment::Int("model_calls", count(calls)));
+            sets.push(Assignment::Int("input_tokens", count(usage.input_tokens)));
+            sets.push(Assignment::Int("output_tokens", count(usage.output_tokens)));
+            sets.push(Assignment::Int(
+                "cached_input_tokens",
+                count(usage.cached_input_tokens),
+            ));
+            sets.push(Assignment::Int("estimated_cost_micros", cost.max(0)));
+        }
+        sets
+    }
+}
+
+impl StepChange<'_> {
+    /// The change's column assignments, in a fixed order (empty: the change
+    /// changes nothing).
+    ///
+    /// ```
+    /// use agentrt::store::{Assignment, StepChange};
+    ///
+    /// let change = StepChange { finished_at: Some(None), ..StepChange::default() };
+    /// assert_eq!(change.assignments(), [Assignment::Text("finished_at", "".into())]);
+    /// ```
+    pub fn assignments(&self) -> Vec<Assignment<'_>> {
+        use std::borrow::Cow::{Borrowed, Owned};
+        let mut sets = Vec::new();
+        if let Some(s) = self.status {
+            sets.push(Assignment::Text("status", Borrowed(s.as_str())));
+        }
+        let texts = [
+            ("decision_json", self.decision_json),
+            ("policy_json", self.policy_json),
+            ("spec_hash", self.spec_hash),
+            ("policy_id", self.policy_id),
+        ];
+        for (column, value) in texts {
+            if let Some(v) = value {
+                sets.push(Assignment::Text(column, Borrowed(v)));
+            }
+        }
+        if let Some((json, hash)) = self.observation {
+            sets.push(Assignment::Text("observation_json", Borrowed(json)));
+            sets.push(Assignment::Text("observation_hash", Borrowed(hash)));
+        }
+        if let Some(t) = &self.started_at {
+            sets.push(Assignment::Text("started_at", Owned(t.to_string())));
+        }
+        if let Some(t) = &self.finished_at {
+            let text = t.map(|t| t.to_string()).unwrap_or_default();
+            sets.push(Assignment::Text("finished_at", Owned(text)));
+        }
+        sets
+    }
+}

@@ -51,7 +51,8 @@ use crate::model::{Event, Run};
 
 pub use backend::{Backend, BatchedGroup, ChangeSignal};
 pub use changes::{
-    ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
+    ApprovalChange, Assignment, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange,
+    StepGuard,
 };
 pub use export::{EXPORTED_TABLES, ExportPage};
 pub use extension::{Extension, ExtensionRow, ExtensionTable, SqlValue};

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::model::{Approval, ApprovalStatus, CallStatus, ModelCall, RunStatus, StepStatus};
 
 use super::super::changes::{
-    ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
+    ApprovalChange, Assignment, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
 };
 use super::super::digest::{digest_row, mark_sql};
 use super::super::extension::{ExtensionTable, SqlValue, quoted, quoted_list};
@@ -42,6 +42,35 @@ static INSERT_EVENTS: LazyLock<Vec<String>> = LazyLock::new(|| {
 
 fn text(t: &Timestamp) -> Value {
     Value::Text(t.to_string())
+}
+
+/// An update's `SET` list in SQLite's dialect, its values bound in order.
+fn set_clause(sets: &[Assignment<'_>], params: &mut Vec<Value>) -> String {
+    if sets.is_empty() {
+        return "id = id".to_owned();
+    }
+    let rendered: Vec<String> = sets
+        .iter()
+        .map(|set| match set {
+            Assignment::Text(c, v) => {
+                params.push(Value::Text(v.clone().into_owned()));
+                format!("{c} = ?")
+            }
+            Assignment::Int(c, n) => {
+                params.push(Value::Integer(*n));
+                format!("{c} = ?")
+            }
+            Assignment::Add(c, n) => {
+                params.push(Value::Integer(*n));
+                format!("{c} = {c} + ?")
+            }
+            Assignment::AddSaturating(c, n) => {
+                params.push(Value::Integer(*n));
+                format!("{c} = MIN({c} + ?, 9223372036854775807)")
+            }
+        })
+        .collect();
+    rendered.join(", ")
 }
 
 fn int(n: u64) -> Value {
@@ -124,64 +153,11 @@ impl GroupRows for SqliteRows<'_> {
         guard: &RunGuard<'_>,
         change: &RunChange<'_>,
     ) -> Result<bool> {
-        let mut sql = String::from("UPDATE runs SET ");
-        let mut sets: Vec<&str> = Vec::new();
         let mut params: Vec<Value> = Vec::new();
-        if let Some(s) = change.status {
-            sets.push("status = ?");
-            params.push(Value::Text(s.as_str().to_owned()));
-        }
-        if let Some((reason, detail)) = change.reason {
-            sets.push("reason = ?");
-            params.push(Value::Text(reason.as_str().to_owned()));
-            sets.push("reason_detail = ?");
-            params.push(Value::Text(detail.to_owned()));
-        }
-        if let Some(t) = &change.finished_at {
-            sets.push("finished_at = ?");
-            params.push(text(t));
-        }
-        if let Some(r) = change.result {
-            sets.push("result_json = ?");
-            params.push(Value::Text(r.as_str().to_owned()));
-        }
-        match &change.lease {
-            LeaseChange::Keep => {}
-            LeaseChange::Set { owner, expires_at } => {
-                sets.push("lease_owner = ?");
-                params.push(Value::Text((*owner).to_owned()));
-                sets.push("lease_expires_at = ?");
-                params.push(text(expires_at));
-            }
-            LeaseChange::Clear => {
-                sets.push("lease_owner = ''");
-                sets.push("lease_expires_at = ''");
-            }
-        }
-        if change.step_count_add > 0 {
-            sets.push("step_count = step_count + ?");
-            params.push(int(change.step_count_add));
-        }
-        if change.active_ms_add > 0 {
-            sets.push("active_ms = MIN(active_ms + ?, 9223372036854775807)");
-            params.push(int(change.active_ms_add.min(i64::MAX as u64 / 2)));
-        }
-        if let Some((calls, usage, cost)) = change.totals {
-            sets.push("model_calls = ?");
-            params.push(int(calls));
-            sets.push("input_tokens = ?");
-            params.push(int(usage.input_tokens));
-            sets.push("output_tokens = ?");
-            params.push(int(usage.output_tokens));
-            sets.push("cached_input_tokens = ?");
-            params.push(int(usage.cached_input_tokens));
-            sets.push("estimated_cost_micros = ?");
-            params.push(Value::Integer(cost.max(0)));
-        }
-        if sets.is_empty() {
-            sets.push("id = id");
-        }
-        sql.push_str(&sets.join(", "));
+        let mut sql = format!(
+            "UPDATE runs SET {}",
+            set_clause(&change.assignments(), &mut params)
+        );
         sql.push_str(" WHERE id = ?");
         params.push(Value::Text(run_id.to_owned()));
         push_run_guard(&mut sql, &mut params, "", guard);
@@ -210,43 +186,11 @@ impl GroupRows for SqliteRows<'_> {
         guard: &StepGuard<'_>,
         change: &StepChange<'_>,
     ) -> Result<bool> {
-        let mut sql = String::from("UPDATE steps SET ");
-        let mut sets: Vec<&str> = Vec::new();
         let mut params: Vec<Value> = Vec::new();
-        if let Some(s) = change.status {
-            sets.push("status = ?");
-            params.push(Value::Text(s.as_str().to_owned()));
-        }
-        let texts = [
-            ("decision_json = ?", change.decision_json),
-            ("policy_json = ?", change.policy_json),
-            ("spec_hash = ?", change.spec_hash),
-            ("policy_id = ?", change.policy_id),
-        ];
-        for (set, value) in texts {
-            if let Some(v) = value {
-                sets.push(set);
-                params.push(Value::Text(v.to_owned()));
-            }
-        }
-        if let Some((json, hash)) = change.observation {
-            sets.push("observation_json = ?");
-            params.push(Value::Text(json.to_owned()));
-            sets.push("observation_hash = ?");
-            params.push(Value::Text(hash.to_owned()));
-        }
-        if let Some(t) = &change.started_at {
-            sets.push("started_at = ?");
-            params.push(text(t));
-        }
-        if let Some(t) = &change.finished_at {
-            sets.push("finished_at = ?");
-            params.push(t.as_ref().map(text).unwrap_or(Value::Text(String::new())));
-        }
-        if sets.is_empty() {
-            sets.push("id = id");
-        }
-        sql.push_str(&sets.join(", "));
+        let mut sql = format!(
+            "UPDATE steps SET {}",
+            set_clause(&change.assignments(), &mut params)
+        );
         sql.push_str(" WHERE id = ?");
         params.push(Value::Text(step_id.to_owned()));
         let statuses: Vec<&str> = guard.statuses.iter().map(StepStatus::as_str).collect();
