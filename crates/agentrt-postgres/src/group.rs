@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use agentrt::chain::{RowValue, row_digest};
 use agentrt::clock::Timestamp;
 use agentrt::model::{Approval, ApprovalStatus, CallStatus, ModelCall, RunStatus, StepStatus};
-use agentrt::store::engine::{GroupRows, RowTable, SealedEvent, StoredValue};
+use agentrt::store::engine::{Dialect, GroupRows, RowTable, SealedEvent, StoredValue};
 use agentrt::store::schema::StateTable;
 use agentrt::store::{
     ApprovalChange, Assignment, ExtensionTable, NewRun, NewStep, RunChange, RunGuard, SqlValue,
@@ -65,32 +65,12 @@ fn push_run_guard(sql: &mut String, params: &mut Vec<Param>, prefix: &str, g: &R
 /// An update's `SET` list in PostgreSQL's dialect, its values bound in
 /// order.
 fn set_clause(sets: &[Assignment<'_>], params: &mut Vec<Param>) -> String {
-    if sets.is_empty() {
-        return "id = id".to_owned();
-    }
-    let rendered: Vec<String> = sets
-        .iter()
-        .map(|set| match set {
-            Assignment::Text(c, v) => {
-                params.push(text(v.clone().into_owned()));
-                format!("{c} = ?")
-            }
-            Assignment::Int(c, n) => {
-                params.push(int(*n));
-                format!("{c} = ?")
-            }
-            Assignment::Add(c, n) => {
-                params.push(int(*n));
-                format!("{c} = {c} + ?")
-            }
-            Assignment::AddSaturating(c, n) => {
-                // The sum in numeric, so it saturates instead of failing.
-                params.push(int(*n));
-                format!("{c} = LEAST({c}::numeric + ?::bigint, 9223372036854775807)::bigint")
-            }
-        })
-        .collect();
-    rendered.join(", ")
+    let (sql, values) = Assignment::set_list(sets, Dialect::Postgres);
+    params.extend(values.into_iter().map(|value| match value {
+        SqlValue::Int(n) => int(n),
+        SqlValue::Text(t) => text(t),
+    }));
+    sql
 }
 
 /// A text column's value in a row digest.

@@ -3,6 +3,8 @@
 //! group's front ([`WriteTx`](super::WriteTx)) and every engine
 //! ([`GroupRows`](super::GroupRows)).
 
+use super::extension::SqlValue;
+use super::page::Dialect;
 use crate::clock::Timestamp;
 use crate::json::Canonical;
 use crate::model::{ApprovalStatus, RunStatus, StepStatus, TerminalReason};
@@ -166,6 +168,52 @@ impl Assignment<'_> {
             | Assignment::Add(c, _)
             | Assignment::AddSaturating(c, _) => c,
         }
+    }
+
+    /// The value bound to the assignment's one `?`.
+    pub fn value(&self) -> SqlValue {
+        match self {
+            Assignment::Text(_, v) => SqlValue::Text(v.clone().into_owned()),
+            Assignment::Int(_, n) | Assignment::Add(_, n) | Assignment::AddSaturating(_, n) => {
+                SqlValue::Int(*n)
+            }
+        }
+    }
+
+    /// The assignment in `dialect`, with one `?` for its value.
+    pub fn sql(&self, dialect: Dialect) -> String {
+        let c = self.column();
+        match (self, dialect) {
+            (Assignment::Text(..) | Assignment::Int(..), _) => format!("{c} = ?"),
+            (Assignment::Add(..), _) => format!("{c} = {c} + ?"),
+            (Assignment::AddSaturating(..), Dialect::Sqlite) => {
+                format!("{c} = MIN({c} + ?, 9223372036854775807)")
+            }
+            // The sum in numeric, so it saturates instead of failing.
+            (Assignment::AddSaturating(..), Dialect::Postgres) => {
+                format!("{c} = LEAST({c}::numeric + ?::bigint, 9223372036854775807)::bigint")
+            }
+        }
+    }
+
+    /// An update's `SET` list in `dialect` and its values in order
+    /// (`id = id` for no assignment).
+    ///
+    /// ```
+    /// use agentrt::store::engine::Dialect;
+    /// use agentrt::store::{Assignment, SqlValue};
+    ///
+    /// let sets = [Assignment::Text("status", "done".into()), Assignment::Add("step_count", 1)];
+    /// let (sql, values) = Assignment::set_list(&sets, Dialect::Postgres);
+    /// assert_eq!(sql, "status = ?, step_count = step_count + ?");
+    /// assert_eq!(values, [SqlValue::from("done"), SqlValue::Int(1)]);
+    /// ```
+    pub fn set_list(sets: &[Assignment<'_>], dialect: Dialect) -> (String, Vec<SqlValue>) {
+        if sets.is_empty() {
+            return ("id = id".to_owned(), Vec::new());
+        }
+        let sql: Vec<String> = sets.iter().map(|set| set.sql(dialect)).collect();
+        (sql.join(", "), sets.iter().map(Assignment::value).collect())
     }
 }
 

@@ -15,6 +15,7 @@ use super::super::changes::{
 use super::super::digest::{digest_row, mark_sql};
 use super::super::extension::{ExtensionTable, SqlValue, quoted, quoted_list};
 use super::super::group_rows::{GroupRows, RowTable, SealedEvent};
+use super::super::page::Dialect;
 use super::super::read_rows::StoredValue;
 use super::{SqliteRows, sql_value, stored};
 
@@ -46,31 +47,9 @@ fn text(t: &Timestamp) -> Value {
 
 /// An update's `SET` list in SQLite's dialect, its values bound in order.
 fn set_clause(sets: &[Assignment<'_>], params: &mut Vec<Value>) -> String {
-    if sets.is_empty() {
-        return "id = id".to_owned();
-    }
-    let rendered: Vec<String> = sets
-        .iter()
-        .map(|set| match set {
-            Assignment::Text(c, v) => {
-                params.push(Value::Text(v.clone().into_owned()));
-                format!("{c} = ?")
-            }
-            Assignment::Int(c, n) => {
-                params.push(Value::Integer(*n));
-                format!("{c} = ?")
-            }
-            Assignment::Add(c, n) => {
-                params.push(Value::Integer(*n));
-                format!("{c} = {c} + ?")
-            }
-            Assignment::AddSaturating(c, n) => {
-                params.push(Value::Integer(*n));
-                format!("{c} = MIN({c} + ?, 9223372036854775807)")
-            }
-        })
-        .collect();
-    rendered.join(", ")
+    let (sql, values) = Assignment::set_list(sets, Dialect::Sqlite);
+    params.extend(values.iter().map(sql_value));
+    sql
 }
 
 fn int(n: u64) -> Value {
