@@ -123,6 +123,23 @@ impl PgBackend {
     /// back alone. No group is reported done before the `COMMIT` answered.
     pub(crate) fn run_batch(&self, groups: Vec<BatchedGroup>) -> Vec<Outcome> {
         let count = groups.len();
+        if count == 1 {
+            // Its own transaction: its deferred statements go with the
+            // COMMIT, and no savepoint is needed.
+            let mut group = groups.into_iter().next();
+            let ran = catch_unwind(AssertUnwindSafe(|| {
+                self.write_group(&mut |rows| match group.take() {
+                    Some(group) => group(rows),
+                    None => Err(Error::Internal {
+                        detail: "a write group of a batch ran twice".into(),
+                    }),
+                })
+            }));
+            return vec![match ran {
+                Ok(result) => Outcome::Done(result),
+                Err(panic) => Outcome::Panicked(panic),
+            }];
+        }
         let mut outcomes: Vec<Option<Outcome>> = (0..count).map(|_| None).collect();
         let mut succeeded = Vec::with_capacity(count);
         let ended = self.pool.with(|conn| {
@@ -131,7 +148,6 @@ impl PgBackend {
                 client: &conn.client,
                 ended: false,
             };
-            let alone = count == 1;
             for (i, group) in groups.into_iter().enumerate() {
                 let mut rows = PgRows::new(
                     &conn.client,
@@ -139,17 +155,8 @@ impl PgBackend {
                     Some(now),
                     Some(head.clone()),
                 );
-                if !alone {
-                    rows.defer_simple("SAVEPOINT agentrt_group");
-                }
+                rows.defer_simple("SAVEPOINT agentrt_group");
                 let ran = match catch_unwind(AssertUnwindSafe(|| group(&mut rows))) {
-                    Ok(Ok(())) if alone => {
-                        // Its deferred statements go with the COMMIT.
-                        rows.finish("COMMIT")?;
-                        open.ended = true;
-                        outcomes[i] = Some(Outcome::Done(Ok(())));
-                        return Ok(());
-                    }
                     Ok(Ok(())) => rows.flush().map_err(Outcome::from),
                     Ok(Err(e)) => Err(Outcome::Done(Err(e))),
                     Err(panic) => Err(Outcome::Panicked(panic)),
@@ -161,10 +168,6 @@ impl PgBackend {
                     }
                     Err(outcome) => {
                         outcomes[i] = Some(outcome);
-                        if alone {
-                            // The guard rolls the transaction back.
-                            return Ok(());
-                        }
                         // Nothing sent, nothing to undo; else back to the
                         // group's own savepoint (the newest of that name).
                         if rows.sent_any() {

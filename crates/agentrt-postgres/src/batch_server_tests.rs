@@ -33,6 +33,18 @@ fn insert_run(rows: &mut dyn GroupRows, id: &str) -> agentrt::Result<()> {
     })
 }
 
+/// Inserts run `id` and sends it: the insert goes with a guarded update
+/// of the run, which needs the server's answer.
+fn insert_and_send(rows: &mut dyn GroupRows, id: &str) -> agentrt::Result<()> {
+    insert_run(rows, id)?;
+    let guard = agentrt::store::RunGuard {
+        statuses: &[agentrt::RunStatus::Running],
+        ..agentrt::store::RunGuard::default()
+    };
+    rows.update_run(id, &guard, &agentrt::store::RunChange::default())?;
+    Ok(())
+}
+
 /// A group that inserts run `id`.
 fn inserts(id: &'static str) -> BatchedGroup {
     Box::new(move |rows| insert_run(rows, id))
@@ -67,22 +79,11 @@ fn a_group_that_fails_or_panics_in_a_batch_rolls_back_alone() {
     let outcomes = engine.run_batch(vec![
         inserts("a"),
         Box::new(|rows| {
-            insert_run(rows, "b")?;
-            // Sent (it went with the next request) and then the group fails.
-            rows.update_run(
-                "b",
-                &agentrt::store::RunGuard::default(),
-                &agentrt::store::RunChange::default(),
-            )?;
+            insert_and_send(rows, "b")?;
             Err(agentrt::Error::DatabaseLocked)
         }),
         Box::new(|rows| {
-            insert_run(rows, "c")?;
-            rows.update_run(
-                "c",
-                &agentrt::store::RunGuard::default(),
-                &agentrt::store::RunChange::default(),
-            )?;
+            insert_and_send(rows, "c")?;
             panic!("the group panics");
         }),
         inserts("d"),

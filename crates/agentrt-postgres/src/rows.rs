@@ -267,10 +267,6 @@ impl<'a> PgRows<'a> {
     /// Every row of a query (sent with the deferred statements).
     pub(crate) fn query(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>> {
         let statement = self.statement(sql)?;
-        if self.deferred.borrow().is_empty() {
-            let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-            return round_trip(self.client.query(&statement, &refs)).map_err(|e| pg_error(&e));
-        }
         match self.send(vec![Last::Query(&statement, params)])?.pop() {
             Some(Answer::Rows(rows)) => Ok(rows),
             _ => Ok(Vec::new()),
@@ -354,10 +350,6 @@ impl<'a> PgRows<'a> {
     /// statements).
     pub(crate) fn execute(&self, sql: &str, params: &[Param]) -> Result<u64> {
         let statement = self.statement(sql)?;
-        if self.deferred.borrow().is_empty() {
-            let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-            return round_trip(self.client.execute(&statement, &refs)).map_err(|e| pg_error(&e));
-        }
         match self.send(vec![Last::Execute(&statement, params)])?.pop() {
             Some(Answer::Count(n)) => Ok(n),
             _ => Ok(0),

@@ -337,11 +337,17 @@ impl Store {
                 })?
             }
         };
+        self.committed_alone(&events);
+        Ok((value, events))
+    }
+
+    /// Counts a group committed in a transaction of its own and announces
+    /// its events to the store's waiters.
+    fn committed_alone(&self, events: &[Event]) {
         let counters = &self.inner.counters;
         counters.transactions.fetch_add(1, Ordering::Relaxed);
         counters.groups.fetch_add(1, Ordering::Relaxed);
-        self.inner.head.committed(&events);
-        Ok((value, events))
+        self.inner.head.committed(events);
     }
 
     /// [`Store::write`] on a [`Backend`] through
@@ -368,10 +374,7 @@ impl Store {
         let (value, events) = lock(&done).take().ok_or_else(|| Error::Internal {
             detail: "a backend committed a write group it did not run".into(),
         })?;
-        let counters = &self.inner.counters;
-        counters.transactions.fetch_add(1, Ordering::Relaxed);
-        counters.groups.fetch_add(1, Ordering::Relaxed);
-        self.inner.head.committed(&events);
+        self.committed_alone(&events);
         Ok((value, events))
     }
 
