@@ -12,17 +12,19 @@
 //! group runs, so a group runs once and commits whole or not at all.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
 
 use agentrt::clock::Timestamp;
+use agentrt::store::ExtensionShape;
 use agentrt::store::engine::{Backend, BatchedGroup, ChainRows, ChangeSignal, GroupRows, ReadRows};
 use agentrt::{Error, Result};
 use tokio_postgres::{AsyncMessage, Client, Config, IsolationLevel, NoTls, SimpleQueryMessage};
 
 use crate::batch::{Batcher, Outcome};
 use crate::error::{Describe, is_retryable, pg_error};
+use crate::extensions::ExtensionTables;
 use crate::group::LISTEN;
 use crate::pool::Pool;
 use crate::rows::PgRows;
@@ -42,6 +44,10 @@ pub(crate) struct PgBackend {
     pub(crate) runtime: Arc<IoRuntime>,
     pub(crate) about: Describe,
     pub(crate) batcher: Batcher,
+    /// Whether opening may create and migrate (extension tables too).
+    pub(crate) migrate: bool,
+    /// The extension tables, once [`Backend::sync_extensions`] made them.
+    pub(crate) extensions: OnceLock<ExtensionTables>,
 }
 
 /// `BEGIN`, then the chain head's lock taken with the server's clock read
@@ -87,7 +93,15 @@ fn locked(messages: &[SimpleQueryMessage]) -> Option<Locked> {
     })
 }
 
+/// The extension tables of a store opened without any.
+static NO_EXTENSIONS: LazyLock<ExtensionTables> = LazyLock::new(ExtensionTables::default);
+
 impl PgBackend {
+    /// The store's extension tables (none until synced).
+    fn extension_tables(&self) -> &ExtensionTables {
+        self.extensions.get().unwrap_or(&NO_EXTENSIONS)
+    }
+
     /// Opens a write group's transaction holding the chain head's lock;
     /// returns the server's clock read when the lock was granted. A
     /// serialization failure or a broken deadlock is retried (nothing of
@@ -152,6 +166,7 @@ impl PgBackend {
                 let mut rows = PgRows::new(
                     &conn.client,
                     &mut conn.statements,
+                    self.extension_tables(),
                     Some(now),
                     Some(head.clone()),
                 );
@@ -225,7 +240,13 @@ impl PgBackend {
             )
             .map_err(|e| pg_error(&e))?;
             {
-                let rows = PgRows::new(tx.client(), &mut conn.statements, None, None);
+                let rows = PgRows::new(
+                    tx.client(),
+                    &mut conn.statements,
+                    self.extension_tables(),
+                    None,
+                    None,
+                );
                 f(&rows)?;
             }
             round_trip(tx.commit()).map_err(|e| pg_error(&e))
@@ -241,7 +262,13 @@ impl Backend for PgBackend {
                 client: &conn.client,
                 ended: false,
             };
-            let mut rows = PgRows::new(&conn.client, &mut conn.statements, Some(now), Some(head));
+            let mut rows = PgRows::new(
+                &conn.client,
+                &mut conn.statements,
+                self.extension_tables(),
+                Some(now),
+                Some(head),
+            );
             group(&mut rows)?;
             // The statements the group deferred go with the COMMIT. Should
             // any fail, the guard's ROLLBACK ends what is left open.
@@ -309,6 +336,15 @@ impl Backend for PgBackend {
 
     fn describe(&self) -> String {
         self.about.to_string()
+    }
+
+    fn sync_extensions(&self, extensions: &[ExtensionShape]) -> Result<()> {
+        let tables = self.pool.with(|conn| {
+            crate::extensions::sync(&mut conn.client, &self.about, extensions, self.migrate)
+        })?;
+        self.extensions.set(tables).map_err(|_| Error::Internal {
+            detail: "the extension tables were synced twice".into(),
+        })
     }
 }
 

@@ -346,19 +346,19 @@ impl GroupRows for PgRows<'_> {
     fn insert_extension_row(
         &mut self,
         table: &ExtensionTable,
-        _values: &[(&'static str, &SqlValue)],
+        values: &[(&'static str, &SqlValue)],
     ) -> Result<StoredValue> {
-        Err(crate::unsupported_extensions(table))
+        self.insert_extension(table, values)
     }
 
     fn update_extension_row(
         &mut self,
         table: &ExtensionTable,
-        _key: &SqlValue,
-        _set: &[(&'static str, &SqlValue)],
-        _guard: &[(&'static str, &SqlValue)],
+        key: &SqlValue,
+        set: &[(&'static str, &SqlValue)],
+        guard: &[(&'static str, &SqlValue)],
     ) -> Result<bool> {
-        Err(crate::unsupported_extensions(table))
+        self.update_extension(table, key, set, guard)
     }
 
     fn chain_head(&self) -> Result<(i64, String)> {
@@ -396,7 +396,18 @@ impl GroupRows for PgRows<'_> {
         for (i, (table, key)) in rows.iter().enumerate() {
             let core = match table {
                 RowTable::Core(core) => *core,
-                RowTable::Extension(t) => return Err(crate::unsupported_extensions(t)),
+                RowTable::Extension(t) => {
+                    if let Some(digest) = self.mark_extension_noted(t, key, seq)? {
+                        digests.push(Some(digest));
+                    } else if let Some(query) = self.mark_extension_query(t, key, seq)? {
+                        queries.push(query);
+                        asked.push((i, t.name));
+                        digests.push(None);
+                    } else {
+                        digests.push(None);
+                    }
+                    continue;
+                }
             };
             if let Some(digest) = self.written_digest(core, key) {
                 self.defer(

@@ -35,6 +35,8 @@ extern crate self as agentrt_postgres;
 mod chain_read;
 mod copy;
 mod error;
+mod extension_rows;
+mod extensions;
 mod group;
 mod pool;
 mod read;
@@ -45,7 +47,6 @@ pub mod schema;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use agentrt::store::ExtensionTable;
 use agentrt::{DatabaseErrorKind, Error, Result, Store, StoreOptions};
 
 pub use crate::copy::{CopyReport, copy_from};
@@ -64,7 +65,8 @@ pub const DEFAULT_POOL_WAIT: std::time::Duration = std::time::Duration::from_sec
 /// How to open a store on PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct PgOptions {
-    /// The core's options (no extensions on PostgreSQL yet).
+    /// The core's options; a satellite's extensions get their tables here
+    /// too, created from their SQLite migrations' description.
     pub store: StoreOptions,
     /// The most connections the store opens (default
     /// [`DEFAULT_POOL_SIZE`]); a caller waits when all are busy.
@@ -176,6 +178,8 @@ pub(crate) fn backend(url: &str, options: &PgOptions) -> Result<PgBackend> {
         runtime,
         about,
         batcher: batch::Batcher::default(),
+        migrate: options.migrate,
+        extensions: std::sync::OnceLock::new(),
     };
     Ok(backend)
 }
@@ -227,16 +231,5 @@ pub(crate) fn with_database(e: Error, about: &Describe) -> Error {
             message: format!("{about}: {message}"),
         },
         other => other,
-    }
-}
-
-/// The error of an extension table's operation on PostgreSQL.
-pub(crate) fn unsupported_extensions(table: &ExtensionTable) -> Error {
-    Error::Database {
-        kind: DatabaseErrorKind::Other,
-        message: format!(
-            "extension table {:?}: extension tables are not supported on PostgreSQL yet",
-            table.name
-        ),
     }
 }

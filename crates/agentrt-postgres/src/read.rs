@@ -295,9 +295,9 @@ impl ReadRows for PgRows<'_> {
     fn extension_rows(
         &self,
         table: &ExtensionTable,
-        _filter: &[(&'static str, &SqlValue)],
-        _limit: u64,
+        filter: &[(&'static str, &SqlValue)],
+        limit: u64,
     ) -> Result<Vec<StoredRow>> {
-        Err(crate::unsupported_extensions(table))
+        self.select_extension(table, filter, limit)
     }
 }

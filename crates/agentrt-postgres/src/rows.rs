@@ -13,7 +13,9 @@ use agentrt::store::schema::StateTable;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row, Statement};
 
+use crate::chain_read::Chained;
 use crate::error::pg_error;
+use crate::extensions::ExtensionTables;
 use crate::runtime::round_trip;
 
 /// The digest of a state row of `table` selected as its digested columns
@@ -82,6 +84,19 @@ pub(crate) struct PgRows<'a> {
     /// it (an update's `RETURNING`, an insert's own values), so marking
     /// the rows written needs no answer from the server.
     digests: RefCell<HashMap<(StateTable, String), String>>,
+    /// The extension tables of the store, as created.
+    pub(crate) extensions: &'a ExtensionTables,
+    /// Each extension row the group wrote: its key as typed, and its
+    /// digest when the group knows it.
+    pub(crate) extension_rows: RefCell<HashMap<(&'static str, String), ExtensionWrite>>,
+    /// The tables `verify` walks, read on first use (see `chain_read`).
+    pub(crate) chained: std::cell::OnceCell<Chained>,
+}
+
+/// An extension row a group wrote: its key as typed, its digest if known.
+pub(crate) struct ExtensionWrite {
+    pub(crate) key: agentrt::store::SqlValue,
+    pub(crate) digest: Option<String>,
 }
 
 impl<'a> PgRows<'a> {
@@ -91,6 +106,7 @@ impl<'a> PgRows<'a> {
     pub(crate) fn new(
         client: &'a Client,
         statements: &'a mut Statements,
+        extensions: &'a ExtensionTables,
         now: Option<Timestamp>,
         head: Option<(i64, String)>,
     ) -> Self {
@@ -102,6 +118,9 @@ impl<'a> PgRows<'a> {
             deferred: RefCell::new(Vec::new()),
             sent: Cell::new(false),
             digests: RefCell::new(HashMap::new()),
+            extensions,
+            extension_rows: RefCell::new(HashMap::new()),
+            chained: std::cell::OnceCell::new(),
         }
     }
 

@@ -26,7 +26,7 @@ pub const SCHEMA_VERSION: i64 = 1;
 
 /// The advisory lock key that serializes migrations of one database
 /// (`pg_advisory_xact_lock`): hosts that open it at once migrate in turn.
-const MIGRATION_LOCK: i64 = 0x6167_656e_7472_7431; // "agentrt1"
+pub(crate) const MIGRATION_LOCK: i64 = 0x6167_656e_7472_7431; // "agentrt1"
 
 /// Migration 1: the whole schema (SQLite's schema 5, on PostgreSQL).
 pub const MIGRATION_1: &str = "

@@ -34,9 +34,9 @@ pub fn json_set(column: &str, path: &str, value: &str) -> String {
     format!("jsonb_set({column}::jsonb, '{{{path}}}', '{value}'::jsonb)::text")
 }
 
-/// Whether the engine holds a satellite's extension tables: not on PostgreSQL yet.
+/// Whether the engine holds a satellite's extension tables.
 pub fn extension_tables() -> bool {
-    false
+    true
 }
 
 /// An SQL query: the seqs (as text) of the events whose `rows_json` lists row `id` of `table`.
@@ -163,11 +163,13 @@ impl Db {
         })
     }
 
-    /// The columns of `table`, in schema order, without the bookkeeping `pos`.
+    /// The columns of `table`, in schema order, without the bookkeeping
+    /// `pos` (`_pos` on an extension table).
     pub fn columns(&self, table: &str) -> Vec<String> {
         self.text_rows(&format!(
             "SELECT column_name::text FROM information_schema.columns
-             WHERE table_schema = current_schema() AND table_name = {} AND column_name <> 'pos'
+             WHERE table_schema = current_schema() AND table_name = {}
+                 AND column_name NOT IN ('pos', '_pos')
              ORDER BY ordinal_position",
             sql_text(table)
         ))
@@ -191,15 +193,17 @@ impl Db {
         }
     }
 
-    /// What to `ORDER BY` to read `table`'s rows in a fixed order: `pos`, else its key.
+    /// What to `ORDER BY` to read `table`'s rows in a fixed order: `pos`
+    /// (`_pos`), else its key.
     pub fn row_order(&self, table: &str) -> String {
-        let has_pos = self.query_i64(&format!(
-            "SELECT COUNT(*) FROM information_schema.columns
-             WHERE table_schema = current_schema() AND table_name = {} AND column_name = 'pos'",
+        let pos = self.text_rows(&format!(
+            "SELECT column_name::text FROM information_schema.columns
+             WHERE table_schema = current_schema() AND table_name = {}
+                 AND column_name IN ('pos', '_pos')",
             sql_text(table)
         ));
-        if has_pos > 0 {
-            return "pos".to_owned();
+        if let Some(row) = pos.first() {
+            return format!("\"{}\"", row[0]);
         }
         let key: Vec<String> = self
             .text_rows(&format!(

@@ -9,6 +9,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::chain_rows::ChainRows;
+use super::extension::ExtensionShape;
 use super::group_rows::GroupRows;
 use super::read_rows::ReadRows;
 use super::watch::Head;
@@ -82,6 +83,25 @@ pub trait Backend: Send + Sync + 'static {
 
     /// What the store is (for `Debug` and messages): never a password.
     fn describe(&self) -> String;
+
+    /// Brings the tables of `extensions` (their SQLite migrations
+    /// described: [`Extension::shape`](super::Extension::shape)) up to
+    /// date in the engine's own DDL, or, on a backend opened without
+    /// migrating, checks that they are; keeps the extension registry by
+    /// the same rules as SQLite (see
+    /// [`Extension::registration`](super::Extension::registration)).
+    /// Called once, when the store is made, with at least one extension.
+    /// The default refuses: the backend has no extension tables.
+    fn sync_extensions(&self, extensions: &[ExtensionShape]) -> Result<()> {
+        match extensions.first() {
+            None => Ok(()),
+            Some(shape) => Err(crate::Error::ExtensionSchema {
+                extension: shape.extension.name.to_owned(),
+                table: String::new(),
+                detail: format!("extension tables are not supported on {}", self.describe()),
+            }),
+        }
+    }
 }
 
 /// A write group handed to [`Backend::write_batched`]: owned, so the

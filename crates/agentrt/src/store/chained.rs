@@ -8,7 +8,7 @@
 use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 
-use super::extension::{self, MAX_EXTENSION_NAME, is_identifier, quoted};
+use super::extension::{self, RegistryEntry, quoted};
 use super::schema::{StateTable, UNCHAINED_SEQ};
 use crate::error::{Error, Result};
 
@@ -152,16 +152,16 @@ fn registered(
     key: &str,
     columns_json: &str,
 ) -> Result<std::result::Result<ChainedTable, String>> {
-    if !is_identifier(ext, MAX_EXTENSION_NAME) {
-        return Ok(Err("the extension's name is not valid".into()));
-    }
-    let Ok(columns) = serde_json::from_str::<Vec<String>>(columns_json) else {
-        return Ok(Err("its columns are not a JSON array of names".into()));
+    let entry = RegistryEntry {
+        extension: ext.to_owned(),
+        key_column: key.to_owned(),
+        columns_json: columns_json.to_owned(),
+    };
+    let columns = match entry.checked_columns(name) {
+        Ok(columns) => columns,
+        Err(why) => return Ok(Err(why)),
     };
     let names: Vec<&str> = columns.iter().map(String::as_str).collect();
-    if let Some(why) = extension::table_problem(&format!("{ext}_"), name, key, &names) {
-        return Ok(Err(why));
-    }
     if let Err(why) = extension::table_problem_in(conn, name, key, &names)? {
         return Ok(Err(why));
     }

@@ -55,7 +55,10 @@ pub use changes::{
     StepGuard,
 };
 pub use export::{EXPORTED_TABLES, ExportPage};
-pub use extension::{Extension, ExtensionRow, ExtensionTable, SqlValue};
+pub use extension::{
+    ColumnShape, ColumnType, Extension, ExtensionRow, ExtensionShape, ExtensionTable, IndexShape,
+    Registration, RegistryEntry, ShapeChange, SqlValue, TableShape,
+};
 pub use group_rows::GroupRows;
 pub use heap::retain_freed_heap;
 pub use page::{MAX_PAGE_TEXT, PAGE_READ_ROWS, PendingCount};
@@ -251,21 +254,22 @@ impl Store {
 
     /// A store over an engine outside the core (such as
     /// `agentrt-postgres`'s): the same groups, chain, reads and waits as
-    /// on SQLite. The backend has created or migrated its schema.
-    /// Extensions are not supported on such an engine yet:
-    /// [`Error::ExtensionSchema`] when `options` names any.
+    /// on SQLite. The backend has created or migrated its own schema; the
+    /// tables of [`StoreOptions::extensions`] are described from their
+    /// SQLite migrations ([`Extension::shape`]) and handed to
+    /// [`Backend::sync_extensions`], which creates, migrates or checks them.
     pub fn with_backend(backend: Arc<dyn Backend>, options: &StoreOptions) -> Result<Store> {
-        if let Some(ext) = options.extensions.first() {
-            return Err(Error::ExtensionSchema {
-                extension: ext.name.to_owned(),
-                table: String::new(),
-                detail: format!("extensions are not supported on {} yet", backend.describe()),
-            });
+        extension::check_declarations(&options.extensions)?;
+        let shapes = options
+            .extensions
+            .iter()
+            .map(Extension::shape)
+            .collect::<Result<Vec<_>>>()?;
+        if !shapes.is_empty() {
+            backend.sync_extensions(&shapes)?;
         }
-        Ok(Store::over(
-            Engine::Backend(backend),
-            extension::Registry::default(),
-        ))
+        let registry = extension::Registry::of_shapes(&shapes)?;
+        Ok(Store::over(Engine::Backend(backend), registry))
     }
 
     fn over(engine: Engine, extensions: extension::Registry) -> Store {

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{Connection, ErrorCode, OptionalExtension};
 
-use super::{ColumnType, Extension, Registered, Registry, check_declarations, overlapping, quoted};
+use super::record::{Registration, RegistryEntry, check_held, migration_hash};
+use super::{ColumnType, Extension, Registered, Registry, check_declarations, quoted};
 use crate::clock::{Timestamp, lock};
 use crate::error::{Error, Result};
 
@@ -180,11 +181,6 @@ fn judge(prefix: &str, ctx: &AuthContext<'_>) -> std::result::Result<(), String>
     }
 }
 
-/// The BLAKE3 hash of a migration's DDL, lowercase hex.
-fn ddl_hash(ddl: &str) -> String {
-    blake3::hash(ddl.as_bytes()).to_hex().to_string()
-}
-
 /// Brings `extensions` up to date inside the opener's transaction `conn`:
 /// with `guard` (a writing opener) their missing migrations are applied
 /// and their tables registered; without it (an opener that does not
@@ -201,23 +197,10 @@ pub(crate) fn sync(
         return Ok(registry);
     }
     let applied = applied_migrations(conn)?;
-    for held in applied.keys() {
-        if let Some(ext) = extensions
-            .iter()
-            .find(|e| e.name != held && overlapping(e.name, held))
-        {
-            return Err(Error::ExtensionDeclaration {
-                extension: ext.name.to_owned(),
-                detail: format!(
-                    "its prefix {:?} overlaps the prefix of extension {held:?}, which this database holds",
-                    ext.prefix()
-                ),
-            });
-        }
-    }
+    check_held(extensions, applied.keys().map(String::as_str))?;
     for ext in extensions {
         let done = applied.get(ext.name).map_or(&[][..], Vec::as_slice);
-        let current = applied_version(path, ext, done)?;
+        let current = ext.applied_version(path, done)?;
         if current < ext.version() {
             match guard {
                 Some(guard) => apply(conn, guard, ext, current)?,
@@ -261,83 +244,48 @@ fn applied_migrations(conn: &Connection) -> Result<BTreeMap<String, Vec<(i64, St
     Ok(applied)
 }
 
-/// The version the database holds `ext` at, once its applied migrations
-/// are found to be this build's (same DDL, not newer).
-fn applied_version(path: &Path, ext: &Extension, done: &[(i64, String)]) -> Result<i64> {
-    let database = done.last().map_or(0, |(v, _)| *v);
-    if database > ext.version() {
-        return Err(Error::ExtensionVersion {
-            path: path.into(),
-            extension: ext.name.to_owned(),
-            database,
-            build: ext.version(),
-        });
-    }
-    for (at, (version, hash)) in done.iter().enumerate() {
-        if i64::try_from(at + 1).ok() != Some(*version) {
-            return Err(Error::ExtensionSchema {
-                extension: ext.name.to_owned(),
-                table: "extension_migrations".into(),
-                detail: format!(
-                    "the applied versions are not 1 to {database}: version {} is missing",
-                    at + 1
-                ),
-            });
-        }
-        let declared = usize::try_from(*version - 1)
-            .ok()
-            .and_then(|i| ext.migrations.get(i))
-            .map(|(_, ddl)| ddl_hash(ddl))
-            .unwrap_or_default();
-        if declared != *hash {
-            return Err(Error::ExtensionMigrationChanged {
-                extension: ext.name.to_owned(),
-                version: *version,
-                applied: hash.clone(),
-                declared,
-            });
-        }
-    }
-    Ok(database)
-}
-
 /// Runs the migrations of `ext` after `current`, each judged by `guard`,
 /// and records them.
 fn apply(conn: &Connection, guard: &DdlGuard, ext: &Extension, current: i64) -> Result<()> {
     let applied_at = Timestamp::now().to_string();
-    let prefix = ext.prefix();
     for (version, ddl) in ext.migrations.iter().filter(|(v, _)| *v > current) {
-        guard.begin(&prefix);
-        let ran = conn.execute_batch(ddl);
-        let refused = guard.end();
-        let refusal = |detail: String| Error::ExtensionMigrationRefused {
-            extension: ext.name.to_owned(),
-            version: *version,
-            detail,
-        };
-        match (ran, refused) {
-            (_, Some(detail)) => return Err(refusal(detail)),
-            (Err(rusqlite::Error::SqliteFailure(f, message)), None)
-                if f.code == ErrorCode::Unknown =>
-            {
-                let said = message.unwrap_or_else(|| f.to_string());
-                return Err(refusal(format!("SQLite refused it: {said}")));
-            }
-            (Err(e), None) => return Err(Error::from_sqlite(e)),
-            (Ok(()), None) => {}
-        }
+        run_migration(conn, guard, ext, *version, ddl)?;
         conn.execute(
             "INSERT INTO extension_migrations (extension, version, ddl_hash, applied_at)
              VALUES (?1, ?2, ?3, ?4)",
-            rusqlite::params![ext.name, version, ddl_hash(ddl), applied_at],
+            rusqlite::params![ext.name, version, migration_hash(ddl), applied_at],
         )
         .map_err(Error::from_sqlite)?;
     }
     Ok(())
 }
 
-/// The registry row of a table: extension, key column, columns JSON.
-type RegistryRow = (String, String, String);
+/// Runs migration `version` of `ext`, judged by `guard`.
+pub(super) fn run_migration(
+    conn: &Connection,
+    guard: &DdlGuard,
+    ext: &Extension,
+    version: i64,
+    ddl: &str,
+) -> Result<()> {
+    guard.begin(&ext.prefix());
+    let ran = conn.execute_batch(ddl);
+    let refused = guard.end();
+    let refusal = |detail: String| Error::ExtensionMigrationRefused {
+        extension: ext.name.to_owned(),
+        version,
+        detail,
+    };
+    match (ran, refused) {
+        (_, Some(detail)) => Err(refusal(detail)),
+        (Err(rusqlite::Error::SqliteFailure(f, message)), None) if f.code == ErrorCode::Unknown => {
+            let said = message.unwrap_or_else(|| f.to_string());
+            Err(refusal(format!("SQLite refused it: {said}")))
+        }
+        (Err(e), None) => Err(Error::from_sqlite(e)),
+        (Ok(()), None) => Ok(()),
+    }
+}
 
 /// Checks the tables of `ext` as the migrations left them and their
 /// registration (registering them when `register`), and adds them to
@@ -368,86 +316,54 @@ fn check_tables(
         .map_err(Error::from_sqlite)?
         .collect::<rusqlite::Result<_>>()
         .map_err(Error::from_sqlite)?;
-    if let Some(undeclared) = found
-        .iter()
-        .find(|name| !ext.tables.iter().any(|t| t.name == name.as_str()))
-    {
-        return Err(wrong(
-            undeclared,
-            "the database has it (created by the extension's migrations, or registered), but the extension does not declare it; every extension table stays declared, so its rows are on the chain".into(),
-        ));
-    }
+    ext.undeclared(&found)?;
     for table in ext.tables {
         let types = match table_problem_in(conn, table.name, table.key_column, table.columns)? {
             Ok(types) => types,
             Err(problem) => return Err(wrong(table.name, problem)),
         };
-        let columns_json = columns_json(table.columns);
-        let registered: Option<RegistryRow> = conn
+        let entry: Option<RegistryEntry> = conn
             .query_row(
                 "SELECT extension, key_column, columns_json FROM extension_tables WHERE name = ?1",
                 [table.name],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| {
+                    Ok(RegistryEntry {
+                        extension: r.get(0)?,
+                        key_column: r.get(1)?,
+                        columns_json: r.get(2)?,
+                    })
+                },
             )
             .optional()
             .map_err(Error::from_sqlite)?;
-        match registered {
-            None if register => {
-                conn.execute(
-                    "INSERT INTO extension_tables (name, extension, key_column, columns_json)
-                     VALUES (?1, ?2, ?3, ?4)",
-                    rusqlite::params![table.name, ext.name, table.key_column, columns_json],
-                )
-                .map_err(Error::from_sqlite)?;
-            }
-            None => {
-                return Err(wrong(
-                    table.name,
-                    "it is not registered; open the database for writing once to register it"
-                        .into(),
-                ));
-            }
-            Some((owner, _, _)) if owner != ext.name => {
-                return Err(wrong(
-                    table.name,
-                    format!("it is registered to extension {owner:?}"),
-                ));
-            }
-            Some((_, key, columns)) if key == table.key_column && columns == columns_json => {}
-            Some((_, key, columns)) => {
-                let rows: i64 = conn
-                    .query_row(
-                        &format!("SELECT COUNT(*) FROM {}", quoted(table.name)),
-                        [],
-                        |r| r.get(0),
-                    )
-                    .map_err(Error::from_sqlite)?;
-                if !register || rows > 0 {
-                    return Err(wrong(
-                        table.name,
-                        format!(
-                            "it is registered with key {key:?} and digested columns {columns}, but declared with key {:?} and {columns_json}; \
-                             its {rows} row(s) are on the chain as registered, so an extension table's key and columns never change once it holds rows (declare a new table)",
-                            table.key_column
-                        ),
-                    ));
-                }
-                conn.execute(
-                    "UPDATE extension_tables SET key_column = ?2, columns_json = ?3 WHERE name = ?1",
-                    rusqlite::params![table.name, table.key_column, columns_json],
-                )
-                .map_err(Error::from_sqlite)?;
-            }
+        let mut rows = || -> Result<i64> {
+            conn.query_row(
+                &format!("SELECT COUNT(*) FROM {}", quoted(table.name)),
+                [],
+                |r| r.get(0),
+            )
+            .map_err(Error::from_sqlite)
+        };
+        let sql = match ext.registration(table, entry.as_ref(), register, &mut rows)? {
+            Registration::Keep => None,
+            Registration::Insert => Some(
+                "INSERT INTO extension_tables (name, extension, key_column, columns_json)
+                 VALUES (?1, ?2, ?3, ?4)",
+            ),
+            Registration::Update => Some(
+                "UPDATE extension_tables SET extension = ?2, key_column = ?3, columns_json = ?4 WHERE name = ?1",
+            ),
+        };
+        if let Some(sql) = sql {
+            conn.execute(
+                sql,
+                rusqlite::params![table.name, ext.name, table.key_column, table.columns_json()],
+            )
+            .map_err(Error::from_sqlite)?;
         }
         registry.tables.push(Registered::new(*table, types));
     }
     Ok(())
-}
-
-/// The registry's form of a column list: a JSON array of the names.
-fn columns_json(columns: &[&str]) -> String {
-    let quoted: Vec<String> = columns.iter().map(|c| format!("\"{c}\"")).collect();
-    format!("[{}]", quoted.join(","))
 }
 
 /// Checks table `name` in the file against a registration: an ordinary
@@ -594,16 +510,4 @@ fn unique_index_on(conn: &Connection, name: &str, column: &str) -> Result<bool> 
         }
     }
     Ok(false)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn column_lists_are_stored_as_json_arrays() {
-        assert_eq!(columns_json(&["id", "seen_at"]), r#"["id","seen_at"]"#);
-        let back: Vec<String> = serde_json::from_str(&columns_json(&["a", "b_2"])).unwrap();
-        assert_eq!(back, ["a", "b_2"]);
-    }
 }

@@ -58,13 +58,17 @@
 //! ```
 
 mod migrate;
+mod record;
 mod rows;
+mod shape;
 
 use std::fmt;
 
 use crate::error::{Error, Result};
 
 pub(crate) use migrate::{DdlGuard, sync, table_problem_in};
+pub use record::{Registration, RegistryEntry, check_held};
+pub use shape::{ColumnShape, ExtensionShape, IndexShape, ShapeChange, TableShape};
 
 /// A satellite's schema, declared as constants: its name, its migrations
 /// and the tables whose rows the chain covers.
@@ -303,13 +307,16 @@ impl ExtensionRow {
 
 /// The type of an extension column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ColumnType {
+pub enum ColumnType {
+    /// `INTEGER` (64-bit).
     Int,
+    /// `TEXT` (UTF-8).
     Text,
 }
 
 impl ColumnType {
-    fn name(self) -> &'static str {
+    /// The type's name in SQLite's DDL: `INTEGER` or `TEXT`.
+    pub fn name(self) -> &'static str {
         match self {
             ColumnType::Int => "INTEGER",
             ColumnType::Text => "TEXT",
@@ -385,6 +392,18 @@ impl Registry {
         self.tables.get(index).ok_or_else(|| Error::Internal {
             detail: format!("no registered extension table at {index}"),
         })
+    }
+
+    /// The registry of `shapes`' declared tables, typed as described.
+    pub(crate) fn of_shapes(shapes: &[ExtensionShape]) -> Result<Registry> {
+        let mut registry = Registry::default();
+        for shape in shapes {
+            for table in shape.extension.tables {
+                let types = shape.types_of(table)?;
+                registry.tables.push(Registered::new(*table, types));
+            }
+        }
+        Ok(registry)
     }
 
     /// The name of the table at `index` (`""` if there is none).
@@ -477,7 +496,7 @@ fn overlapping(a: &str, b: &str) -> bool {
 }
 
 /// Checks the declarations alone, before anything touches the file.
-fn check_declarations(extensions: &[Extension]) -> Result<()> {
+pub(crate) fn check_declarations(extensions: &[Extension]) -> Result<()> {
     for (i, ext) in extensions.iter().enumerate() {
         let wrong = |detail: String| Error::ExtensionDeclaration {
             extension: ext.name.to_owned(),

@@ -1,0 +1,306 @@
+//! The rows of satellites' extension tables inside a transaction: the
+//! core's typed inserts, compare-and-set updates and filtered reads, and
+//! the marking of written rows, as SQLite's engine does them. Identifiers
+//! come from the registered declaration; every value is bound.
+//!
+//! An insert goes with the group's next request (its result decides
+//! nothing) unless the server must number its key (an `INTEGER PRIMARY
+//! KEY` left out: the largest key plus one, as SQLite's rowid) or a
+//! column left out has no default (the insert then fails now, as on
+//! SQLite). Each row written is digested by the group from the values it
+//! wrote, so marking it costs no answer.
+
+use agentrt::chain::{RowValue, row_digest};
+use agentrt::store::engine::{StoredRow, StoredValue};
+use agentrt::store::{ColumnType, ExtensionTable, SqlValue, TableShape};
+use agentrt::{Error, Result};
+use tokio_postgres::Row;
+use tokio_postgres::types::Type;
+
+use crate::error::pg_error;
+use crate::extensions::{POS, quoted};
+use crate::rows::{ExtensionWrite, Param, PgRows, digest_row, int, limit, text};
+
+fn param(value: &SqlValue) -> Param {
+    match value {
+        SqlValue::Int(n) => int(*n),
+        SqlValue::Text(t) => text(t.as_str()),
+    }
+}
+
+fn row_value(value: &SqlValue) -> RowValue<'_> {
+    match value {
+        SqlValue::Int(n) => RowValue::Int(*n),
+        SqlValue::Text(t) => RowValue::Text(t.as_bytes()),
+    }
+}
+
+fn column_list(columns: &[&str]) -> String {
+    columns
+        .iter()
+        .map(|c| quoted(c))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A value as read from a column of `row`: BIGINT or TEXT.
+fn stored(row: &Row, at: usize) -> Result<StoredValue> {
+    let column = &row.columns()[at];
+    if *column.type_() == Type::INT8 {
+        let n: i64 = row.try_get(at).map_err(|e| pg_error(&e))?;
+        Ok(StoredValue::Int(n))
+    } else if *column.type_() == Type::TEXT {
+        let t: String = row.try_get(at).map_err(|e| pg_error(&e))?;
+        Ok(StoredValue::Text(t))
+    } else {
+        Ok(StoredValue::Other("Other"))
+    }
+}
+
+/// The order rows are listed in: SQLite's rowid order, which is the key's
+/// for a numbered key and insertion order otherwise.
+pub(crate) fn row_order(shape: &TableShape) -> String {
+    match &shape.numbered_key {
+        Some(key) => quoted(key),
+        None => POS.to_owned(),
+    }
+}
+
+/// `key` (as a row listing names it) as a value of `table`'s key column;
+/// `None` when it cannot be one (no such row).
+pub(crate) fn typed_key(key_kind: ColumnType, key: &str) -> Option<SqlValue> {
+    match key_kind {
+        ColumnType::Int => key.parse().ok().map(SqlValue::Int),
+        ColumnType::Text => Some(SqlValue::from(key)),
+    }
+}
+
+impl PgRows<'_> {
+    /// Notes row `key` of `table` as written, with its digest if known.
+    fn wrote_extension(&self, table: &ExtensionTable, key: SqlValue, digest: Option<String>) {
+        self.extension_rows.borrow_mut().insert(
+            (table.name, key.to_string()),
+            ExtensionWrite { key, digest },
+        );
+    }
+
+    /// The digest of a row of `table` whose digested columns hold `values`.
+    fn extension_digest(table: &ExtensionTable, values: &[&SqlValue]) -> String {
+        let values: Vec<RowValue<'_>> = values.iter().map(|v| row_value(v)).collect();
+        row_digest(table.name, &values)
+    }
+
+    pub(crate) fn insert_extension(
+        &self,
+        table: &ExtensionTable,
+        values: &[(&'static str, &SqlValue)],
+    ) -> Result<StoredValue> {
+        let shape = self.extensions.get(table)?;
+        let given = |column: &str| values.iter().find(|(c, _)| *c == column).map(|(_, v)| *v);
+        let numbered = shape.numbered_key.as_deref() == Some(table.key_column)
+            && given(table.key_column).is_none();
+        // Every digested column's value as inserted, the server's number
+        // for a numbered key aside.
+        let mut row: Vec<Option<&SqlValue>> = Vec::with_capacity(table.columns.len());
+        for column in table.columns {
+            let default = shape.column(column).and_then(|c| c.default.as_ref());
+            row.push(given(column).or(default));
+        }
+        let names: Vec<&str> = values.iter().map(|(c, _)| *c).collect();
+        let params: Vec<Param> = values.iter().map(|(_, v)| param(v)).collect();
+        let name = quoted(table.name);
+        let key = quoted(table.key_column);
+        let inserted = if numbered {
+            let mut columns = vec![table.key_column];
+            columns.extend(&names);
+            let mut marks = vec![format!("(SELECT COALESCE(MAX({key}), 0) + 1 FROM {name})")];
+            marks.extend(names.iter().map(|_| "?".to_owned()));
+            let sql = format!(
+                "INSERT INTO {name} ({}) VALUES ({}) RETURNING {key}",
+                column_list(&columns),
+                marks.join(", ")
+            );
+            let rows = self.query(&sql, &params)?;
+            let number = match rows.first().map(|r| stored(r, 0)).transpose()? {
+                Some(StoredValue::Int(n)) => n,
+                _ => {
+                    return Err(Error::Internal {
+                        detail: format!("inserting into {}: no key returned", table.name),
+                    });
+                }
+            };
+            Some(SqlValue::Int(number))
+        } else {
+            let sql = if names.is_empty() {
+                format!("INSERT INTO {name} DEFAULT VALUES")
+            } else {
+                format!(
+                    "INSERT INTO {name} ({}) VALUES ({})",
+                    column_list(&names),
+                    vec!["?"; names.len()].join(", ")
+                )
+            };
+            if row.iter().any(Option::is_none) {
+                // A column with neither a value nor a default: the server
+                // refuses the insert, now, as SQLite does.
+                self.execute(&sql, &params)?;
+            } else {
+                self.defer(&sql, params)?;
+            }
+            None
+        };
+        let key_at = table
+            .columns
+            .iter()
+            .position(|c| *c == table.key_column)
+            .unwrap_or(0);
+        let key_value = match (&inserted, row.get(key_at).copied().flatten()) {
+            (Some(number), _) => number.clone(),
+            (None, Some(key)) => key.clone(),
+            (None, None) => {
+                return Err(Error::Internal {
+                    detail: format!("inserting into {}: the key has no value", table.name),
+                });
+            }
+        };
+        let full: Vec<&SqlValue> = row
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| if i == key_at { Some(&key_value) } else { *v })
+            .collect();
+        let digest =
+            (full.len() == table.columns.len()).then(|| PgRows::extension_digest(table, &full));
+        self.wrote_extension(table, key_value.clone(), digest);
+        Ok(match key_value {
+            SqlValue::Int(n) => StoredValue::Int(n),
+            SqlValue::Text(t) => StoredValue::Text(t),
+        })
+    }
+
+    pub(crate) fn update_extension(
+        &self,
+        table: &ExtensionTable,
+        key: &SqlValue,
+        set: &[(&'static str, &SqlValue)],
+        guard: &[(&'static str, &SqlValue)],
+    ) -> Result<bool> {
+        let sets: Vec<String> = set
+            .iter()
+            .map(|(c, _)| format!("{} = ?", quoted(c)))
+            .collect();
+        let mut sql = format!(
+            "UPDATE {} SET {} WHERE {} = ?",
+            quoted(table.name),
+            sets.join(", "),
+            quoted(table.key_column)
+        );
+        for (column, _) in guard {
+            sql.push_str(&format!(" AND {} = ?", quoted(column)));
+        }
+        sql.push_str(&format!(" RETURNING {}", column_list(table.columns)));
+        let mut params: Vec<Param> = set.iter().map(|(_, v)| param(v)).collect();
+        params.push(param(key));
+        params.extend(guard.iter().map(|(_, v)| param(v)));
+        let rows = self.query(&sql, &params)?;
+        let Some(row) = rows.first() else {
+            return Ok(false);
+        };
+        let digest = digest_row(table.name, row)?;
+        self.wrote_extension(table, key.clone(), Some(digest));
+        Ok(true)
+    }
+
+    pub(crate) fn select_extension(
+        &self,
+        table: &ExtensionTable,
+        filter: &[(&'static str, &SqlValue)],
+        most: u64,
+    ) -> Result<Vec<StoredRow>> {
+        let shape = self.extensions.get(table)?;
+        let mut wheres: Vec<String> = filter
+            .iter()
+            .map(|(c, _)| format!("{} = ?", quoted(c)))
+            .collect();
+        if wheres.is_empty() {
+            wheres.push("TRUE".into());
+        }
+        let sql = format!(
+            "SELECT {}, written_seq FROM {} WHERE {} ORDER BY {} LIMIT ?",
+            column_list(table.columns),
+            quoted(table.name),
+            wheres.join(" AND "),
+            row_order(shape)
+        );
+        let mut params: Vec<Param> = filter.iter().map(|(_, v)| param(v)).collect();
+        params.push(limit(most));
+        let width = table.columns.len();
+        self.query(&sql, &params)?
+            .iter()
+            .map(|row| {
+                let values = (0..width)
+                    .map(|at| stored(row, at))
+                    .collect::<Result<Vec<_>>>()?;
+                let written_seq: i64 = row.try_get(width).map_err(|e| pg_error(&e))?;
+                Ok(StoredRow {
+                    values,
+                    written_seq,
+                })
+            })
+            .collect()
+    }
+
+    /// Marks row `key` of `table` written by `seq`: with the digest the
+    /// group noted, the update is deferred and the digest returned;
+    /// otherwise `None`, and the caller reads the row as it marks it with
+    /// [`PgRows::mark_extension_query`].
+    pub(crate) fn mark_extension_noted(
+        &self,
+        table: &ExtensionTable,
+        key: &str,
+        seq: i64,
+    ) -> Result<Option<String>> {
+        let noted = self
+            .extension_rows
+            .borrow()
+            .get(&(table.name, key.to_owned()))
+            .and_then(|w| w.digest.clone().map(|d| (w.key.clone(), d)));
+        let Some((typed, digest)) = noted else {
+            return Ok(None);
+        };
+        self.defer(
+            &format!(
+                "UPDATE {} SET written_seq = ? WHERE {} = ?",
+                quoted(table.name),
+                quoted(table.key_column)
+            ),
+            vec![int(seq), param(&typed)],
+        )?;
+        Ok(Some(digest))
+    }
+
+    /// The statement that marks row `key` of `table` written by `seq` and
+    /// returns its digested columns; `None` when the key cannot name a row.
+    pub(crate) fn mark_extension_query(
+        &self,
+        table: &ExtensionTable,
+        key: &str,
+        seq: i64,
+    ) -> Result<Option<(String, Vec<Param>)>> {
+        let shape = self.extensions.get(table)?;
+        let kind = shape
+            .column(table.key_column)
+            .map_or(ColumnType::Text, |c| c.kind);
+        let Some(typed) = typed_key(kind, key) else {
+            return Ok(None);
+        };
+        Ok(Some((
+            format!(
+                "UPDATE {} SET written_seq = ? WHERE {} = ? RETURNING {}",
+                quoted(table.name),
+                quoted(table.key_column),
+                column_list(table.columns)
+            ),
+            vec![int(seq), param(&typed)],
+        )))
+    }
+}
