@@ -5,19 +5,20 @@
 //! database arrives or nothing does.
 
 use agentrt::store::engine::StoredValue;
-use agentrt::store::{ExportPage, Store};
+use agentrt::store::{ExportPage, Exported, ExtensionExport, Store};
 use agentrt::{Error, Result};
 use tokio_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 
 use crate::error::pg_error;
+use crate::extensions::{create_table_sql, quoted};
 use crate::runtime::block_on;
 
 /// What a copy carried.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyReport {
     /// Rows copied per table, in copy order (tables without rows left out).
-    pub rows: Vec<(&'static str, u64)>,
+    pub rows: Vec<(String, u64)>,
     /// The chain head the destination now has: seq and link (none for a
     /// database without events).
     pub head: Option<(i64, String)>,
@@ -32,21 +33,17 @@ fn refused(detail: String) -> Error {
 
 /// Copies every run, step, approval, model call, tool spec, event and
 /// metadata row of the SQLite store `source` into the PostgreSQL database
-/// `url`, creating or migrating its schema first. Refuses a destination
-/// that already holds runs or events, a source with extension tables (not
-/// on PostgreSQL yet), and a source whose chain is computed otherwise
-/// (its `agentrt_meta` hash algorithm, canonical form or time format).
+/// `url`, creating or migrating its schema first; and the satellites'
+/// extension tables the source registers, created as the source has them
+/// (see `Store::export_rows`) with their registry and rows, so a
+/// satellite opening the copy finds its extension at the version the
+/// source held. Refuses a destination that already holds runs, events or
+/// extension tables, and a source whose chain is computed otherwise (its
+/// `agentrt_meta` hash algorithm, canonical form or time format).
 ///
 /// The source is read in one snapshot; the destination is written in one
 /// transaction. Run `verify` on both afterwards: they have the same head.
 pub fn copy_from(source: &Store, url: &str) -> Result<CopyReport> {
-    let extensions = source.extension_table_names()?;
-    if !extensions.is_empty() {
-        return Err(refused(format!(
-            "the database holds extension tables ({}); extension tables are not on PostgreSQL yet",
-            extensions.join(", ")
-        )));
-    }
     let crate::Connected {
         about,
         mut conn,
@@ -58,26 +55,31 @@ pub fn copy_from(source: &Store, url: &str) -> Result<CopyReport> {
     block_on(tx.execute("SELECT 1 FROM agentrt_chain WHERE id = 1 FOR UPDATE", &[]))
         .map_err(|e| pg_error(&e))?;
     let held: i64 = block_on(tx.query_one(
-        "SELECT (SELECT COUNT(*) FROM runs) + (SELECT COUNT(*) FROM events)",
+        "SELECT (SELECT COUNT(*) FROM runs) + (SELECT COUNT(*) FROM events)
+              + (SELECT COUNT(*) FROM extension_migrations) + (SELECT COUNT(*) FROM extension_tables)",
         &[],
     ))
     .and_then(|row| row.try_get(0))
     .map_err(|e| pg_error(&e))?;
     if held > 0 {
         return Err(refused(format!(
-            "{about} already holds runs or events: agentrt migrate copies into an empty database only"
+            "{about} already holds runs, events or extension tables: agentrt migrate copies into an empty database only"
         )));
     }
-    let mut rows: Vec<(&'static str, u64)> = Vec::new();
-    source.export_rows(&mut |page| {
+    let mut rows: Vec<(String, u64)> = Vec::new();
+    source.export_rows(&mut |exported| {
+        let page = match exported {
+            Exported::Extensions(extensions) => return create_extensions(&tx, extensions),
+            Exported::Rows(page) => page,
+        };
         let copied = if page.table == "agentrt_meta" {
             copy_meta(&tx, &page)?
         } else {
             copy_page(&tx, &page)?
         };
         match rows.last_mut() {
-            Some((table, n)) if *table == page.table => *n += copied,
-            _ => rows.push((page.table, copied)),
+            Some((table, n)) if table == page.table => *n += copied,
+            _ => rows.push((page.table.to_owned(), copied)),
         }
         Ok(())
     })?;
@@ -95,15 +97,49 @@ pub fn copy_from(source: &Store, url: &str) -> Result<CopyReport> {
     Ok(CopyReport { rows, head })
 }
 
+/// Creates the source's extension tables as it has them, with their
+/// registry: the applied migrations (the SQLite DDL's hashes) and the
+/// tables' entries.
+fn create_extensions(tx: &Transaction<'_>, extensions: &ExtensionExport) -> Result<()> {
+    for table in &extensions.tables {
+        for sql in create_table_sql(&table.shape) {
+            block_on(tx.batch_execute(&sql)).map_err(|e| pg_error(&e))?;
+        }
+        block_on(tx.execute(
+            "INSERT INTO extension_tables (name, extension, key_column, columns_json)
+             VALUES ($1, $2, $3, $4)",
+            &[
+                &table.shape.name,
+                &table.entry.extension,
+                &table.entry.key_column,
+                &table.entry.columns_json,
+            ],
+        ))
+        .map_err(|e| pg_error(&e))?;
+    }
+    for (extension, version, hash, applied_at) in &extensions.migrations {
+        block_on(tx.execute(
+            "INSERT INTO extension_migrations (extension, version, ddl_hash, applied_at)
+             VALUES ($1, $2, $3, $4)",
+            &[extension, version, hash, applied_at],
+        ))
+        .map_err(|e| pg_error(&e))?;
+    }
+    Ok(())
+}
+
 /// Inserts a page of one table's rows with their stored columns (the
-/// identity `pos` numbers them in the order they come: SQLite's).
+/// identity `pos`, `_pos` on an extension table, numbers them in the
+/// order they come: SQLite's).
 fn copy_page(tx: &Transaction<'_>, page: &ExportPage<'_>) -> Result<u64> {
     let placeholders: Vec<String> = (1..=page.columns.len()).map(|i| format!("${i}")).collect();
-    // Table and column names are the core's own schema's.
+    // Names are the core's own schema's or a checked extension table's:
+    // identifiers, quoted.
+    let columns: Vec<String> = page.columns.iter().map(|c| quoted(c)).collect();
     let sql = format!(
         "INSERT INTO {} ({}) VALUES ({})",
-        page.table,
-        page.columns.join(", "),
+        quoted(page.table),
+        columns.join(", "),
         placeholders.join(", ")
     );
     let statement = block_on(tx.prepare(&sql)).map_err(|e| pg_error(&e))?;

@@ -491,3 +491,57 @@ fn a_table_relying_on_what_only_sqlite_enforces_is_refused_before_anything_is_cr
     );
     assert!(tables.is_empty(), "{tables:?}");
 }
+
+#[test]
+fn a_copied_database_keeps_its_extension_tables_and_the_satellite_writes_on() {
+    let sqlite = Backend::sqlite();
+    let source = sqlite.open_with(proxy::options(proxy::PROXY)).unwrap();
+    source
+        .write(|tx| proxy::claim(tx, "s1", "k1", "r1"))
+        .unwrap();
+    source
+        .write(|tx| open_call(tx, Some(7), "k2", "r1"))
+        .unwrap();
+    source
+        .write(|tx| open_call(tx, Some(3), "k3", "r1"))
+        .unwrap();
+    source
+        .write(|tx| proxy::close(tx, 1, "done", "r1"))
+        .unwrap();
+    source.write(|tx| proxy::nonce(tx, "n-1", "r1")).unwrap();
+    let postgres = Backend::postgres();
+    let report = agentrt_postgres::copy_from(&source, &postgres.location).unwrap();
+    assert!(
+        report.rows.contains(&("proxy_calls".to_owned(), 3)),
+        "{report:?}"
+    );
+    assert!(
+        report.rows.contains(&("proxy_nonces".to_owned(), 1)),
+        "{report:?}"
+    );
+    // Verified without the satellite, as the CLI does: the same head.
+    let reader = postgres.open();
+    let copied = verify::verify(&reader, &VerifyOptions::default()).unwrap();
+    let original = verify::verify(&source, &VerifyOptions::default()).unwrap();
+    assert!(copied.intact(), "{copied:?}");
+    assert_eq!(copied.head, original.head);
+    drop(reader);
+    // The satellite opens the copy at the version the source held, and
+    // both go on alike (a numbered key after the largest).
+    let copy = postgres.open_with(proxy::options(proxy::PROXY)).unwrap();
+    assert_eq!(all_rows(&copy), all_rows(&source));
+    for store in [&source, &copy] {
+        let (key, _) = store.write(|tx| open_call(tx, None, "k4", "r1")).unwrap();
+        assert_eq!(key, SqlValue::Int(8));
+    }
+    assert_eq!(all_rows(&copy), all_rows(&source));
+    assert!(
+        verify::verify(&copy, &VerifyOptions::default())
+            .unwrap()
+            .intact()
+    );
+    assert_eq!(recorded_migrations(&postgres), recorded_migrations(&sqlite));
+    // Into a database that already holds extension tables: refused.
+    let again = agentrt_postgres::copy_from(&source, &postgres.location);
+    assert!(again.is_err(), "{again:?}");
+}

@@ -1,11 +1,14 @@
 //! A SQLite store's rows exactly as stored, table by table, inside one
 //! read transaction: what a copy to another engine needs to carry the
 //! chain over intact (`agentrt migrate`). Rows come a page at a time, so a
-//! copy's memory stays flat whatever the file holds.
+//! copy's memory stays flat whatever the file holds. Satellites' extension
+//! tables come too, described as they are in the file (the copying tool
+//! does not link the satellites), with the registry that names them.
 
 use rusqlite::types::ValueRef;
 
 use super::Store;
+use super::extension::{self, RegistryEntry, TableShape};
 use super::read_rows::StoredValue;
 use crate::clock::lock;
 use crate::error::{Error, Result};
@@ -29,25 +32,65 @@ const PAGE_ROWS: i64 = 500;
 /// One page of one table's rows, every column as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportPage<'a> {
-    /// The table.
-    pub table: &'static str,
+    /// The table (one of [`EXPORTED_TABLES`], or an extension table of
+    /// [`ExtensionExport::tables`]).
+    pub table: &'a str,
     /// Its columns, in stored order.
     pub columns: &'a [String],
     /// The rows, each value in `columns` order.
     pub rows: &'a [Vec<StoredValue>],
 }
 
+/// The satellites' extension tables of a file, as a copy recreates them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExtensionExport {
+    /// Every applied extension migration: extension, version, hash of its
+    /// SQLite DDL, when it was applied.
+    pub migrations: Vec<(String, i64, String, String)>,
+    /// Every registered table, in name order.
+    pub tables: Vec<ExportedTable>,
+}
+
+/// One extension table of [`ExtensionExport`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportedTable {
+    /// Its registry entry (the extension, the key, the digested columns).
+    pub entry: RegistryEntry,
+    /// The table as the file has it.
+    pub shape: TableShape,
+}
+
+/// What [`Store::export_rows`] hands over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exported<'a> {
+    /// The extension tables and their registry: once, after the rows of
+    /// the core's tables and before the extension tables' rows.
+    Extensions(&'a ExtensionExport),
+    /// A page of one table's rows.
+    Rows(ExportPage<'a>),
+}
+
 impl Store {
     /// Hands `f` every row of [`EXPORTED_TABLES`], a page at a time in
-    /// insertion order, all read in one read transaction (one snapshot
+    /// insertion order; then the extension tables the file registers,
+    /// described ([`Exported::Extensions`]); then their rows, in SQLite's
+    /// rowid order. All is read in one read transaction (one snapshot
     /// however long `f` takes). SQLite stores only; a value that is
-    /// neither an integer nor UTF-8 text is refused as corrupt. Extension
-    /// tables are not exported: see [`Store::extension_table_names`].
-    pub fn export_rows(&self, f: &mut dyn FnMut(ExportPage<'_>) -> Result<()>) -> Result<()> {
+    /// neither an integer nor UTF-8 text is refused as corrupt, and so is
+    /// a registry entry that does not name a valid extension table; a
+    /// table another engine could not hold as SQLite does (see
+    /// [`Extension::shape_at`](super::Extension::shape_at)) is refused
+    /// with [`Error::ExtensionSchema`].
+    pub fn export_rows(&self, f: &mut dyn FnMut(Exported<'_>) -> Result<()>) -> Result<()> {
         let conn = lock(&self.sqlite("an export")?.conn);
         let tx = conn.unchecked_transaction().map_err(Error::from_sqlite)?;
         for table in EXPORTED_TABLES {
             export_table(&tx, table, f)?;
+        }
+        let extensions = export_extensions(&tx)?;
+        f(Exported::Extensions(&extensions))?;
+        for table in &extensions.tables {
+            export_table(&tx, &table.shape.name, f)?;
         }
         tx.rollback().map_err(Error::from_sqlite)
     }
@@ -67,15 +110,73 @@ impl Store {
     }
 }
 
+/// The extension registry of `conn`, each table checked and described.
+fn export_extensions(conn: &rusqlite::Connection) -> Result<ExtensionExport> {
+    let refused = |table: &str, extension: &str, why: String| Error::ExtensionSchema {
+        extension: extension.to_owned(),
+        table: table.to_owned(),
+        detail: format!("it cannot be copied: {why}"),
+    };
+    let mut stmt = conn
+        .prepare(
+            "SELECT extension, version, ddl_hash, applied_at FROM extension_migrations ORDER BY extension, version",
+        )
+        .map_err(Error::from_sqlite)?;
+    let migrations = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .map_err(Error::from_sqlite)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(Error::from_sqlite)?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT name, extension, key_column, columns_json FROM extension_tables ORDER BY name",
+        )
+        .map_err(Error::from_sqlite)?;
+    let entries = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                RegistryEntry {
+                    extension: r.get(1)?,
+                    key_column: r.get(2)?,
+                    columns_json: r.get(3)?,
+                },
+            ))
+        })
+        .map_err(Error::from_sqlite)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(Error::from_sqlite)?;
+    let mut tables = Vec::with_capacity(entries.len());
+    for (name, entry) in entries {
+        let columns = entry
+            .checked_columns(&name)
+            .map_err(|why| refused(&name, &entry.extension, why))?;
+        let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+        if let Err(why) = extension::table_problem_in(conn, &name, &entry.key_column, &names)? {
+            return Err(refused(&name, &entry.extension, why));
+        }
+        let shape = extension::described(conn, &name)?.map_err(|why| {
+            refused(
+                &name,
+                &entry.extension,
+                format!("another engine could not hold it as SQLite does: {why}"),
+            )
+        })?;
+        tables.push(ExportedTable { entry, shape });
+    }
+    Ok(ExtensionExport { migrations, tables })
+}
+
 fn export_table(
     conn: &rusqlite::Connection,
-    table: &'static str,
-    f: &mut dyn FnMut(ExportPage<'_>) -> Result<()>,
+    table: &str,
+    f: &mut dyn FnMut(Exported<'_>) -> Result<()>,
 ) -> Result<()> {
-    // The table name is one of ours: no quoting needed.
+    // The table name is the core's own, or a checked extension table's
+    // (an identifier).
     let mut stmt = conn
         .prepare(&format!(
-            "SELECT rowid, * FROM {table} WHERE rowid > ?1 ORDER BY rowid LIMIT ?2"
+            "SELECT rowid, * FROM \"{table}\" WHERE rowid > ?1 ORDER BY rowid LIMIT ?2"
         ))
         .map_err(Error::from_sqlite)?;
     let columns: Vec<String> = stmt.column_names().skip(1).map(str::to_owned).collect();
@@ -91,7 +192,7 @@ fn export_table(
             for (i, column) in columns.iter().enumerate() {
                 let value = row.get_ref(1 + i).map_err(Error::from_sqlite)?;
                 values.push(stored(value).ok_or_else(|| Error::Corrupt {
-                    table,
+                    table: corrupt_table(table),
                     id: format!("rowid {after}"),
                     detail: format!("{column} is neither an integer nor UTF-8 text"),
                 })?);
@@ -102,15 +203,25 @@ fn export_table(
             return Ok(());
         }
         let full = rows.len() as i64 == PAGE_ROWS;
-        f(ExportPage {
+        f(Exported::Rows(ExportPage {
             table,
             columns: &columns,
             rows: &rows,
-        })?;
+        }))?;
         if !full {
             return Ok(());
         }
     }
+}
+
+/// The name a corrupt-row error gives: the core table's, or "an extension
+/// table" (the error names tables by static names).
+fn corrupt_table(table: &str) -> &'static str {
+    EXPORTED_TABLES
+        .iter()
+        .find(|t| **t == table)
+        .copied()
+        .unwrap_or("an extension table")
 }
 
 fn stored(value: ValueRef<'_>) -> Option<StoredValue> {
@@ -146,9 +257,16 @@ mod tests {
                 })
                 .unwrap();
         }
-        let mut seen: Vec<(&str, Vec<String>)> = Vec::new();
+        let mut seen: Vec<(String, Vec<String>)> = Vec::new();
         store
-            .export_rows(&mut |page| {
+            .export_rows(&mut |exported| {
+                let page = match exported {
+                    Exported::Rows(page) => page,
+                    Exported::Extensions(x) => {
+                        assert_eq!(x, &ExtensionExport::default());
+                        return Ok(());
+                    }
+                };
                 let id = page.columns.iter().position(|c| c == "id" || c == "seq");
                 for row in page.rows {
                     let key = id.map(|i| match &row[i] {
@@ -158,14 +276,14 @@ mod tests {
                     });
                     match seen.last_mut() {
                         Some((t, keys)) if *t == page.table => keys.extend(key),
-                        _ => seen.push((page.table, key.into_iter().collect())),
+                        _ => seen.push((page.table.to_owned(), key.into_iter().collect())),
                     }
                 }
                 Ok(())
             })
             .unwrap();
-        assert_eq!(seen[0], ("runs", vec!["b".into(), "a".into()]));
-        assert_eq!(seen[1], ("events", vec!["1".into(), "2".into()]));
+        assert_eq!(seen[0], ("runs".into(), vec!["b".into(), "a".into()]));
+        assert_eq!(seen[1], ("events".into(), vec!["1".into(), "2".into()]));
         assert_eq!(seen[2].0, "agentrt_meta");
         assert!(store.extension_table_names().unwrap().is_empty());
     }

@@ -54,7 +54,7 @@ pub use changes::{
     ApprovalChange, Assignment, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange,
     StepGuard,
 };
-pub use export::{EXPORTED_TABLES, ExportPage};
+pub use export::{EXPORTED_TABLES, ExportPage, Exported, ExportedTable, ExtensionExport};
 pub use extension::{
     ColumnShape, ColumnType, Extension, ExtensionRow, ExtensionShape, ExtensionTable, IndexShape,
     Registration, RegistryEntry, ShapeChange, SqlValue, TableShape,

@@ -68,6 +68,7 @@ use crate::error::{Error, Result};
 
 pub(crate) use migrate::{DdlGuard, sync, table_problem_in};
 pub use record::{Registration, RegistryEntry, check_held};
+pub(crate) use shape::described;
 pub use shape::{ColumnShape, ExtensionShape, IndexShape, ShapeChange, TableShape};
 
 /// A satellite's schema, declared as constants: its name, its migrations

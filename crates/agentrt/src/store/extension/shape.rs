@@ -339,6 +339,19 @@ fn because<T>(why: String) -> std::result::Result<T, Unportable> {
     Err(Unportable::Because(why))
 }
 
+/// Table `name` of `conn` described, or why another engine could not
+/// have it as SQLite does.
+pub(crate) fn described(
+    conn: &Connection,
+    name: &str,
+) -> Result<std::result::Result<TableShape, String>> {
+    match describe(conn, name) {
+        Ok(shape) => Ok(Ok(shape)),
+        Err(Unportable::Because(why)) => Ok(Err(why)),
+        Err(Unportable::Sqlite(e)) => Err(e),
+    }
+}
+
 /// Describes table `name` of `conn`.
 fn describe(conn: &Connection, name: &str) -> std::result::Result<TableShape, Unportable> {
     let sql: String = conn
