@@ -434,7 +434,7 @@ fn describe(conn: &Connection, name: &str) -> std::result::Result<TableShape, Un
             None => None,
             Some(text) => Some(literal(text, kind).ok_or_else(|| {
                 Unportable::Because(format!(
-                    "its column {:?} defaults to {text}, which is not an {} literal",
+                    "its column {:?} defaults to {text}, which is not a literal of its type ({})",
                     info.name,
                     kind.name()
                 ))
