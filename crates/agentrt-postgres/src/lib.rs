@@ -16,7 +16,10 @@
 //!   transactions queue on it;
 //! - waiting for a run or for any event wakes on `LISTEN`/`NOTIFY`, not on
 //!   polling;
-//! - the schema is versioned like SQLite's, and a newer one is refused.
+//! - the schema is versioned like SQLite's, and a newer one is refused;
+//! - satellites' extension tables (`PgOptions::store.extensions`) are
+//!   created and migrated from the description of their SQLite migrations
+//!   (the core's `Extension::shape`): a satellite declares its schema once.
 //!
 //! ```no_run
 //! let store = agentrt_postgres::open("postgres://agentrt@db.internal/agentrt")?;

@@ -105,7 +105,11 @@ pub trait GroupRows: ReadRows {
     /// Records a dispatched call's outcome; `false` if it is not dispatched.
     fn complete_model_call(&mut self, call: &ModelCall) -> Result<bool>;
     /// Inserts a row of a registered extension table with the given
-    /// (checked) columns and returns its key, as stored.
+    /// (checked) columns and returns its key, as stored (a numbered key
+    /// left out: the largest in the table plus one, as SQLite's rowid).
+    /// When every column has a value or a default and the key is known, an
+    /// engine may send the insert with its next request: a refusal (a
+    /// duplicate key) then fails the group there instead of here.
     fn insert_extension_row(
         &mut self,
         table: &ExtensionTable,

@@ -93,7 +93,9 @@ impl WriteTx<'_> {
     /// ([`Error::NoSuchTable`]), a column it does not have
     /// ([`Error::NoSuchColumn`]), a value of the other type or a column
     /// given twice ([`Error::ColumnValue`]); a duplicate key is
-    /// [`Error::Database`] with kind `Constraint`.
+    /// [`Error::Database`] with kind `Constraint` (on PostgreSQL, which
+    /// sends an insert with the group's next request, it may come from a
+    /// later call of the group: the group fails either way).
     ///
     /// ```
     /// # use agentrt::store::{Extension, ExtensionTable, SqlValue};
