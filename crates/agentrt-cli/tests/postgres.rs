@@ -9,76 +9,23 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use agentrt::{
     Decision, DefaultPolicy, Driver, GateConfig, Limits, RunStatus, ScriptedAgent, Store,
 };
 
 use support::{cli, json, run_cmd, runtime, tools};
 
-/// A password every URL of these tests carries; no output may show it.
-const PASSWORD: &str = "s3cret-Pa55";
+// The test server and a fresh database on it, as agentrt-postgres's own
+// tests make them.
+#[path = "../../agentrt-postgres/tests/real_postgres/backends.rs"]
+#[allow(dead_code)]
+mod backends;
 
-/// The test server's key=value pairs.
-fn server() -> Vec<(String, String)> {
-    let text = std::env::var("AGENTRT_TEST_POSTGRES").expect(
-        "AGENTRT_TEST_POSTGRES is not set: run these tests with \
-         `cargo xtask postgres -- cargo test -p agentrt-cli --features real-postgres --test postgres`",
-    );
-    text.split_whitespace()
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
-}
-
-fn setting(key: &str) -> String {
-    server()
-        .into_iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v)
-        .unwrap_or_default()
-}
-
-/// A `postgres://` URL for database `name` on the test server, with the
-/// password (a unix socket's directory percent-encoded as the host).
-fn url(name: &str) -> String {
-    let host = setting("host").replace('/', "%2F");
-    format!(
-        "postgres://{}:{PASSWORD}@{host}:{}/{name}",
-        setting("user"),
-        setting("port")
-    )
-}
+use backends::{PASSWORD, url};
 
 /// Creates an empty database; returns its name.
 fn fresh_database() -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let name = format!(
-        "agentrt_cli_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let config = std::env::var("AGENTRT_TEST_POSTGRES").unwrap_or_default();
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                let mut admin = config
-                    .parse::<postgres::Config>()
-                    .unwrap()
-                    .connect(postgres::NoTls)
-                    .unwrap();
-                admin
-                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-                    .unwrap();
-                admin
-                    .batch_execute(&format!("CREATE DATABASE {name}"))
-                    .unwrap();
-            })
-            .join()
-            .unwrap()
-    });
-    name
+    backends::fresh_database_name()
 }
 
 /// Starts run `id` with `decisions` on `store` and drives it until it

@@ -94,6 +94,39 @@ pub fn location(name: &str) -> String {
     format!("{} dbname={name}", server())
 }
 
+/// A password every [`url`] carries: the test server accepts any, and no
+/// output of the program under test may show it.
+pub const PASSWORD: &str = "s3cret-Pa55";
+
+/// One setting of the test server's key=value pairs (`""` if absent).
+fn setting(key: &str) -> String {
+    server()
+        .split_whitespace()
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.to_owned())
+        .unwrap_or_default()
+}
+
+/// A `postgres://` URL for database `name` on the test server, as a user
+/// passes one: with [`PASSWORD`], a unix socket's directory
+/// percent-encoded as the host.
+pub fn url(name: &str) -> String {
+    let host = setting("host").replace('/', "%2F");
+    format!(
+        "postgres://{}:{PASSWORD}@{host}:{}/{name}",
+        setting("user"),
+        setting("port")
+    )
+}
+
+/// Creates an empty database; returns its name.
+pub fn fresh_database_name() -> String {
+    let name = database_name();
+    on_plain_thread(|| create_database(&name));
+    name
+}
+
 /// Creates the empty database `name` on the test server.
 pub fn create_database(name: &str) {
     let mut admin = client(&server());
