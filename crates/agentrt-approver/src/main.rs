@@ -23,7 +23,8 @@ struct Cli {
 enum Command {
     /// Serve the signed webhook over a database until SIGINT or SIGTERM.
     Serve {
-        /// The database the runs are in (it must exist).
+        /// The database the runs are in (it must exist): a SQLite file, or
+        /// a `postgres://` URL.
         #[arg(long)]
         db: PathBuf,
         /// Where to listen.

@@ -15,7 +15,8 @@ use crate::webhook::{WebhookConfig, router};
 /// What `serve` needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServeOptions {
-    /// The database (it must exist).
+    /// The database (it must exist): a SQLite file, or a `postgres://` URL
+    /// (see [`StoreApprover::open`](crate::StoreApprover::open)).
     pub db: PathBuf,
     /// Where to listen (`127.0.0.1:0` picks a free port).
     pub listen: SocketAddr,

@@ -54,18 +54,40 @@ impl StoreApprover {
     /// build's schema and not be a symbolic link (the core's
     /// `open_existing`); nothing is created, and the only thing migrated is
     /// the approver's own table of used signatures, added if missing.
+    ///
+    /// With the `postgres` feature (on by default), a `postgres://` URL
+    /// names a PostgreSQL database instead, held to the same rules (its
+    /// schema must be there; the signatures' table is added if missing);
+    /// its password never appears in an error.
     pub fn open(
         path: impl AsRef<Path>,
         observer: Option<Arc<dyn Observer>>,
     ) -> Result<StoreApprover, ApproverError> {
         let path = path.as_ref();
-        // Refuses what open_existing refuses (missing, a link, another
-        // schema) before the opener that may add the extension's table.
-        drop(Store::open_existing(path, true)?);
         let options = StoreOptions {
             extensions: vec![EXTENSION],
             ..StoreOptions::default()
         };
+        #[cfg(feature = "postgres")]
+        if let Some(url) = path
+            .to_str()
+            .filter(|p| agentrt_postgres::is_postgres_url(p))
+        {
+            // Refuses a database without the schema before the opener
+            // that may add the extension's table.
+            drop(agentrt_postgres::open_existing(url)?);
+            let store = agentrt_postgres::open_with(
+                url,
+                agentrt_postgres::PgOptions {
+                    store: options,
+                    ..agentrt_postgres::PgOptions::default()
+                },
+            )?;
+            return Ok(StoreApprover::new(store, observer));
+        }
+        // Refuses what open_existing refuses (missing, a link, another
+        // schema) before the opener that may add the extension's table.
+        drop(Store::open_existing(path, true)?);
         let store = Store::open_with(path, options)?;
         Ok(StoreApprover::new(store, observer))
     }

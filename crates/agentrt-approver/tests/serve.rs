@@ -7,23 +7,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use agentrt::{Limits, Store};
-use agentrt_approver::signature::{Secret, signed_headers};
 
 mod support;
 
-const SECRET: &str = "3f1c9a7be2d84610a5c7e9f02b4d6a8c1e3f5a7b9d0c2e4f6a8b0c2d4e6f8a0b";
-
-fn write_secret(path: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, format!("{SECRET}\n")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn approver() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agentrt-approver"));
-    command.stdin(Stdio::null());
-    command
-}
+use support::{SECRET, approver, send, write_secret};
 
 /// Runs `command`, which is expected to refuse to start: its exit code and
 /// stderr. One that is still running (serving) after `deadline` is killed
@@ -60,25 +47,6 @@ fn refused_within(mut command: Command, deadline: std::time::Duration) -> (Optio
 
 async fn waiting_run(db: &Path) -> (String, String) {
     support::pause_on_push(db, "r1", "{}", Limits::default(), None).await
-}
-
-async fn send(
-    http: &reqwest::Client,
-    base: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: &str,
-) -> (u16, serde_json::Value) {
-    let secret = Secret::new(SECRET).unwrap();
-    let mut request = http
-        .request(method.clone(), format!("{base}{path}"))
-        .body(body.to_owned());
-    for (name, value) in signed_headers(&secret, method.as_str(), path, body.as_bytes()).unwrap() {
-        request = request.header(name, value);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap())
 }
 
 #[tokio::test]

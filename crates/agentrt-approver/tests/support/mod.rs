@@ -3,7 +3,10 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
+
+use agentrt_approver::signature::{Secret, signed_headers};
 
 use agentrt::{
     Clock, Decision, DefaultPolicy, Driver, GateConfig, Limits, RunStatus, ScriptedAgent,
@@ -28,7 +31,17 @@ pub async fn pause_on_push(
     limits: Limits,
     clock: Option<Clock>,
 ) -> (String, String) {
-    let store = Store::open(db).unwrap();
+    pause_on_push_in(&Store::open(db).unwrap(), id, args, limits, clock).await
+}
+
+/// [`pause_on_push`] on `store`.
+pub async fn pause_on_push_in(
+    store: &Store,
+    id: &str,
+    args: &str,
+    limits: Limits,
+    clock: Option<Clock>,
+) -> (String, String) {
     let mut config = GateConfig::new(store.clone(), DefaultPolicy, vec![push_tool()]);
     if let Some(clock) = clock {
         config = config.with_clock(clock);
@@ -42,4 +55,60 @@ pub async fn pause_on_push(
     assert_eq!(run.status, RunStatus::WaitingForApproval);
     let approval = store.list_approvals(id).unwrap().pop().unwrap();
     (approval.id, approval.hash)
+}
+
+/// The shared secret of the served webhook in these tests.
+pub const SECRET: &str = "3f1c9a7be2d84610a5c7e9f02b4d6a8c1e3f5a7b9d0c2e4f6a8b0c2d4e6f8a0b";
+
+/// Writes [`SECRET`] to `path` with permissions `mode`.
+pub fn write_secret(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("{SECRET}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// The `agentrt-approver` binary, its stdin closed.
+pub fn approver() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentrt-approver"));
+    command.stdin(Stdio::null());
+    command
+}
+
+/// Headers signing `method path body` with [`SECRET`] (a fresh nonce).
+pub fn signed(method: &reqwest::Method, path: &str, body: &str) -> Vec<(&'static str, String)> {
+    let secret = Secret::new(SECRET).unwrap();
+    signed_headers(&secret, method.as_str(), path, body.as_bytes()).unwrap()
+}
+
+/// Sends `method path body` with `headers` to `base`: the status and the
+/// JSON answer.
+pub async fn send_signed(
+    http: &reqwest::Client,
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: &str,
+    headers: &[(&'static str, String)],
+) -> (u16, serde_json::Value) {
+    let mut request = http
+        .request(method, format!("{base}{path}"))
+        .body(body.to_owned());
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+/// Sends `method path body`, freshly signed, to `base`.
+pub async fn send(
+    http: &reqwest::Client,
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: &str,
+) -> (u16, serde_json::Value) {
+    let headers = signed(&method, path, body);
+    send_signed(http, base, method, path, body, &headers).await
 }
