@@ -89,12 +89,12 @@ pub fn task(args: &[String]) -> Option<ExitCode> {
 }
 
 /// `cargo xtask test`'s PostgreSQL step: the tests with the
-/// `real-postgres` feature (agentrt-postgres's, the CLI's), against one
-/// throwaway cluster.
+/// `real-postgres` feature (agentrt-postgres's, the CLI's, the
+/// approver's), against one throwaway cluster.
 pub fn real_postgres_tests() -> Result<(), String> {
     let cluster = Cluster::start()?;
     let conninfo = cluster.conninfo();
-    let targets: [&[&str]; 2] = [
+    let targets: [&[&str]; 3] = [
         &[
             "test",
             "-p",
@@ -106,6 +106,15 @@ pub fn real_postgres_tests() -> Result<(), String> {
             "test",
             "-p",
             "agentrt-cli",
+            "--features",
+            "real-postgres",
+            "--test",
+            "postgres",
+        ],
+        &[
+            "test",
+            "-p",
+            "agentrt-approver",
             "--features",
             "real-postgres",
             "--test",
