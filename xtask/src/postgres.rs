@@ -90,11 +90,11 @@ pub fn task(args: &[String]) -> Option<ExitCode> {
 
 /// `cargo xtask test`'s PostgreSQL step: the tests with the
 /// `real-postgres` feature (agentrt-postgres's, the CLI's, the
-/// approver's), against one throwaway cluster.
+/// approver's, the proxy's), against one throwaway cluster.
 pub fn real_postgres_tests() -> Result<(), String> {
     let cluster = Cluster::start()?;
     let conninfo = cluster.conninfo();
-    let targets: [&[&str]; 3] = [
+    let targets: [&[&str]; 4] = [
         &[
             "test",
             "-p",
@@ -115,6 +115,15 @@ pub fn real_postgres_tests() -> Result<(), String> {
             "test",
             "-p",
             "agentrt-approver",
+            "--features",
+            "real-postgres",
+            "--test",
+            "postgres",
+        ],
+        &[
+            "test",
+            "-p",
+            "agentrt-proxy",
             "--features",
             "real-postgres",
             "--test",

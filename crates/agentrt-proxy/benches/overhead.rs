@@ -127,7 +127,7 @@ async fn through_proxy(
     durability: Durability,
 ) -> (Proxy, LoadedServers, Store) {
     let mut config = config.clone();
-    config.database = db.to_owned();
+    config.database = agentrt_proxy::Database::File(db.to_owned());
     let store = Store::open_with(
         db,
         StoreOptions {

@@ -795,7 +795,7 @@ impl Proxy {
 
     /// Tells the operator on stderr that an approval waits.
     fn notice(&self, approval_id: &str, kind: &str, run_id: &str, tool: &str) {
-        let db = self.config.database.display();
+        let db = &self.config.database;
         if let Ok(mut out) = self.notices.lock() {
             let _ = writeln!(
                 out,

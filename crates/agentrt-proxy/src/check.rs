@@ -9,6 +9,7 @@ use agentrt::{Store, Tool};
 use agentrt_mcp::{Connection, McpError, Rules, load, read_manifest};
 
 use crate::config::Config;
+use crate::database::Database;
 use crate::error::ProxyError;
 use crate::pin::output_error;
 use crate::reach::check_reach;
@@ -130,18 +131,18 @@ pub(crate) async fn open_store_with(
     config: &Config,
     options: agentrt::StoreOptions,
 ) -> Result<Store, ProxyError> {
-    let path = config.database.clone();
-    tokio::task::spawn_blocking(move || {
-        check_database_file(&path)?;
-        let store = Store::open_with(&path, options)?;
-        check_database_file(&path)?;
-        Ok::<_, ProxyError>(store)
+    let database = config.database.clone();
+    tokio::task::spawn_blocking(move || match &database {
+        Database::File(path) => {
+            check_database_file(path)?;
+            let store = Store::open_with(path, options)?;
+            check_database_file(path)?;
+            Ok::<_, ProxyError>(store)
+        }
+        Database::Postgres(url) => Ok(Database::open_postgres(url, options, true)?),
     })
     .await
-    .map_err(|e| ProxyError::Database {
-        path: config.database.clone(),
-        detail: e.to_string(),
-    })?
+    .map_err(|e| config.database.error(e.to_string()))?
 }
 
 /// Runs `check`: the reach check, the database, every server; prints each
@@ -166,6 +167,6 @@ pub async fn check(config: &Config, out: &mut dyn Write) -> Result<bool, ProxyEr
     }
     writeln!(out, "status tool: {}", config.status_tool).map_err(output_error)?;
     writeln!(out, "session: {}", config.session).map_err(output_error)?;
-    writeln!(out, "database: {}", config.database.display()).map_err(output_error)?;
+    writeln!(out, "database: {}", config.database).map_err(output_error)?;
     Ok(loaded.failed.is_empty())
 }

@@ -13,6 +13,7 @@ use agentrt_mcp::{Endpoint, Rule, RuleEntry, Server, parse_duration, read_privat
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::database::{Database, is_postgres_url};
 use crate::error::ProxyError;
 
 /// How long a call waits for its approval by default.
@@ -35,8 +36,9 @@ pub const MIN_LEASE_TTL: Duration = Duration::from_secs(3);
 pub struct Config {
     /// The configuration file, as given.
     pub path: PathBuf,
-    /// The SQLite file (resolved against the file's directory).
-    pub database: PathBuf,
+    /// The database: a SQLite file (resolved against the file's
+    /// directory), or a `postgres://` URL.
+    pub database: Database,
     /// The session: the first part of every run id.
     pub session: String,
     /// The upstream servers, in the file's order.
@@ -163,7 +165,7 @@ pub fn read_config(path: &Path) -> Result<Config, ProxyError> {
 ///                "manifest": "fs.manifest.json",
 ///                "rules": {"read_file": {"side_effect": "read_only", "timeout": "5s"}}}]
 /// }"#, Path::new("/etc/agentrt/proxy.json"))?;
-/// assert_eq!(config.database, Path::new("/etc/agentrt/proxy.db"));
+/// assert_eq!(config.database.file(), Some(Path::new("/etc/agentrt/proxy.db")));
 /// assert_eq!(config.policy[&SideEffect::LocalMutation], Outcome::RequireApproval);
 /// assert_eq!(config.policy[&SideEffect::Destructive], Outcome::Deny);
 /// # Ok::<(), agentrt_proxy::ProxyError>(())
@@ -284,7 +286,11 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
     }
     Ok(Config {
         path: path.to_owned(),
-        database: resolve(base, &file.database),
+        database: if is_postgres_url(&file.database) {
+            Database::Postgres(file.database)
+        } else {
+            Database::File(resolve(base, &file.database))
+        },
         session: file.session,
         servers,
         policy,
@@ -383,7 +389,7 @@ mod tests {
     #[test]
     fn defaults_fill_what_the_file_leaves_out() {
         let c = parse(MINIMAL).expect("minimal");
-        assert_eq!(c.database, Path::new("/cfg/p.db"));
+        assert_eq!(c.database.file(), Some(Path::new("/cfg/p.db")));
         assert_eq!(c.servers[0].manifest, Path::new("/cfg/fs.json"));
         assert_eq!(c.policy, default_policy());
         assert_eq!(c.hold, Duration::from_secs(15));
@@ -417,7 +423,7 @@ mod tests {
                                        "repeat_window": "0s"}}}]}"#,
         )
         .expect("full");
-        assert_eq!(c.database, Path::new("/var/p.db"));
+        assert_eq!(c.database.file(), Some(Path::new("/var/p.db")));
         assert_eq!(c.policy[&SideEffect::ReadOnly], Outcome::Deny);
         assert_eq!(c.policy[&SideEffect::LocalMutation], Outcome::Allow);
         assert_eq!(c.policy[&SideEffect::Destructive], Outcome::RequireApproval);

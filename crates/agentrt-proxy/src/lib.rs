@@ -19,6 +19,7 @@ mod caller;
 mod check;
 pub mod cli;
 mod config;
+mod database;
 mod error;
 mod flight;
 mod http_serve;
@@ -43,6 +44,7 @@ pub use config::{
     DEFAULT_STATUS_TOOL, DEFAULT_TTL, MIN_LEASE_TTL, ProxyRule, ServerConfig, default_policy,
     parse_config, read_config,
 };
+pub use database::Database;
 pub use error::ProxyError;
 pub use http_serve::{HttpOptions, serve_http};
 pub use index::{CALLS_TABLE, CallRow, INDEX, request_key};

@@ -78,8 +78,10 @@ impl Protected {
     /// and every directory above each, as written and resolved.
     pub fn of(config: &Config, cwd: &Path) -> Protected {
         let mut protected = Protected::default();
-        let files = [config.path.as_path(), config.database.as_path()]
+        // A database on a server is no file a server's arguments reach.
+        let files = [Some(config.path.as_path()), config.database.file()]
             .into_iter()
+            .flatten()
             .chain(config.servers.iter().map(|s| s.manifest.as_path()));
         for file in files {
             let written = absolute(cwd, file);

@@ -17,6 +17,7 @@ use agentrt::{RecheckReport, Store, StoreOptions, ToolSpec};
 use crate::check::load_all;
 use crate::cli::RecheckOptions;
 use crate::config::Config;
+use crate::database::Database;
 use crate::error::ProxyError;
 use crate::index::{INDEX, session_rows};
 use crate::pin::output_error;
@@ -82,21 +83,21 @@ pub async fn recheck(
         (facts_from_rules(config), None)
     };
     let policy = ProxyPolicy::new(config, facts, Arc::clone(&reruns));
-    let path = config.database.clone();
+    let database = config.database.clone();
     let session = options
         .session
         .clone()
         .unwrap_or_else(|| config.session.clone());
     let (run, limit) = (options.run.clone(), options.limit as usize);
     let reports = tokio::task::spawn_blocking(move || -> agentrt::Result<Vec<RecheckReport>> {
-        let store = Store::open_existing_with(
-            &path,
-            true,
-            StoreOptions {
-                extensions: vec![INDEX],
-                ..StoreOptions::default()
-            },
-        )?;
+        let options = StoreOptions {
+            extensions: vec![INDEX],
+            ..StoreOptions::default()
+        };
+        let store = match &database {
+            Database::File(path) => Store::open_existing_with(path, true, options)?,
+            Database::Postgres(url) => Database::open_postgres(url, options, false)?,
+        };
         let rows = session_rows(&store, &session)?;
         // Newest first; one run when asked for one.
         let ids: Vec<String> = rows
@@ -119,10 +120,7 @@ pub async fn recheck(
         Ok(reports)
     })
     .await
-    .map_err(|e| ProxyError::Database {
-        path: config.database.clone(),
-        detail: e.to_string(),
-    })??;
+    .map_err(|e| config.database.error(e.to_string()))??;
     let id = policy_id(config);
     if options.json {
         let text = serde_json::to_string_pretty(&reports).map_err(|e| ProxyError::Write {

@@ -289,8 +289,7 @@ pub async fn serve_stdio(config: Config, err: &mut dyn Write) -> Result<(), Prox
     let _ = writeln!(
         err,
         "agentrt-proxy: serving session {} on database {}",
-        config.session,
-        config.database.display()
+        config.session, config.database
     );
     let raw = Arc::new(RawArguments::default());
     let input = TeeInput::new(tokio::io::stdin(), Arc::clone(&raw));

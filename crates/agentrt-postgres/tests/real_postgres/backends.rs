@@ -1,4 +1,7 @@
 //! The engines a scenario runs on, and a fresh database for each test.
+//! Shared with the CLI's, the approver's and the proxy's PostgreSQL tests
+//! (`#[path]`), each of which uses part of it.
+#![allow(dead_code)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

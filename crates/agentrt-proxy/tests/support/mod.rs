@@ -46,8 +46,22 @@ pub fn store_on(dir: &Path) -> agentrt::Store {
 /// Writes `proxy.json` in `dir` (the database `proxy.db`, the top-level
 /// configuration `fields`, the fixture at `url` as the server `fs` with
 /// `read_file_rule` for its `read_file`) and pins it; the file's path.
+#[allow(dead_code)] // Not every test target configures a file.
 pub async fn configure(
     dir: &Path,
+    url: &str,
+    fields: &str,
+    read_file_rule: &str,
+) -> std::path::PathBuf {
+    configure_on(dir, "proxy.db", url, fields, read_file_rule).await
+}
+
+/// [`configure`] with the database `database` (a file name in `dir`, or a
+/// `postgres://` URL).
+#[allow(dead_code)] // Not every test target configures another database.
+pub async fn configure_on(
+    dir: &Path,
+    database: &str,
     url: &str,
     fields: &str,
     read_file_rule: &str,
@@ -56,7 +70,7 @@ pub async fn configure(
     std::fs::write(
         &config,
         format!(
-            r#"{{"database": "proxy.db", {fields},
+            r#"{{"database": "{database}", {fields},
                  "servers": [{{"name": "fs", "endpoint": "{url}", "manifest": "fs.manifest.json",
                    "connect_timeout": "10s", "rules": {{"read_file": {read_file_rule}}}}}]}}"#
         ),
