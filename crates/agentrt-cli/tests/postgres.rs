@@ -18,7 +18,6 @@ use support::{cli, json, run_cmd, runtime, tools};
 // The test server and a fresh database on it, as agentrt-postgres's own
 // tests make them.
 #[path = "../../agentrt-postgres/tests/real_postgres/backends.rs"]
-#[allow(dead_code)]
 mod backends;
 
 use backends::{PASSWORD, url};

@@ -12,7 +12,6 @@ mod support;
 // The test server and a fresh database on it, as agentrt-postgres's own
 // tests make them.
 #[path = "../../agentrt-postgres/tests/real_postgres/backends.rs"]
-#[allow(dead_code)]
 mod backends;
 
 use std::io::Write;
