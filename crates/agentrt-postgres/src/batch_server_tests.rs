@@ -12,7 +12,6 @@ use crate::backend::PgBackend;
 use crate::batch::Outcome;
 
 // The real-server suite's helpers (a fresh database, a raw client).
-#[allow(dead_code)]
 #[path = "../tests/real_postgres/backends.rs"]
 mod backends;
 
