@@ -21,7 +21,6 @@ use agentrt::verify::{self, VerifyOptions};
 
 // The real-server suite's databases: a fresh one per test.
 #[path = "real_postgres/backends.rs"]
-#[allow(dead_code)]
 mod backends;
 use agentrt::*;
 use backends::fresh_database;
