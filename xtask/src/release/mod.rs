@@ -140,7 +140,10 @@ fn build_from_packages(
         let dir = format!("{}-{}", package.name, package.version);
         let crate_file = target.join("package").join(format!("{dir}.crate"));
         let crate_arg = crate_file.to_string_lossy().into_owned();
-        capture("tar", &["xzf", &crate_arg], &staging)?;
+        // `m`: the files get the time of extraction, not the package's
+        // fixed one, so cargo rebuilds what an earlier check built from
+        // other sources of the same version.
+        capture("tar", &["xzmf", &crate_arg], &staging)?;
         let mut patch = toml_edit::InlineTable::new();
         patch.insert("path", dir.as_str().into());
         patches.insert(&package.name, toml_edit::value(patch));
