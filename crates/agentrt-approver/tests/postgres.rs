@@ -5,8 +5,7 @@
 //!
 //! Needs `AGENTRT_TEST_POSTGRES` (as `cargo xtask postgres -- …` sets it).
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::Stdio;
+use std::io::Read;
 
 use agentrt::verify::{self, VerifyOptions};
 use agentrt::{ApprovalStatus, Limits};
@@ -33,27 +32,7 @@ async fn serve_decides_a_run_held_in_postgresql_and_refuses_a_replayed_request()
     let secret = dir.path().join("secret");
     support::write_secret(&secret, 0o600);
 
-    let mut child = support::approver()
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--db",
-            &url,
-            "--secret-file",
-        ])
-        .arg(&secret)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
-    stderr.read_line(&mut first).unwrap();
-    let base = first
-        .trim()
-        .strip_prefix("agentrt-approver: listening on ")
-        .unwrap_or_else(|| panic!("{first:?}"))
-        .to_owned();
+    let (mut child, mut stderr, base) = support::serve_on(url.as_ref(), &secret);
 
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let (status, listed) =

@@ -2,7 +2,6 @@
 //! database on loopback, stops at SIGTERM, and refuses a remote address
 //! without its flag and a secret file others can read.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -57,22 +56,7 @@ async fn serve_answers_signed_requests_on_loopback_and_stops_at_sigterm() {
     let secret = dir.path().join("secret");
     write_secret(&secret, 0o600);
 
-    let mut child = approver()
-        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
-        .arg(&db)
-        .arg("--secret-file")
-        .arg(&secret)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
-    stderr.read_line(&mut first).unwrap();
-    let base = first
-        .trim()
-        .strip_prefix("agentrt-approver: listening on ")
-        .unwrap_or_else(|| panic!("{first:?}"))
-        .to_owned();
+    let (mut child, _stderr, base) = support::serve_on(db.as_os_str(), &secret);
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
 
     let http = reqwest::Client::builder().no_proxy().build().unwrap();

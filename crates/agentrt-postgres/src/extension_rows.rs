@@ -131,15 +131,7 @@ impl PgRows<'_> {
             };
             Some(SqlValue::Int(number))
         } else {
-            let sql = if names.is_empty() {
-                format!("INSERT INTO {name} DEFAULT VALUES")
-            } else {
-                format!(
-                    "INSERT INTO {name} ({}) VALUES ({})",
-                    column_list(&names),
-                    vec!["?"; names.len()].join(", ")
-                )
-            };
+            let sql = table.insert_sql(&names);
             if row.iter().any(Option::is_none) {
                 // A column with neither a value nor a default: the server
                 // refuses the insert, now, as SQLite does.
@@ -184,20 +176,13 @@ impl PgRows<'_> {
         set: &[(&'static str, &SqlValue)],
         guard: &[(&'static str, &SqlValue)],
     ) -> Result<bool> {
-        let sets: Vec<String> = set
-            .iter()
-            .map(|(c, _)| format!("{} = ?", quoted(c)))
-            .collect();
-        let mut sql = format!(
-            "UPDATE {} SET {} WHERE {} = ?",
-            quoted(table.name),
-            sets.join(", "),
-            quoted(table.key_column)
+        let set_columns: Vec<&str> = set.iter().map(|(c, _)| *c).collect();
+        let guard_columns: Vec<&str> = guard.iter().map(|(c, _)| *c).collect();
+        let sql = format!(
+            "{} RETURNING {}",
+            table.update_sql(&set_columns, &guard_columns),
+            column_list(table.columns)
         );
-        for (column, _) in guard {
-            sql.push_str(&format!(" AND {} = ?", quoted(column)));
-        }
-        sql.push_str(&format!(" RETURNING {}", column_list(table.columns)));
         let mut params: Vec<Param> = set.iter().map(|(_, v)| param(v)).collect();
         params.push(param(key));
         params.extend(guard.iter().map(|(_, v)| param(v)));

@@ -112,3 +112,34 @@ pub async fn send(
     let headers = signed(&method, path, body);
     send_signed(http, base, method, path, body, &headers).await
 }
+
+/// `agentrt-approver serve` on `db` (a file or a URL) with the secret at
+/// `secret`, listening on a free loopback port: the child, its stderr past
+/// the first line, and the address that line names.
+pub fn serve_on(
+    db: &std::ffi::OsStr,
+    secret: &Path,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+    String,
+) {
+    use std::io::BufRead;
+    let mut child = approver()
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(db)
+        .arg("--secret-file")
+        .arg(secret)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    let base = first
+        .trim()
+        .strip_prefix("agentrt-approver: listening on ")
+        .unwrap_or_else(|| panic!("{first:?}"))
+        .to_owned();
+    (child, stderr, base)
+}

@@ -8,7 +8,8 @@
 use std::path::Path;
 
 use super::{
-    Extension, ExtensionTable, MAX_EXTENSION_NAME, is_identifier, overlapping, table_problem,
+    Extension, ExtensionTable, MAX_EXTENSION_NAME, is_identifier, overlapping, quoted, quoted_list,
+    table_problem,
 };
 use crate::error::{Error, Result};
 
@@ -78,6 +79,59 @@ pub enum Registration {
 }
 
 impl ExtensionTable {
+    /// The statement an engine runs for
+    /// [`WriteTx::insert_row`](crate::store::WriteTx::insert_row) giving
+    /// `columns` (`?` for each value, in their order; `DEFAULT VALUES` for
+    /// none). The names are the registered declaration's.
+    ///
+    /// ```
+    /// use agentrt::store::ExtensionTable;
+    ///
+    /// let t = ExtensionTable { name: "demo_items", key_column: "id", columns: &["id", "n"] };
+    /// assert_eq!(t.insert_sql(&["n"]), r#"INSERT INTO "demo_items" ("n") VALUES (?)"#);
+    /// assert_eq!(t.insert_sql(&[]), r#"INSERT INTO "demo_items" DEFAULT VALUES"#);
+    /// ```
+    pub fn insert_sql(&self, columns: &[&str]) -> String {
+        if columns.is_empty() {
+            format!("INSERT INTO {} DEFAULT VALUES", quoted(self.name))
+        } else {
+            format!(
+                "INSERT INTO {} ({}) VALUES ({})",
+                quoted(self.name),
+                quoted_list(columns),
+                vec!["?"; columns.len()].join(", ")
+            )
+        }
+    }
+
+    /// The compare-and-set statement an engine runs for
+    /// [`WriteTx::update_row`](crate::store::WriteTx::update_row): `set`'s
+    /// columns set where the key and every column of `guard` hold their
+    /// values (`?` for each: the set values, the key, the guard values).
+    ///
+    /// ```
+    /// use agentrt::store::ExtensionTable;
+    ///
+    /// let t = ExtensionTable { name: "demo_items", key_column: "id", columns: &["id", "n"] };
+    /// assert_eq!(
+    ///     t.update_sql(&["n"], &["n"]),
+    ///     r#"UPDATE "demo_items" SET "n" = ? WHERE "id" = ? AND "n" = ?"#
+    /// );
+    /// ```
+    pub fn update_sql(&self, set: &[&str], guard: &[&str]) -> String {
+        let sets: Vec<String> = set.iter().map(|c| format!("{} = ?", quoted(c))).collect();
+        let mut sql = format!(
+            "UPDATE {} SET {} WHERE {} = ?",
+            quoted(self.name),
+            sets.join(", "),
+            quoted(self.key_column)
+        );
+        for column in guard {
+            sql.push_str(&format!(" AND {} = ?", quoted(column)));
+        }
+        sql
+    }
+
     /// The registry's form of the digested columns: a JSON array of their
     /// names, in digest order.
     ///

@@ -317,21 +317,11 @@ impl GroupRows for SqliteRows<'_> {
         values: &[(&'static str, &SqlValue)],
     ) -> Result<StoredValue> {
         let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
-        let sql = if names.is_empty() {
-            format!(
-                "INSERT INTO {} DEFAULT VALUES RETURNING {}",
-                quoted(table.name),
-                quoted(table.key_column)
-            )
-        } else {
-            format!(
-                "INSERT INTO {} ({}) VALUES ({}) RETURNING {}",
-                quoted(table.name),
-                quoted_list(&names),
-                vec!["?"; names.len()].join(", "),
-                quoted(table.key_column)
-            )
-        };
+        let sql = format!(
+            "{} RETURNING {}",
+            table.insert_sql(&names),
+            quoted(table.key_column)
+        );
         let params = values.iter().map(|(_, v)| sql_value(v));
         let mut stmt = self.conn.prepare_cached(&sql).map_err(Error::from_sqlite)?;
         stmt.query_row(params_from_iter(params), |r| Ok(stored(r.get_ref(0)?)))
@@ -348,20 +338,9 @@ impl GroupRows for SqliteRows<'_> {
         let mut params: Vec<Value> = set.iter().map(|(_, v)| sql_value(v)).collect();
         params.push(sql_value(key));
         params.extend(guard.iter().map(|(_, v)| sql_value(v)));
-        let sets: Vec<String> = set
-            .iter()
-            .map(|(name, _)| format!("{} = ?", quoted(name)))
-            .collect();
-        let mut sql = format!(
-            "UPDATE {} SET {} WHERE {} = ?",
-            quoted(table.name),
-            sets.join(", "),
-            quoted(table.key_column)
-        );
-        for (name, _) in guard {
-            sql.push_str(&format!(" AND {} = ?", quoted(name)));
-        }
-        Ok(self.exec(&sql, params)? == 1)
+        let set: Vec<&str> = set.iter().map(|(name, _)| *name).collect();
+        let guard: Vec<&str> = guard.iter().map(|(name, _)| *name).collect();
+        Ok(self.exec(&table.update_sql(&set, &guard), params)? == 1)
     }
 
     fn chain_head(&self) -> Result<(i64, String)> {
