@@ -545,3 +545,23 @@ fn a_copied_database_keeps_its_extension_tables_and_the_satellite_writes_on() {
     let again = agentrt_postgres::copy_from(&source, &postgres.location);
     assert!(again.is_err(), "{again:?}");
 }
+
+#[test]
+fn hosts_opening_a_new_database_with_an_extension_at_once_create_it_once() {
+    let postgres = Backend::postgres();
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| drop(postgres.open_with(proxy::options(proxy::PROXY)).unwrap()));
+        }
+    });
+    assert_eq!(recorded_migrations(&postgres).len(), 2);
+    let store = postgres.open_with(proxy::options(proxy::PROXY)).unwrap();
+    store
+        .write(|tx| proxy::claim(tx, "s1", "k1", "r1"))
+        .unwrap();
+    assert!(
+        verify::verify(&store, &VerifyOptions::default())
+            .unwrap()
+            .intact()
+    );
+}
