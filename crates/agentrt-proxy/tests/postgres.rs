@@ -161,4 +161,37 @@ async fn proxies_on_two_hosts_share_their_runs_and_an_approval_from_elsewhere_re
             .unwrap()
             .intact()
     );
+
+    // The operator's commands on the same configuration: `check` names the
+    // database without its password; `recheck` reads the session's runs
+    // from PostgreSQL and writes nothing.
+    let config = host_a.path().join("proxy.json");
+    let (code, out, err) = command(&["check", "--config", &config.to_string_lossy()]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("database: postgres://"), "{out}");
+    assert!(
+        !out.contains(PASSWORD) && !err.contains(PASSWORD),
+        "{out}{err}"
+    );
+    let head = verify::chain_head(&operator).unwrap();
+    let (code, out, err) = command(&["recheck", "--config", &config.to_string_lossy()]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 run(s) re-checked"), "{out}");
+    assert_eq!(
+        verify::chain_head(&operator).unwrap(),
+        head,
+        "recheck wrote nothing"
+    );
+}
+
+/// `agentrt-proxy ARGS…` in process: exit code, stdout, stderr.
+async fn command(args: &[&str]) -> (u8, String, String) {
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = agentrt_proxy::cli::run(&args, &mut out, &mut err).await;
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
 }
