@@ -13,7 +13,7 @@ use crate::batch::Outcome;
 
 // The real-server suite's helpers (a fresh database, a raw client).
 #[path = "../tests/real_postgres/backends.rs"]
-mod backends;
+pub(crate) mod backends;
 
 fn engine() -> (PgBackend, String) {
     let url = backends::fresh_database();
