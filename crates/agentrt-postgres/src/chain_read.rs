@@ -10,10 +10,9 @@
 //! trusted only once it names a valid extension table.
 
 use std::ops::ControlFlow;
-use std::sync::LazyLock;
 
 use agentrt::store::engine::{
-    ChainRows, EventColumn, EventRow, Field, INLINE_FIELD, MAX_LINK_SHOWN, Piece,
+    ChainRows, EVENTS_PAGE_SQL, EventColumn, EventRow, Field, HASH_AT_SQL, HEAD_SQL, Piece,
 };
 use agentrt::store::schema::{StateTable, UNCHAINED_SEQ};
 use agentrt::store::{ColumnType, MAX_PAGE_TEXT, RegistryEntry, SqlValue};
@@ -28,38 +27,6 @@ use crate::rows::{Param, PgRows, digest_row, int, text};
 /// Characters per piece of a long field: at most four bytes each in
 /// UTF-8, so a piece stays within `MAX_PAGE_TEXT` bytes.
 const PIECE_CHARS: i64 = (MAX_PAGE_TEXT / 4) as i64;
-
-/// A link as shown: at most `MAX_LINK_SHOWN` characters of it (links are
-/// ASCII hex unless tampered with).
-fn capped_link() -> String {
-    format!("substr(hash, 1, {MAX_LINK_SHOWN})")
-}
-
-/// A page of events: seq, the linked fields (NULL when long), the link.
-static EVENTS_SQL: LazyLock<String> = LazyLock::new(|| {
-    let fields: Vec<String> = EventColumn::ALL
-        .iter()
-        .map(|c| {
-            let name = c.name();
-            format!("CASE WHEN octet_length({name}) > {INLINE_FIELD} THEN NULL ELSE {name} END")
-        })
-        .collect();
-    format!(
-        "SELECT seq, {}, {} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
-        fields.join(", "),
-        capped_link()
-    )
-});
-
-static HEAD_SQL: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT seq, {} FROM events ORDER BY seq DESC LIMIT 1",
-        capped_link()
-    )
-});
-
-static HASH_AT_SQL: LazyLock<String> =
-    LazyLock::new(|| format!("SELECT {} FROM events WHERE seq = ?", capped_link()));
 
 /// One table the chain covers, as `verify` reads it.
 #[derive(Debug)]
@@ -327,7 +294,7 @@ impl ChainRows for PgRows<'_> {
         f: &mut dyn FnMut(&EventRow<'_>) -> Result<ControlFlow<()>>,
     ) -> Result<(usize, ControlFlow<()>)> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self.query(&EVENTS_SQL, &[int(after), int(to), int(limit)])?;
+        let rows = self.query(&EVENTS_PAGE_SQL, &[int(after), int(to), int(limit)])?;
         let mut handed = 0;
         for row in &rows {
             let mut fields = [Field::Inline(&[]); 6];

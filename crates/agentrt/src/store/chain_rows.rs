@@ -4,6 +4,7 @@
 //! in pieces, so a walk's memory stays flat however large the log.
 
 use std::ops::ControlFlow;
+use std::sync::LazyLock;
 
 use crate::error::Result;
 
@@ -13,6 +14,33 @@ pub const INLINE_FIELD: u64 = 4096;
 
 /// Most bytes of a stored link handed over (a tampered one may be huge).
 pub const MAX_LINK_SHOWN: usize = 128;
+
+/// The statement a [`ChainRows`] reads a page of events with, the same
+/// text on every engine (`?` placeholders: after, to, limit): the seq,
+/// each linked field of [`EventColumn::ALL`] (NULL when longer than
+/// [`INLINE_FIELD`], so a long one is read in pieces), and the link cut
+/// at [`MAX_LINK_SHOWN`] bytes.
+pub static EVENTS_PAGE_SQL: LazyLock<String> = LazyLock::new(|| {
+    let fields: Vec<String> = EventColumn::ALL
+        .iter()
+        .map(|c| super::chained::capped_select(c.name()))
+        .collect();
+    format!(
+        "SELECT seq, {}, substr(hash, 1, {MAX_LINK_SHOWN}) FROM events
+         WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+        fields.join(", ")
+    )
+});
+
+/// The chain head as [`ChainRows::head`] reads it: the highest seq and its
+/// link, cut at [`MAX_LINK_SHOWN`] bytes.
+pub static HEAD_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT seq, substr(hash, 1, {MAX_LINK_SHOWN}) FROM events ORDER BY seq DESC LIMIT 1")
+});
+
+/// The link of one seq as [`ChainRows::hash_at`] reads it (`?`: the seq).
+pub static HASH_AT_SQL: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT substr(hash, 1, {MAX_LINK_SHOWN}) FROM events WHERE seq = ?"));
 
 /// A text column of the event log, in link order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,8 @@
 pub use super::backend::{Backend, BatchedGroup, ChangeSignal};
 pub use super::calls::{CALL_COLUMNS, call_from_row as decode_model_call};
 pub use super::chain_rows::{
-    ChainRows, EventColumn, EventRow, Field, INLINE_FIELD, MAX_LINK_SHOWN, Piece,
+    ChainRows, EVENTS_PAGE_SQL, EventColumn, EventRow, Field, HASH_AT_SQL, HEAD_SQL, INLINE_FIELD,
+    MAX_LINK_SHOWN, Piece,
 };
 pub use super::columns::{Column, Decode, RowColumns};
 pub use super::group_rows::{GroupRows, RowTable, SealedEvent};

@@ -11,13 +11,13 @@
 use std::cell::{OnceCell, RefCell};
 use std::io::Read;
 use std::ops::ControlFlow;
-use std::sync::LazyLock;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Row, Statement};
 
-use super::chain_rows::{ChainRows, EventColumn, EventRow, Field, MAX_LINK_SHOWN, Piece};
-use super::chained::capped_select;
+use super::chain_rows::{
+    ChainRows, EVENTS_PAGE_SQL, EventColumn, EventRow, Field, HASH_AT_SQL, HEAD_SQL, Piece,
+};
 use super::chained::{self, ChainedTable};
 use super::digest::hash_value;
 use super::page::MAX_PAGE_TEXT;
@@ -122,19 +122,6 @@ fn prepared_at<'s, 'c>(
     )
 }
 
-/// The page of events after a seq, up to a seq.
-static EVENTS_SQL: LazyLock<String> = LazyLock::new(|| {
-    let fields: Vec<String> = EventColumn::ALL
-        .iter()
-        .map(|c| capped_select(c.name()))
-        .collect();
-    format!(
-        "SELECT seq, {}, CASE WHEN octet_length(hash) > {MAX_LINK_SHOWN} THEN substr(hash, 1, {MAX_LINK_SHOWN}) ELSE hash END
-         FROM events WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3",
-        fields.join(", ")
-    )
-});
-
 /// The text of a field that is not a long one: text and blobs as stored,
 /// anything else empty (the chain then fails to match, as it should).
 fn inline_bytes<'r>(value: ValueRef<'r>) -> &'r [u8] {
@@ -215,9 +202,7 @@ impl ChainRows for Snapshot<'_> {
     fn head(&self) -> Result<Option<(i64, String)>> {
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT seq, substr(hash, 1, 128) FROM events ORDER BY seq DESC LIMIT 1",
-            )
+            .prepare_cached(&HEAD_SQL)
             .map_err(Error::from_sqlite)?;
         stmt.query_row([], |r| Ok((r.get(0)?, text(r.get_ref(1)?))))
             .optional()
@@ -227,7 +212,7 @@ impl ChainRows for Snapshot<'_> {
     fn hash_at(&self, seq: i64) -> Result<Option<String>> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT substr(hash, 1, 128) FROM events WHERE seq = ?1")
+            .prepare_cached(&HASH_AT_SQL)
             .map_err(Error::from_sqlite)?;
         stmt.query_row([seq], |r| Ok(text(r.get_ref(0)?)))
             .optional()
@@ -241,7 +226,7 @@ impl ChainRows for Snapshot<'_> {
         limit: usize,
         f: &mut dyn FnMut(&EventRow<'_>) -> Result<ControlFlow<()>>,
     ) -> Result<(usize, ControlFlow<()>)> {
-        let mut stmt = prepared(self.conn, &self.events, &EVENTS_SQL)?;
+        let mut stmt = prepared(self.conn, &self.events, &EVENTS_PAGE_SQL)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut rows = stmt
             .query(rusqlite::params![after, to, limit])
