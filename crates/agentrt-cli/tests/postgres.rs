@@ -255,3 +255,81 @@ fn migrate_refuses_a_broken_chain_and_a_file_destination() {
         out.stderr
     );
 }
+
+#[test]
+fn migrate_carries_a_satellites_tables_and_verify_checks_their_rows_on_postgres() {
+    use agentrt::store::{Extension, ExtensionTable, NewRun};
+    use agentrt::{EventType, StoreOptions, Timestamp};
+
+    const NONCES: Extension = Extension {
+        name: "approver",
+        migrations: &[(
+            1,
+            "CREATE TABLE approver_nonces (nonce TEXT NOT NULL PRIMARY KEY,
+                 seen_at TEXT NOT NULL, written_seq INTEGER NOT NULL DEFAULT 0)",
+        )],
+        tables: &[ExtensionTable {
+            name: "approver_nonces",
+            key_column: "nonce",
+            columns: &["nonce", "seen_at"],
+        }],
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = sqlite_with_runs(dir.path());
+    let store = Store::open_with(
+        &file,
+        StoreOptions {
+            extensions: vec![NONCES],
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let at = Timestamp::parse("2026-10-01T09:00:00Z").unwrap();
+    store
+        .write(|tx| {
+            tx.insert_run(&NewRun {
+                id: "hook",
+                goal: "approve by webhook",
+                limits_json: "{}",
+                created_at: at,
+                lease_owner: "agentrt-approver",
+                lease_expires_at: at,
+            })?;
+            tx.insert_row(
+                "approver_nonces",
+                &[("nonce", "n-1".into()), ("seen_at", "t1".into())],
+            )?;
+            tx.append_event("hook", "", &at, EventType::RunCreated, "{}")
+        })
+        .unwrap();
+    drop(store);
+    let file_text = file.to_str().unwrap();
+    let name = fresh_database();
+    let db = url(&name);
+    let out = agentrt_raw(&["--json", "migrate", "--from", file_text, "--to", &db]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let report = json(&out.stdout);
+    let copied: Vec<String> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["table"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(copied.contains(&"approver_nonces".to_owned()), "{copied:?}");
+    let verified = |location: &str| {
+        let out = agentrt(location, &["--json", "verify"]);
+        (out.code, json(&out.stdout)["head"].clone())
+    };
+    assert_eq!(verified(&db), verified(file_text));
+    assert_eq!(verified(&db).0, 0);
+
+    // An edit of the satellite's row on PostgreSQL is caught there.
+    backends::on_plain_thread(|| {
+        backends::client(&backends::location(&name))
+            .batch_execute("UPDATE approver_nonces SET seen_at = 't2'")
+            .unwrap()
+    });
+    let out = agentrt(&db, &["verify"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("approver_nonces"), "{out:?}");
+}
