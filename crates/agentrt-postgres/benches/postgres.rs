@@ -23,6 +23,10 @@ const RUNS: u64 = 64;
 const PROCESSES: u64 = 4;
 /// Set in a worker process: how many runs it drives at once.
 const WORKER: &str = "AGENTRT_BENCH_WORKER_RUNS";
+/// Runs the parallel case this many times outside criterion.
+const PARALLEL: &str = "AGENTRT_BENCH_PARALLEL";
+/// Runs this many runs one after another outside criterion.
+const ONE_AFTER_ANOTHER: &str = "AGENTRT_BENCH_ONE_AFTER_ANOTHER";
 
 fn location() -> String {
     std::env::var("AGENTRT_TEST_POSTGRES").expect(
@@ -88,17 +92,37 @@ fn step_cost(c: &mut Criterion) {
 }
 
 /// Starts `PROCESSES` copies of this binary, each driving its share of
-/// `RUNS` runs at once; returns when all are done.
+/// `RUNS` runs at once; returns how long the work took, from the moment
+/// every worker had its store open (told to go together) until the last
+/// one finished: the steps per second of the runs, not of starting
+/// processes and connecting.
 fn processes() -> Duration {
-    let started = Instant::now();
-    let children: Vec<_> = (0..PROCESSES)
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let mut children: Vec<_> = (0..PROCESSES)
         .map(|_| {
             Command::new(std::env::current_exe().unwrap())
                 .env(WORKER, (RUNS / PROCESSES).to_string())
+                // A worker only works: it never starts workers of its own.
+                .env_remove(PARALLEL)
+                .env_remove(ONE_AFTER_ANOTHER)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
                 .spawn()
                 .expect("a worker starts")
         })
         .collect();
+    for child in &mut children {
+        let mut ready = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut ready)
+            .unwrap();
+        assert_eq!(ready.trim(), "ready", "a worker did not open its store");
+    }
+    let started = Instant::now();
+    for child in &mut children {
+        writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
+    }
     for mut child in children {
         assert!(child.wait().unwrap().success(), "a worker failed");
     }
@@ -154,13 +178,30 @@ fn one_after_another(runs: u64) {
     );
 }
 
-fn main() {
-    if let Ok(runs) = std::env::var("AGENTRT_BENCH_ONE_AFTER_ANOTHER") {
-        one_after_another(runs.parse().expect("a number of runs"));
-        return;
+/// Runs the parallel case `times` times and reports, for each, the steps
+/// per second and the machine's CPU time per step while the runs ran.
+fn parallel_plain(times: u64) {
+    for _ in 0..times {
+        let busy = busy_ticks();
+        let took = processes();
+        let ticks = busy_ticks() - busy;
+        let steps = (RUNS * STEPS) as f64;
+        eprintln!(
+            "64 runs over 4 processes: {:.0} steps per second, {:.3} ms CPU per step",
+            steps / took.as_secs_f64(),
+            ticks as f64 * 10.0 / steps
+        );
     }
+}
+
+fn main() {
+    // A worker first, whatever else the environment says.
     if let Ok(runs) = std::env::var(WORKER) {
         let store = agentrt_postgres::open(&location()).expect("the worker's store");
+        // Open, then wait for the word to go with the others.
+        println!("ready");
+        let mut go = String::new();
+        std::io::stdin().read_line(&mut go).expect("the word to go");
         let before = agentrt_postgres::round_trips();
         drive(&runtime(), &store, runs.parse().expect("a number of runs"));
         eprintln!(
@@ -168,6 +209,14 @@ fn main() {
             agentrt_postgres::round_trips() - before,
             store.write_groups()
         );
+        return;
+    }
+    if let Ok(times) = std::env::var(PARALLEL) {
+        parallel_plain(times.parse().expect("a number of times"));
+        return;
+    }
+    if let Ok(runs) = std::env::var(ONE_AFTER_ANOTHER) {
+        one_after_another(runs.parse().expect("a number of runs"));
         return;
     }
     let mut c = Criterion::default().configure_from_args();
