@@ -23,6 +23,7 @@ use agentrt::{Error, Result};
 use tokio_postgres::{AsyncMessage, Client, Config, IsolationLevel, NoTls, SimpleQueryMessage};
 
 use crate::batch::{Batcher, Outcome};
+use crate::chain_read::ChainSnapshot;
 use crate::error::{Describe, is_retryable, pg_error};
 use crate::extensions::ExtensionTables;
 use crate::group::LISTEN;
@@ -287,7 +288,7 @@ impl Backend for PgBackend {
     }
 
     fn chain_read(&self, f: &mut dyn FnMut(&dyn ChainRows) -> Result<()>) -> Result<()> {
-        self.snapshot(|rows| f(rows))
+        self.snapshot(|rows| f(&ChainSnapshot::new(rows)))
     }
 
     fn renew_lease(

@@ -9,7 +9,8 @@
 //! name order, as SQLite's `verify` finds them; a registry entry is
 //! trusted only once it names a valid extension table.
 
-use std::ops::ControlFlow;
+use std::cell::OnceCell;
+use std::ops::{ControlFlow, Deref};
 
 use agentrt::store::engine::{
     ChainRows, EVENTS_PAGE_SQL, EventColumn, EventRow, Field, HASH_AT_SQL, HEAD_SQL, Piece,
@@ -30,7 +31,7 @@ const PIECE_CHARS: i64 = (MAX_PAGE_TEXT / 4) as i64;
 
 /// One table the chain covers, as `verify` reads it.
 #[derive(Debug)]
-pub(crate) struct ChainTable {
+struct ChainTable {
     /// Its name, as the row listing names it.
     name: String,
     /// The key column, quoted.
@@ -101,9 +102,33 @@ impl ChainTable {
 
 /// The tables the chain covers, in name order, and the first problem of
 /// the extension registry (an entry left out), if any.
-pub(crate) type Chained = (Vec<ChainTable>, Option<String>);
+type Chained = (Vec<ChainTable>, Option<String>);
 
-impl PgRows<'_> {
+/// A `verify` walk's reads: one snapshot's rows, and the tables the chain
+/// covers there, read on first use.
+pub(crate) struct ChainSnapshot<'r, 'a> {
+    rows: &'r PgRows<'a>,
+    chained: OnceCell<Chained>,
+}
+
+impl<'r, 'a> ChainSnapshot<'r, 'a> {
+    pub(crate) fn new(rows: &'r PgRows<'a>) -> Self {
+        ChainSnapshot {
+            rows,
+            chained: OnceCell::new(),
+        }
+    }
+}
+
+impl<'a> Deref for ChainSnapshot<'_, 'a> {
+    type Target = PgRows<'a>;
+
+    fn deref(&self) -> &PgRows<'a> {
+        self.rows
+    }
+}
+
+impl ChainSnapshot<'_, '_> {
     fn chained(&self) -> Result<&Chained> {
         if let Some(chained) = self.chained.get() {
             return Ok(chained);
@@ -271,7 +296,7 @@ fn count_of(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-impl ChainRows for PgRows<'_> {
+impl ChainRows for ChainSnapshot<'_, '_> {
     fn head(&self) -> Result<Option<(i64, String)>> {
         self.query(&HEAD_SQL, &[])?
             .first()

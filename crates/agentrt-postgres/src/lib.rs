@@ -44,6 +44,8 @@ mod group;
 mod pool;
 mod read;
 mod rows;
+#[cfg(all(test, feature = "real-postgres"))]
+mod rows_server_tests;
 mod runtime;
 pub mod schema;
 

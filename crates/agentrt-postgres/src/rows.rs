@@ -13,7 +13,6 @@ use agentrt::store::schema::StateTable;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row, Statement};
 
-use crate::chain_read::Chained;
 use crate::error::pg_error;
 use crate::extensions::ExtensionTables;
 use crate::runtime::round_trip;
@@ -89,8 +88,6 @@ pub(crate) struct PgRows<'a> {
     /// Each extension row the group wrote: its key as typed, and its
     /// digest when the group knows it.
     pub(crate) extension_rows: RefCell<HashMap<(&'static str, String), ExtensionWrite>>,
-    /// The tables `verify` walks, read on first use (see `chain_read`).
-    pub(crate) chained: std::cell::OnceCell<Chained>,
 }
 
 /// An extension row a group wrote: its key as typed, its digest if known.
@@ -120,7 +117,6 @@ impl<'a> PgRows<'a> {
             digests: RefCell::new(HashMap::new()),
             extensions,
             extension_rows: RefCell::new(HashMap::new()),
-            chained: std::cell::OnceCell::new(),
         }
     }
 
@@ -401,12 +397,12 @@ async fn in_order(
     let mut answers: Vec<Option<std::result::Result<Answer, tokio_postgres::Error>>> =
         requests.iter().map(|_| None).collect();
     let mut sent = 0;
-    let mut stopped = false;
+    let mut failed_unsent = false;
     std::future::poll_fn(|cx| {
         // Send: the first poll of each, in order, until one fails unsent.
-        while sent < requests.len() && !stopped {
+        while sent < requests.len() && !failed_unsent {
             if let Poll::Ready(answer) = requests[sent].as_mut().poll(cx) {
-                stopped = answer.is_err();
+                failed_unsent = answer.is_err();
                 answers[sent] = Some(answer);
             }
             sent += 1;
@@ -497,70 +493,5 @@ mod tests {
             "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)"
         );
         assert_eq!(numbered("SELECT 1"), "SELECT 1");
-    }
-}
-
-#[cfg(all(test, feature = "real-postgres"))]
-mod server_tests {
-    use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-
-    use super::{PgRows, int};
-    use crate::PgOptions;
-    use crate::extensions::ExtensionTables;
-    use crate::runtime::round_trip;
-
-    use crate::batch_server_tests::backends;
-
-    /// A parameter that cannot be encoded: its statement fails before any
-    /// of it is sent.
-    #[derive(Debug)]
-    struct Unencodable;
-
-    impl ToSql for Unencodable {
-        fn to_sql(
-            &self,
-            _: &Type,
-            _: &mut bytes::BytesMut,
-        ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-            Err("cannot be encoded".into())
-        }
-
-        fn accepts(ty: &Type) -> bool {
-            *ty == Type::INT8
-        }
-
-        to_sql_checked!();
-    }
-
-    #[test]
-    fn a_statement_that_fails_before_it_is_sent_stops_the_ones_after_it() {
-        let url = backends::fresh_database();
-        let backend = crate::backend(&url, &PgOptions::default()).unwrap();
-        let tables = ExtensionTables::default();
-        // A sequence's `nextval` is not undone by a rollback: whether it
-        // ran shows whether its statement reached the server.
-        backend
-            .pool
-            .with(|conn| {
-                round_trip(conn.client.batch_execute("CREATE SEQUENCE probe")).unwrap();
-                round_trip(conn.client.batch_execute("BEGIN")).unwrap();
-                let rows = PgRows::new(&conn.client, &mut conn.statements, &tables, None, None);
-                rows.defer("SELECT ?::bigint", vec![Box::new(Unencodable)])?;
-                rows.defer("SELECT nextval('probe') + ?", vec![int(0)])?;
-                let failed = rows.query("SELECT 1", &[]);
-                assert!(failed.is_err(), "{failed:?}");
-                drop(rows);
-                round_trip(conn.client.batch_execute("ROLLBACK")).unwrap();
-                let called: bool =
-                    round_trip(conn.client.query_one("SELECT is_called FROM probe", &[]))
-                        .unwrap()
-                        .get(0);
-                assert!(
-                    !called,
-                    "a statement after the one that failed unsent was sent"
-                );
-                Ok(())
-            })
-            .unwrap();
     }
 }
