@@ -15,6 +15,7 @@ use std::ops::{ControlFlow, Deref};
 use agentrt::store::engine::{
     ChainRows, EVENTS_PAGE_SQL, EventColumn, EventRow, Field, HASH_AT_SQL, HEAD_SQL, Piece,
 };
+use agentrt::store::extension::quoted_list;
 use agentrt::store::schema::{StateTable, UNCHAINED_SEQ};
 use agentrt::store::{ColumnType, MAX_PAGE_TEXT, RegistryEntry, SqlValue};
 use agentrt::{Error, Result};
@@ -257,11 +258,7 @@ impl ChainSnapshot<'_, '_> {
             name: name.to_owned(),
             key: quoted(&entry.key_column),
             key_kind,
-            columns: columns
-                .iter()
-                .map(|c| quoted(c))
-                .collect::<Vec<_>>()
-                .join(", "),
+            columns: quoted_list(&columns.iter().map(String::as_str).collect::<Vec<_>>()),
             core: None,
             order: POS,
         }))

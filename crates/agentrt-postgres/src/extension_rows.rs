@@ -12,6 +12,7 @@
 
 use agentrt::chain::{RowValue, row_digest};
 use agentrt::store::engine::{StoredRow, StoredValue};
+use agentrt::store::extension::quoted_list;
 use agentrt::store::{ColumnType, ExtensionTable, SqlValue, TableShape};
 use agentrt::{Error, Result};
 use tokio_postgres::Row;
@@ -33,14 +34,6 @@ fn row_value(value: &SqlValue) -> RowValue<'_> {
         SqlValue::Int(n) => RowValue::Int(*n),
         SqlValue::Text(t) => RowValue::Text(t.as_bytes()),
     }
-}
-
-fn column_list(columns: &[&str]) -> String {
-    columns
-        .iter()
-        .map(|c| quoted(c))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A value as read from a column of `row`: BIGINT or TEXT.
@@ -97,76 +90,82 @@ impl PgRows<'_> {
     ) -> Result<StoredValue> {
         let shape = self.extensions.get(table)?;
         let given = |column: &str| values.iter().find(|(c, _)| *c == column).map(|(_, v)| *v);
-        let numbered = shape.numbered_key.as_deref() == Some(table.key_column)
-            && given(table.key_column).is_none();
-        // Every digested column's value as inserted, the server's number
-        // for a numbered key aside.
-        let mut row: Vec<Option<&SqlValue>> = Vec::with_capacity(table.columns.len());
-        for column in table.columns {
-            let default = shape.column(column).and_then(|c| c.default.as_ref());
-            row.push(given(column).or(default));
-        }
+        let value_of = |column: &str| {
+            given(column).or_else(|| shape.column(column).and_then(|c| c.default.as_ref()))
+        };
         let names: Vec<&str> = values.iter().map(|(c, _)| *c).collect();
         let params: Vec<Param> = values.iter().map(|(_, v)| param(v)).collect();
-        let name = quoted(table.name);
-        let key = quoted(table.key_column);
-        let inserted = if numbered {
-            let mut columns = vec![table.key_column];
-            columns.extend(&names);
-            let mut marks = vec![format!("(SELECT COALESCE(MAX({key}), 0) + 1 FROM {name})")];
-            marks.extend(names.iter().map(|_| "?".to_owned()));
-            let sql = format!(
-                "INSERT INTO {name} ({}) VALUES ({}) RETURNING {key}",
-                column_list(&columns),
-                marks.join(", ")
-            );
-            let rows = self.query(&sql, &params)?;
-            let number = match rows.first().map(|r| stored(r, 0)).transpose()? {
-                Some(StoredValue::Int(n)) => n,
-                _ => {
-                    return Err(Error::Internal {
-                        detail: format!("inserting into {}: no key returned", table.name),
-                    });
-                }
-            };
-            Some(SqlValue::Int(number))
-        } else {
+        // A numbered key left out: the server numbers it, as SQLite's rowid.
+        let numbered = (shape.numbered_key.as_deref() == Some(table.key_column)
+            && given(table.key_column).is_none())
+        .then(|| self.insert_numbered(table, &names, &params))
+        .transpose()?;
+        if numbered.is_none() {
             let sql = table.insert_sql(&names);
-            if row.iter().any(Option::is_none) {
+            if table.columns.iter().any(|c| value_of(c).is_none()) {
                 // A column with neither a value nor a default: the server
                 // refuses the insert, now, as SQLite does.
                 self.execute(&sql, &params)?;
             } else {
                 self.defer(&sql, params)?;
             }
-            None
-        };
-        let key_at = table
+        }
+        // Every digested column's value as inserted.
+        let row: Vec<Option<&SqlValue>> = table
             .columns
             .iter()
-            .position(|c| *c == table.key_column)
-            .unwrap_or(0);
-        let key_value = match (&inserted, row.get(key_at).copied().flatten()) {
-            (Some(number), _) => number.clone(),
-            (None, Some(key)) => key.clone(),
-            (None, None) => {
-                return Err(Error::Internal {
-                    detail: format!("inserting into {}: the key has no value", table.name),
-                });
-            }
-        };
-        let full: Vec<&SqlValue> = row
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| if i == key_at { Some(&key_value) } else { *v })
+            .map(|c| match &numbered {
+                Some(number) if *c == table.key_column => Some(number),
+                _ => value_of(c),
+            })
             .collect();
-        let digest =
-            (full.len() == table.columns.len()).then(|| PgRows::extension_digest(table, &full));
-        self.wrote_extension(table, key_value.clone(), digest);
-        Ok(match key_value {
+        let key_at = table.columns.iter().position(|c| *c == table.key_column);
+        let Some(key) = key_at.and_then(|at| row[at]).cloned() else {
+            return Err(Error::Internal {
+                detail: format!("inserting into {}: the key has no value", table.name),
+            });
+        };
+        let digest = row
+            .iter()
+            .copied()
+            .collect::<Option<Vec<&SqlValue>>>()
+            .map(|full| PgRows::extension_digest(table, &full));
+        self.wrote_extension(table, key.clone(), digest);
+        Ok(match key {
             SqlValue::Int(n) => StoredValue::Int(n),
             SqlValue::Text(t) => StoredValue::Text(t),
         })
+    }
+
+    /// Inserts `names`' values with the key numbered by the server (the
+    /// largest in the table plus one); the number.
+    fn insert_numbered(
+        &self,
+        table: &ExtensionTable,
+        names: &[&str],
+        params: &[Param],
+    ) -> Result<SqlValue> {
+        let (name, key) = (quoted(table.name), quoted(table.key_column));
+        let mut columns = vec![table.key_column];
+        columns.extend(names);
+        let mut marks = vec![format!("(SELECT COALESCE(MAX({key}), 0) + 1 FROM {name})")];
+        marks.extend(names.iter().map(|_| "?".to_owned()));
+        let sql = format!(
+            "INSERT INTO {name} ({}) VALUES ({}) RETURNING {key}",
+            quoted_list(&columns),
+            marks.join(", ")
+        );
+        match self
+            .query(&sql, params)?
+            .first()
+            .map(|r| stored(r, 0))
+            .transpose()?
+        {
+            Some(StoredValue::Int(n)) => Ok(SqlValue::Int(n)),
+            _ => Err(Error::Internal {
+                detail: format!("inserting into {}: no key returned", table.name),
+            }),
+        }
     }
 
     pub(crate) fn update_extension(
@@ -181,7 +180,7 @@ impl PgRows<'_> {
         let sql = format!(
             "{} RETURNING {}",
             table.update_sql(&set_columns, &guard_columns),
-            column_list(table.columns)
+            quoted_list(table.columns)
         );
         let mut params: Vec<Param> = set.iter().map(|(_, v)| param(v)).collect();
         params.push(param(key));
@@ -211,7 +210,7 @@ impl PgRows<'_> {
         }
         let sql = format!(
             "SELECT {}, written_seq FROM {} WHERE {} ORDER BY {} LIMIT ?",
-            column_list(table.columns),
+            quoted_list(table.columns),
             quoted(table.name),
             wheres.join(" AND "),
             row_order(shape)
@@ -283,7 +282,7 @@ impl PgRows<'_> {
                 "UPDATE {} SET written_seq = ? WHERE {} = ? RETURNING {}",
                 quoted(table.name),
                 quoted(table.key_column),
-                column_list(table.columns)
+                quoted_list(table.columns)
             ),
             vec![int(seq), param(&typed)],
         )))

@@ -16,7 +16,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use agentrt::store::extension::check_held;
+pub(crate) use agentrt::store::extension::quoted;
+use agentrt::store::extension::{check_held, quoted_list};
 use agentrt::store::{
     ColumnShape, ColumnType, ExtensionShape, ExtensionTable, IndexShape, Registration,
     RegistryEntry, ShapeChange, SqlValue, TableShape,
@@ -48,11 +49,6 @@ impl ExtensionTables {
     }
 }
 
-/// `"name"` (names here are identifiers: nothing to escape).
-pub(crate) fn quoted(name: &str) -> String {
-    format!("\"{name}\"")
-}
-
 /// A literal in DDL (defaults only; values are always bound elsewhere).
 fn literal(value: &SqlValue) -> String {
     match value {
@@ -75,12 +71,10 @@ fn column_sql(column: &ColumnShape) -> String {
     format!("{} {kind} NOT NULL{default}", quoted(&column.name))
 }
 
+/// Described column names, quoted and comma-separated.
 fn list(columns: &[String]) -> String {
-    columns
-        .iter()
-        .map(|c| quoted(c))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+    quoted_list(&names)
 }
 
 /// `CREATE [UNIQUE] INDEX` of `index` on `table` (`WHERE …` for a

@@ -431,13 +431,23 @@ pub(crate) fn is_identifier(name: &str, max: usize) -> bool {
         && bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_'))
 }
 
-/// `"name"` (the names quoted are identifiers, so nothing needs escaping).
-pub(crate) fn quoted(name: &str) -> String {
+/// `"name"`: an identifier as SQL names it (the names quoted are checked
+/// identifiers, so nothing needs escaping). Every engine quotes the
+/// extension tables' names with it.
+///
+/// ```
+/// assert_eq!(agentrt::store::extension::quoted("demo_items"), r#""demo_items""#);
+/// ```
+pub fn quoted(name: &str) -> String {
     format!("\"{name}\"")
 }
 
-/// `"a", "b", …`.
-pub(crate) fn quoted_list(names: &[&str]) -> String {
+/// `"a", "b", …`: [`quoted`] names, comma-separated.
+///
+/// ```
+/// assert_eq!(agentrt::store::extension::quoted_list(&["a", "b"]), r#""a", "b""#);
+/// ```
+pub fn quoted_list(names: &[&str]) -> String {
     names
         .iter()
         .map(|c| quoted(c))
