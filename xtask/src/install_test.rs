@@ -44,7 +44,7 @@ pub fn install_test() -> Result<(), String> {
         if !cargo_in(
             Path::new("."),
             &args,
-            Some(("CARGO_TARGET_DIR", target.as_os_str())),
+            &[("CARGO_TARGET_DIR", target.as_os_str())],
         ) {
             return Err(format!("cargo install --path {package} failed"));
         }

@@ -114,26 +114,25 @@ fn cargo_command() -> Command {
 }
 
 fn cargo(args: &[&str]) -> bool {
-    cargo_in(Path::new("."), args, None)
+    cargo_in(Path::new("."), args, &[])
 }
 
 /// `cargo args` in `dir`, with one more environment variable when given;
 /// echoed as run. Whether it succeeded.
-fn cargo_in(dir: &Path, args: &[&str], env: Option<(&str, &OsStr)>) -> bool {
+fn cargo_in(dir: &Path, args: &[&str], env: &[(&str, &OsStr)]) -> bool {
     let cd = if dir == Path::new(".") {
         String::new()
     } else {
         format!("(cd {}) ", dir.display())
     };
-    let set = env.map_or_else(String::new, |(name, value)| {
-        format!("{name}={} ", value.to_string_lossy())
-    });
+    let set: String = env
+        .iter()
+        .map(|(name, value)| format!("{name}={} ", value.to_string_lossy()))
+        .collect();
     eprintln!("$ {cd}{set}cargo {}", args.join(" "));
     let mut command = cargo_command();
     command.args(args).current_dir(dir);
-    if let Some((name, value)) = env {
-        command.env(name, value);
-    }
+    command.envs(env.iter().copied());
     command.status().is_ok_and(|s| s.success())
 }
 
@@ -380,7 +379,7 @@ fn test_steps() -> Result<(), String> {
             "--test",
             "receiver",
         ],
-        Some(("AGENTRT_OTELTAP_PYTHON", receiver.as_os_str())),
+        &[("AGENTRT_OTELTAP_PYTHON", receiver.as_os_str())],
     );
     if !received {
         return Err("the tests against the OTLP receiver failed".into());

@@ -2,9 +2,12 @@
 //! CMD ARGS...` and the PostgreSQL step of `cargo xtask test`.
 //!
 //! A cluster lives in a fresh directory under the temporary directory
-//! (mode 0700), listens only on a unix socket in it, trusts that socket,
-//! and has a superuser role and a database both named `agentrt`; the tests
-//! get its libpq connection string in `AGENTRT_TEST_POSTGRES`. PostgreSQL
+//! (mode 0700), listens on a unix socket in it, which it trusts, and on
+//! 127.0.0.1 for TLS connections only (a certificate made for `localhost`
+//! by a CA made for the cluster, `ca.pem` in the directory), and has a
+//! superuser role and a database both named `agentrt`; the tests get its
+//! libpq connection strings in `AGENTRT_TEST_POSTGRES` (the socket) and
+//! `AGENTRT_TEST_POSTGRES_TLS` (TLS over TCP, verified). PostgreSQL
 //! refuses to run as root: as root, its server programs run as the
 //! `postgres` system user (`runuser -u postgres --`), who owns the
 //! directory. Dropping the [`Cluster`] stops the server and removes the
@@ -22,10 +25,9 @@ use crate::{capture, cargo_in, is_root, run};
 /// The environment variable that hands the tests the connection string.
 pub const ENV: &str = "AGENTRT_TEST_POSTGRES";
 
-/// The cluster's port. It listens on no TCP address, so the port only
-/// names its socket (`.s.PGSQL.54329`), and clusters in other directories
-/// never collide on it.
-const PORT: u16 = 54329;
+/// The environment variable that hands the tests the connection string
+/// for TLS over TCP, with the cluster's CA as the trusted root.
+pub const ENV_TLS: &str = "AGENTRT_TEST_POSTGRES_TLS";
 
 /// The cluster's superuser role, and its database.
 const NAME: &str = "agentrt";
@@ -72,11 +74,15 @@ pub fn task(args: &[String]) -> Option<ExitCode> {
             return Some(ExitCode::FAILURE);
         }
     };
-    let conninfo = cluster.conninfo();
-    eprintln!("$ {ENV}='{conninfo}' {program} {}", rest.join(" "));
+    let (conninfo, tls) = (cluster.conninfo(), cluster.tls_conninfo());
+    eprintln!(
+        "$ {ENV}='{conninfo}' {ENV_TLS}='{tls}' {program} {}",
+        rest.join(" ")
+    );
     let status = Command::new(program)
         .args(rest)
         .env(ENV, &conninfo)
+        .env(ENV_TLS, &tls)
         .status();
     drop(cluster);
     Some(match status {
@@ -93,7 +99,8 @@ pub fn task(args: &[String]) -> Option<ExitCode> {
 /// approver's, the proxy's), against one throwaway cluster.
 pub fn real_postgres_tests() -> Result<(), String> {
     let cluster = Cluster::start()?;
-    let conninfo = cluster.conninfo();
+    let (conninfo, tls) = (cluster.conninfo(), cluster.tls_conninfo());
+    let env = [(ENV, OsStr::new(&conninfo)), (ENV_TLS, OsStr::new(&tls))];
     let targets: [&[&str]; 4] = [
         &[
             "test",
@@ -132,7 +139,7 @@ pub fn real_postgres_tests() -> Result<(), String> {
     ];
     let failed: Vec<&str> = targets
         .iter()
-        .filter(|args| !cargo_in(Path::new("."), args, Some((ENV, OsStr::new(&conninfo)))))
+        .filter(|args| !cargo_in(Path::new("."), args, &env))
         .map(|args| args[2])
         .collect();
     drop(cluster);
@@ -172,6 +179,8 @@ pub struct Cluster {
     dir: PathBuf,
     /// The directory of the server programs.
     bin: PathBuf,
+    /// The port of its socket and of its TCP address.
+    port: u16,
     /// The system user the server programs run as; `None`: this process's.
     user: Option<&'static str>,
     /// Cleans up if this process dies before dropping the cluster.
@@ -196,12 +205,14 @@ impl Cluster {
         let mut cluster = Self {
             dir,
             bin,
+            port: free_port()?,
             user,
             watchdog: None,
         };
+        make_certificates(&cluster.dir)?;
         if let Some(user) = user {
             let dir = cluster.dir.to_string_lossy();
-            capture("chown", &[&format!("{user}:"), &dir], Path::new("/"))?;
+            capture("chown", &["-R", &format!("{user}:"), &dir], Path::new("/"))?;
         }
         cluster.watchdog = Some(cluster.spawn_watchdog()?);
         let data = cluster.data().to_string_lossy().into_owned();
@@ -222,8 +233,12 @@ impl Cluster {
         std::fs::OpenOptions::new()
             .append(true)
             .open(&conf)
-            .and_then(|mut file| file.write_all(settings(&cluster.dir, PORT).as_bytes()))
+            .and_then(|mut file| file.write_all(settings(&cluster.dir, cluster.port).as_bytes()))
             .map_err(|e| format!("{}: {e}", conf.display()))?;
+        let hba = cluster.data().join("pg_hba.conf");
+        std::fs::read_to_string(&hba)
+            .and_then(|rules| std::fs::write(&hba, format!("{TLS_RULE}{rules}")))
+            .map_err(|e| format!("{}: {e}", hba.display()))?;
         let log = cluster.log().to_string_lossy().into_owned();
         let timeout = READY_TIMEOUT.as_secs().to_string();
         cluster
@@ -234,7 +249,7 @@ impl Cluster {
             .and_then(|_| cluster.wait_ready())
             .and_then(|()| {
                 let host = cluster.dir.to_string_lossy();
-                let port = PORT.to_string();
+                let port = cluster.port.to_string();
                 let args = ["-h", &host, "-p", &port, "-U", NAME, NAME];
                 echo_capture(&cluster.client("createdb"), &args, &cluster.dir)
             })
@@ -244,7 +259,14 @@ impl Cluster {
 
     /// The libpq connection string for the cluster's database.
     pub fn conninfo(&self) -> String {
-        conninfo(&self.dir, PORT)
+        conninfo(&self.dir, self.port)
+    }
+
+    /// The libpq connection string for the cluster's database over TLS
+    /// on 127.0.0.1, the server's certificate verified against the
+    /// cluster's CA.
+    pub fn tls_conninfo(&self) -> String {
+        tls_conninfo(&self.dir, self.port)
     }
 
     fn data(&self) -> PathBuf {
@@ -293,7 +315,7 @@ impl Cluster {
     /// (`pg_isready`), for at most [`READY_TIMEOUT`].
     fn wait_ready(&self) -> Result<(), String> {
         let host = self.dir.to_string_lossy();
-        let port = PORT.to_string();
+        let port = self.port.to_string();
         let args = ["-q", "-h", &host, "-p", &port, "-U", NAME, "-d", "postgres"];
         let program = self.client("pg_isready");
         eprintln!("$ {} {}", program.display(), args.join(" "));
@@ -495,15 +517,103 @@ fn make_dir(base: &Path) -> Result<PathBuf, String> {
 }
 
 /// The lines appended to the cluster's postgresql.conf: its socket in
-/// `dir` (a path that needs no quoting), on `port`, and no TCP address.
+/// `dir` (a path that needs no quoting), on `port`, and TLS on 127.0.0.1
+/// with the certificate [`make_certificates`] left in `dir`.
 fn settings(dir: &Path, port: u16) -> String {
+    let dir = dir.display();
     format!(
-        "\n# cargo xtask: a throwaway cluster, on a unix socket only\n\
-         listen_addresses = ''\n\
-         unix_socket_directories = '{}'\n\
-         port = {port}\n",
-        dir.display()
+        "\n# cargo xtask: a throwaway cluster, on a unix socket and TLS on loopback\n\
+         listen_addresses = '127.0.0.1'\n\
+         unix_socket_directories = '{dir}'\n\
+         port = {port}\n\
+         ssl = on\n\
+         ssl_cert_file = '{dir}/server.pem'\n\
+         ssl_key_file = '{dir}/server.key'\n"
     )
+}
+
+/// The first rule of the cluster's pg_hba.conf: TCP connections on
+/// loopback are trusted over TLS (initdb's `--auth-host=reject` rules,
+/// after it, refuse them without).
+const TLS_RULE: &str = "hostssl all all 127.0.0.1/32 trust\n";
+
+/// A free TCP port on 127.0.0.1 (the system's pick, released at once).
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .map_err(|e| format!("no free port on 127.0.0.1: {e}"))
+}
+
+/// A CA made for the cluster (`ca.pem`) and the server's certificate it
+/// signed for `localhost` and 127.0.0.1 (`server.pem`, `server.key`), in
+/// `dir`, with `openssl` (which Debian's postgresql depends on).
+fn make_certificates(dir: &Path) -> Result<(), String> {
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName = DNS:localhost, IP:127.0.0.1\n\
+         basicConstraints = critical, CA:FALSE\n\
+         extendedKeyUsage = serverAuth\n",
+    )
+    .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let steps: [Vec<&str>; 3] = [
+        [
+            &["req", "-x509"],
+            &ec[..],
+            &["-keyout", "ca.key", "-out", "ca.pem", "-days", "7"],
+        ]
+        .concat()
+        .into_iter()
+        .chain(["-subj", "/CN=agentrt throwaway test CA"])
+        .chain(["-addext", "basicConstraints=critical,CA:TRUE"])
+        .chain(["-addext", "keyUsage=critical,keyCertSign"])
+        .collect(),
+        [
+            &["req"],
+            &ec[..],
+            &["-keyout", "server.key", "-out", "server.csr"],
+        ]
+        .concat()
+        .into_iter()
+        .chain(["-subj", "/CN=localhost"])
+        .collect(),
+        vec![
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "7",
+            "-extfile",
+            "server.ext",
+        ],
+    ];
+    for args in &steps {
+        capture("openssl", args, dir)
+            .map_err(|e| format!("making the cluster's TLS certificate: {e}"))?;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let key = dir.join("server.key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("{}: {e}", key.display()))?;
+    }
+    Ok(())
 }
 
 /// The libpq key=value connection string to the `agentrt` database, as
@@ -512,6 +622,15 @@ fn settings(dir: &Path, port: u16) -> String {
 fn conninfo(dir: &Path, port: u16) -> String {
     format!(
         "host={} port={port} user={NAME} dbname={NAME}",
+        dir.display()
+    )
+}
+
+/// The connection string to the same database over TLS on loopback,
+/// trusting only the CA in `dir`.
+fn tls_conninfo(dir: &Path, port: u16) -> String {
+    format!(
+        "host=localhost port={port} user={NAME} dbname={NAME} sslmode=verify-full sslrootcert={}/ca.pem",
         dir.display()
     )
 }
@@ -537,12 +656,15 @@ mod tests {
     }
 
     #[test]
-    fn the_settings_listen_on_the_socket_only() {
+    fn the_settings_listen_on_the_socket_and_on_loopback_with_tls() {
         let settings = settings(Path::new("/tmp/agentrt-pg-42-0"), 54329);
-        assert!(settings.contains("\nlisten_addresses = ''\n"));
+        assert!(settings.contains("\nlisten_addresses = '127.0.0.1'\n"));
         assert!(settings.contains("\nunix_socket_directories = '/tmp/agentrt-pg-42-0'\n"));
         assert!(settings.contains("\nport = 54329\n"));
+        assert!(settings.contains("\nssl = on\n"));
+        assert!(settings.contains("\nssl_key_file = '/tmp/agentrt-pg-42-0/server.key'\n"));
         assert!(!settings.contains("fsync"));
+        assert!(TLS_RULE.starts_with("hostssl "));
     }
 
     #[test]
@@ -553,7 +675,7 @@ mod tests {
         let long = format!("/{}", "d".repeat(60));
         assert_eq!(base_dir(Path::new(&long)), Path::new("/tmp"));
         // The 48 bytes kept hold the longest directory name and the socket.
-        let longest = format!("/agentrt-pg-{}-999/.s.PGSQL.{PORT}", u32::MAX);
+        let longest = format!("/agentrt-pg-{}-999/.s.PGSQL.{}", u32::MAX, u16::MAX);
         assert!(longest.len() <= 48);
     }
 

@@ -20,10 +20,11 @@ use agentrt::clock::Timestamp;
 use agentrt::store::ExtensionShape;
 use agentrt::store::engine::{Backend, BatchedGroup, ChainRows, ChangeSignal, GroupRows, ReadRows};
 use agentrt::{Error, Result};
-use tokio_postgres::{AsyncMessage, Client, Config, IsolationLevel, NoTls, SimpleQueryMessage};
+use tokio_postgres::{AsyncMessage, Client, IsolationLevel, SimpleQueryMessage};
 
 use crate::batch::{Batcher, Outcome};
 use crate::chain_read::ChainSnapshot;
+use crate::endpoint::{Endpoint, Opened};
 use crate::error::{Describe, is_retryable, pg_error};
 use crate::extensions::ExtensionTables;
 use crate::group::LISTEN;
@@ -41,7 +42,7 @@ const WATCH_TICK: Duration = Duration::from_millis(500);
 /// The store's engine on one PostgreSQL database.
 pub(crate) struct PgBackend {
     pub(crate) pool: Pool,
-    pub(crate) config: Config,
+    pub(crate) endpoint: Endpoint,
     pub(crate) runtime: Arc<IoRuntime>,
     pub(crate) about: Describe,
     pub(crate) batcher: Batcher,
@@ -314,11 +315,17 @@ impl Backend for PgBackend {
     }
 
     fn watch(&self, signal: ChangeSignal) -> Result<()> {
-        let config = self.config.clone();
+        let endpoint = self.endpoint.clone();
         let listening = self.runtime.handle()?.spawn(async move {
-            let (client, connection) = config.connect(NoTls).await?;
             let (ready, started) = tokio::sync::oneshot::channel();
-            tokio::spawn(listen(client, connection, signal, ready));
+            match endpoint.open().await? {
+                Opened::Plain(client, connection) => {
+                    tokio::spawn(listen(client, connection, signal, ready))
+                }
+                Opened::Tls(client, connection) => {
+                    tokio::spawn(listen(client, connection, signal, ready))
+                }
+            };
             Ok::<_, tokio_postgres::Error>(started)
         });
         let started = match block_on(listening) {

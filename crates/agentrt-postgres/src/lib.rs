@@ -37,6 +37,7 @@ mod batch_server_tests;
 extern crate self as agentrt_postgres;
 mod chain_read;
 mod copy;
+mod endpoint;
 mod error;
 mod extension_rows;
 mod extensions;
@@ -57,6 +58,7 @@ use agentrt::{DatabaseErrorKind, Error, Result, Store, StoreOptions};
 pub use crate::copy::{CopyReport, copy_from};
 
 use crate::backend::PgBackend;
+use crate::endpoint::Endpoint;
 use crate::error::Describe;
 use crate::pool::Pool;
 use crate::runtime::IoRuntime;
@@ -151,10 +153,13 @@ pub fn open_existing(url: &str) -> Result<Store> {
 /// assert_eq!(agentrt_postgres::redacted("not a url"), "a PostgreSQL database");
 /// ```
 pub fn redacted(url: &str) -> String {
-    match tokio_postgres::Config::from_str(url) {
-        Ok(config) => Describe::of(&config).url(),
-        Err(_) => "a PostgreSQL database".to_owned(),
-    }
+    endpoint::split(url)
+        .ok()
+        .and_then(|(rest, _)| tokio_postgres::Config::from_str(&rest).ok())
+        .map_or_else(
+            || "a PostgreSQL database".to_owned(),
+            |config| Describe::of(&config).url(),
+        )
 }
 
 /// [`open`] with options.
@@ -166,20 +171,20 @@ pub fn open_with(url: &str, options: PgOptions) -> Result<Store> {
 /// The engine on the database at `url`, its schema checked or migrated.
 pub(crate) fn backend(url: &str, options: &PgOptions) -> Result<PgBackend> {
     let Connected {
-        config,
+        endpoint,
         about,
         runtime,
         conn: first,
     } = connect(url, options.migrate)?;
     let backend = PgBackend {
         pool: Pool::new(
-            config.clone(),
+            endpoint.clone(),
             Arc::clone(&runtime),
             options.pool_size,
             options.pool_wait,
             first,
         ),
-        config,
+        endpoint,
         runtime,
         about,
         batcher: batch::Batcher::default(),
@@ -191,7 +196,7 @@ pub(crate) fn backend(url: &str, options: &PgOptions) -> Result<PgBackend> {
 
 /// A first connection to a database whose schema was checked or migrated.
 pub(crate) struct Connected {
-    pub(crate) config: tokio_postgres::Config,
+    pub(crate) endpoint: Endpoint,
     pub(crate) about: Describe,
     pub(crate) runtime: Arc<IoRuntime>,
     pub(crate) conn: pool::Conn,
@@ -200,10 +205,10 @@ pub(crate) struct Connected {
 /// Connects to `url` on a runtime of its own; creates or migrates the
 /// schema when `migrate`, else checks that it is at this build's version.
 pub(crate) fn connect(url: &str, migrate: bool) -> Result<Connected> {
-    let config = tokio_postgres::Config::from_str(url).map_err(|_| not_a_url())?;
-    let about = Describe::of(&config);
+    let endpoint = Endpoint::parse(url)?;
+    let about = Describe::of(&endpoint.config);
     let runtime = Arc::new(IoRuntime::start()?);
-    let mut conn = Pool::connect(&runtime, &config).map_err(|e| with_database(e, &about))?;
+    let mut conn = Pool::connect(&runtime, &endpoint).map_err(|e| with_database(e, &about))?;
     if migrate {
         let applied_at = agentrt::Timestamp::now().to_string();
         schema::migrate(&mut conn.client, &about, &applied_at)?;
@@ -211,7 +216,7 @@ pub(crate) fn connect(url: &str, migrate: bool) -> Result<Connected> {
         schema::check(&mut conn.client, &about)?;
     }
     Ok(Connected {
-        config,
+        endpoint,
         about,
         runtime,
         conn,

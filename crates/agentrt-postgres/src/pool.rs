@@ -7,8 +7,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agentrt::Result;
-use tokio_postgres::{Client, Config};
+use tokio_postgres::Client;
 
+use crate::endpoint::Endpoint;
 use crate::rows::Statements;
 use crate::runtime::IoRuntime;
 
@@ -20,7 +21,7 @@ pub(crate) struct Conn {
 
 /// The pool.
 pub(crate) struct Pool {
-    config: Config,
+    endpoint: Endpoint,
     runtime: Arc<IoRuntime>,
     max: usize,
     /// The longest a caller waits for a connection.
@@ -37,14 +38,14 @@ struct State {
 
 impl Pool {
     pub(crate) fn new(
-        config: Config,
+        endpoint: Endpoint,
         runtime: Arc<IoRuntime>,
         max: usize,
         wait: Duration,
         first: Conn,
     ) -> Pool {
         Pool {
-            config,
+            endpoint,
             runtime,
             max: max.max(1),
             wait,
@@ -57,9 +58,9 @@ impl Pool {
     }
 
     /// A new connection to the database.
-    pub(crate) fn connect(runtime: &IoRuntime, config: &Config) -> Result<Conn> {
+    pub(crate) fn connect(runtime: &IoRuntime, endpoint: &Endpoint) -> Result<Conn> {
         Ok(Conn {
-            client: runtime.connect(config)?,
+            client: runtime.connect(endpoint)?,
             statements: Statements::new(),
         })
     }
@@ -106,7 +107,7 @@ impl Pool {
             if state.open < self.max {
                 state.open += 1;
                 drop(state);
-                return Pool::connect(&self.runtime, &self.config).inspect_err(|_| {
+                return Pool::connect(&self.runtime, &self.endpoint).inspect_err(|_| {
                     self.lock().open -= 1;
                     self.returned.notify_one();
                 });

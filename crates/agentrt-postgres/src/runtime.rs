@@ -15,8 +15,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 
 use agentrt::{Error, Result};
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::Client;
 
+use crate::endpoint::{Endpoint, Opened};
 use crate::error::pg_error;
 
 /// Runs `future` to completion on the calling thread, parking it while the
@@ -74,13 +75,20 @@ impl IoRuntime {
     }
 
     /// A new connection whose I/O task runs on this runtime.
-    pub(crate) fn connect(&self, config: &Config) -> Result<Client> {
-        let config = config.clone();
+    pub(crate) fn connect(&self, endpoint: &Endpoint) -> Result<Client> {
+        let endpoint = endpoint.clone();
         let connecting = self.handle()?.spawn(async move {
-            let (client, connection) = config.connect(NoTls).await?;
             // The task ends when the client is dropped or the server goes.
-            tokio::spawn(connection);
-            Ok::<_, tokio_postgres::Error>(client)
+            Ok::<_, tokio_postgres::Error>(match endpoint.open().await? {
+                Opened::Plain(client, connection) => {
+                    tokio::spawn(connection);
+                    client
+                }
+                Opened::Tls(client, connection) => {
+                    tokio::spawn(connection);
+                    client
+                }
+            })
         });
         match block_on(connecting) {
             Ok(Ok(client)) => Ok(client),

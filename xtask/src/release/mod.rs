@@ -36,7 +36,9 @@ fn cargo(dir: &Path, args: &[&str], env: Option<(&str, &Path)>) -> Result<(), St
     if crate::cargo_in(
         dir,
         args,
-        env.map(|(name, value)| (name, value.as_os_str())),
+        &env.map(|(name, value)| (name, value.as_os_str()))
+            .into_iter()
+            .collect::<Vec<_>>(),
     ) {
         Ok(())
     } else {

@@ -14,6 +14,7 @@ mod both;
 mod extensions;
 mod hosts;
 mod schema;
+mod tls;
 
 // The core's engine suite: its shared fixtures, this crate's engine, and
 // the suite's modules (`suite.rs`).

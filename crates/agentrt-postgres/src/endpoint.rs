@@ -1,0 +1,422 @@
+//! Where the store connects and how: a connection string split into what
+//! tokio-postgres parses and the TLS settings agentrt handles itself.
+//!
+//! `sslmode=require`, `verify-ca` and `verify-full` all mean one thing
+//! here: TLS, with the server's certificate checked against trusted roots
+//! and its name against the host connected to (libpq's `verify-full`).
+//! agentrt never uses a TLS connection it has not verified, so `require`
+//! is stricter than libpq's (which encrypts without checking), and
+//! `prefer` (tokio-postgres's default) and `disable` connect without TLS.
+//! The roots are the system's, or the PEM certificates of
+//! `sslrootcert=PATH` (`sslrootcert=system`: the system's, as libpq 16).
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use agentrt::{DatabaseErrorKind, Error, Result};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+use tokio_postgres::config::SslMode;
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Config, Connection, NoTls, Socket};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// The connection options agentrt reads itself (tokio-postgres refuses
+/// them), and those it does not support, named in the refusal.
+const ROOT_CERT: &str = "sslrootcert";
+const SSL_MODE: &str = "sslmode";
+const UNSUPPORTED: [&str; 4] = ["sslcert", "sslkey", "sslpassword", "sslcrl"];
+
+/// A database to connect to: the server's settings and, when the
+/// connection string asks for TLS, the verifying connector.
+#[derive(Clone)]
+pub(crate) struct Endpoint {
+    pub(crate) config: Config,
+    tls: Option<MakeRustlsConnect>,
+}
+
+/// The TLS a connection string asks for, before its roots are loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Tls {
+    /// No TLS (`disable`, `prefer`, or no `sslmode`).
+    Off,
+    /// Verified TLS against the system's roots, or a PEM file's.
+    Verified { roots: Option<PathBuf> },
+}
+
+/// A connection with its I/O not yet running, on either transport.
+pub(crate) enum Opened {
+    Plain(Client, Connection<Socket, tokio_postgres::tls::NoTlsStream>),
+    Tls(
+        Client,
+        Connection<Socket, <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream>,
+    ),
+}
+
+impl Endpoint {
+    /// Parses `location` (a `postgres://` URL or libpq's `key=value`
+    /// pairs) and loads the roots its TLS settings name. Errors never
+    /// quote the string (it may hold a password).
+    pub(crate) fn parse(location: &str) -> Result<Endpoint> {
+        let (rest, tls) = split(location)?;
+        let mut config = Config::from_str(&rest).map_err(|_| crate::not_a_url())?;
+        let tls = match tls {
+            Tls::Off => None,
+            Tls::Verified { roots } => {
+                config.ssl_mode(SslMode::Require);
+                Some(connector(roots.as_deref())?)
+            }
+        };
+        Ok(Endpoint { config, tls })
+    }
+
+    /// Whether connections are made over verified TLS.
+    #[cfg(test)]
+    pub(crate) fn uses_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Connects; the caller runs the connection's I/O.
+    pub(crate) async fn open(&self) -> std::result::Result<Opened, tokio_postgres::Error> {
+        Ok(match &self.tls {
+            None => {
+                let (client, connection) = self.config.connect(NoTls).await?;
+                Opened::Plain(client, connection)
+            }
+            Some(tls) => {
+                let (client, connection) = self.config.connect(tls.clone()).await?;
+                Opened::Tls(client, connection)
+            }
+        })
+    }
+}
+
+/// One `key=value` option of a connection string: its key, its value
+/// (unquoted, unescaped) and its text as written.
+struct ConnOption<'a> {
+    key: &'a str,
+    value: String,
+    text: &'a str,
+}
+
+/// `location` without the options agentrt reads itself, and the TLS
+/// they ask for.
+pub(crate) fn split(location: &str) -> Result<(String, Tls)> {
+    let url = crate::is_postgres_url(location);
+    let (head, options) = if url {
+        match location.split_once('?') {
+            Some((head, query)) => (head, query_options(query)?),
+            None => (location, Vec::new()),
+        }
+    } else {
+        ("", pair_options(location)?)
+    };
+    let mut kept = Vec::with_capacity(options.len());
+    let mut mode = None;
+    let mut roots = None;
+    for option in options {
+        if UNSUPPORTED.contains(&option.key) {
+            return Err(refused(format!(
+                "the connection option {} is not supported (client certificates are not)",
+                option.key
+            )));
+        }
+        match option.key {
+            SSL_MODE => mode = Some(option.value),
+            ROOT_CERT => roots = Some(option.value),
+            _ => kept.push(option.text),
+        }
+    }
+    let tls = match mode.as_deref() {
+        None | Some("disable" | "prefer") if roots.is_none() => Tls::Off,
+        None | Some("disable" | "prefer") => {
+            return Err(refused(format!(
+                "{ROOT_CERT} needs {SSL_MODE}=verify-full (or require, verify-ca): \
+                 without it the connection would not use TLS"
+            )));
+        }
+        Some("require" | "verify-ca" | "verify-full") => Tls::Verified {
+            roots: roots.filter(|r| r != "system").map(PathBuf::from),
+        },
+        Some(other) => {
+            return Err(refused(format!(
+                "{SSL_MODE}={other} is not one of disable, prefer, require, verify-ca, verify-full"
+            )));
+        }
+    };
+    let rest = match (url, kept.is_empty()) {
+        (true, true) => head.to_owned(),
+        (true, false) => format!("{head}?{}", kept.join("&")),
+        (false, _) => kept.join(" "),
+    };
+    Ok((rest, tls))
+}
+
+/// A URL's query options (`a=1&b=2`), their values %-decoded.
+fn query_options(query: &str) -> Result<Vec<ConnOption<'_>>> {
+    query
+        .split('&')
+        .map(|text| {
+            let (key, value) = text.split_once('=').unwrap_or((text, ""));
+            Ok(ConnOption {
+                key,
+                value: decoded(key, value)?,
+                text,
+            })
+        })
+        .collect()
+}
+
+/// libpq's `key=value` pairs, separated by spaces; a value may be quoted
+/// (`'a b'`, with `\'` and `\\` escapes), and `=` may have spaces around
+/// it.
+fn pair_options(s: &str) -> Result<Vec<ConnOption<'_>>> {
+    let bytes = s.as_bytes();
+    let skip_spaces = |mut i: usize| {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    let mut options = Vec::new();
+    let mut i = skip_spaces(0);
+    while i < bytes.len() {
+        let start = i;
+        while i < bytes.len() && bytes[i] != b'=' && !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let key = &s[start..i];
+        i = skip_spaces(i);
+        if bytes.get(i) != Some(&b'=') {
+            return Err(crate::not_a_url());
+        }
+        i = skip_spaces(i + 1);
+        let mut value = Vec::new();
+        if bytes.get(i) == Some(&b'\'') {
+            i += 1;
+            loop {
+                match bytes.get(i) {
+                    None => return Err(crate::not_a_url()),
+                    Some(b'\'') => break,
+                    Some(b'\\') => {
+                        value.extend(bytes.get(i + 1));
+                        i += 2;
+                    }
+                    Some(&b) => {
+                        value.push(b);
+                        i += 1;
+                    }
+                }
+            }
+            i += 1;
+        } else {
+            while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
+                value.push(bytes[i]);
+                i += 1;
+            }
+        }
+        options.push(ConnOption {
+            key,
+            value: String::from_utf8(value).map_err(|_| crate::not_a_url())?,
+            text: &s[start..i.min(s.len())],
+        });
+        i = skip_spaces(i);
+    }
+    Ok(options)
+}
+
+/// A URL query value with its `%XX` escapes decoded; errors name only
+/// the option (`key`).
+fn decoded(key: &str, value: &str) -> Result<String> {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| refused(format!("the option {key} has a broken %-escape")))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| refused(format!("the option {key} is not UTF-8")))
+}
+
+/// The verifying connector: the PEM certificates in `roots`, or the
+/// system's.
+fn connector(roots: Option<&std::path::Path>) -> Result<MakeRustlsConnect> {
+    let mut store = rustls::RootCertStore::empty();
+    match roots {
+        Some(path) => {
+            let certs = CertificateDer::pem_file_iter(path)
+                .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
+                .map_err(|e| {
+                    refused(format!(
+                        "{ROOT_CERT} {}: cannot read its certificates: {e}",
+                        path.display()
+                    ))
+                })?;
+            let (added, _) = store.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(refused(format!(
+                    "{ROOT_CERT} {}: no certificate in it",
+                    path.display()
+                )));
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            store.add_parsable_certificates(found.certs);
+            if store.is_empty() {
+                return Err(refused(format!(
+                    "no trusted certificate in the system's store: name the server's CA with {ROOT_CERT}=PATH"
+                )));
+            }
+        }
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| refused(format!("TLS: {e}")))?
+        .with_root_certificates(store)
+        .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
+}
+
+fn refused(message: String) -> Error {
+    Error::Database {
+        kind: DatabaseErrorKind::Other,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tls_of(location: &str) -> Tls {
+        split(location).map(|(_, tls)| tls).expect("parses")
+    }
+
+    #[test]
+    fn without_a_tls_mode_the_string_is_left_as_it_is() {
+        for s in [
+            "postgres://u:p@db/agentrt",
+            "postgres://u@db/agentrt?connect_timeout=5",
+            "host=/tmp port=5432 user=u dbname=d",
+        ] {
+            assert_eq!(split(s).expect("parses"), (s.to_owned(), Tls::Off));
+        }
+        assert_eq!(tls_of("postgres://db/a?sslmode=prefer"), Tls::Off);
+        assert_eq!(tls_of("host=db sslmode=disable"), Tls::Off);
+    }
+
+    #[test]
+    fn every_tls_mode_verifies_against_the_named_roots_or_the_systems() {
+        let (rest, tls) =
+            split("postgres://u:p@db:5433/a?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem&application_name=x")
+                .expect("parses");
+        assert_eq!(rest, "postgres://u:p@db:5433/a?application_name=x");
+        assert_eq!(
+            tls,
+            Tls::Verified {
+                roots: Some(PathBuf::from("/etc/ca.pem"))
+            }
+        );
+        let (rest, tls) =
+            split("host=db user=u sslmode=require sslrootcert=/etc/ca.pem").expect("parses");
+        assert_eq!(rest, "host=db user=u");
+        assert_eq!(
+            tls,
+            Tls::Verified {
+                roots: Some(PathBuf::from("/etc/ca.pem"))
+            }
+        );
+        assert_eq!(
+            tls_of("postgres://db/a?sslmode=verify-ca"),
+            Tls::Verified { roots: None }
+        );
+        assert_eq!(
+            tls_of("postgres://db/a?sslmode=require&sslrootcert=system"),
+            Tls::Verified { roots: None }
+        );
+    }
+
+    #[test]
+    fn quoted_values_keep_their_text_and_spaces_around_the_equals_sign_are_allowed() {
+        let (rest, tls) =
+            split("host=db password='a  b\\'c' sslmode = verify-full sslrootcert='/x y/ca.pem'")
+                .expect("parses");
+        assert_eq!(rest, "host=db password='a  b\\'c'");
+        assert_eq!(
+            tls,
+            Tls::Verified {
+                roots: Some(PathBuf::from("/x y/ca.pem"))
+            }
+        );
+    }
+
+    #[test]
+    fn roots_without_a_tls_mode_and_unknown_modes_are_refused_without_the_password() {
+        for s in [
+            "postgres://u:s3cret@db/a?sslrootcert=/ca.pem",
+            "postgres://u:s3cret@db/a?sslmode=prefer&sslrootcert=/ca.pem",
+            "postgres://u:s3cret@db/a?sslmode=allow",
+            "postgres://u:s3cret@db/a?sslmode=verify-full&sslcert=/me.pem",
+            "postgres://u:s3cret@db/a?sslmode=verify-full&sslrootcert=%zz",
+            "host=db password=s3cret sslkey=/me.key",
+        ] {
+            let e = split(s).expect_err(s).to_string();
+            assert!(!e.contains("s3cret"), "{e}");
+            assert!(e.contains("ssl"), "{s}: {e}");
+        }
+        for s in [
+            "host=db password='s3cret sslmode=require",
+            "host=db password",
+        ] {
+            let e = split(s).expect_err(s).to_string();
+            assert!(!e.contains("s3cret"), "{e}");
+            assert!(e.contains("not a PostgreSQL connection string"), "{s}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_roots_file_without_certificates_is_refused_naming_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").expect("write");
+        let missing = dir.path().join("missing.pem");
+        for path in [&empty, &missing] {
+            let location = format!(
+                "postgres://u:s3cret@db/a?sslmode=verify-full&sslrootcert={}",
+                path.display()
+            );
+            let e = Endpoint::parse(&location)
+                .err()
+                .expect("refused")
+                .to_string();
+            assert!(e.contains(&path.display().to_string()), "{e}");
+            assert!(!e.contains("s3cret"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_tls_mode_makes_verified_tls_connections_and_no_mode_plain_ones() {
+        let plain = Endpoint::parse("postgres://u@db/a").expect("parses");
+        assert!(!plain.uses_tls());
+        let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/src/testdata/ca.pem");
+        let tls = Endpoint::parse(&format!(
+            "postgres://u@db/a?sslmode=require&sslrootcert={ca}"
+        ))
+        .expect("parses");
+        assert!(tls.uses_tls());
+        assert_eq!(tls.config.get_ssl_mode(), SslMode::Require);
+    }
+}
