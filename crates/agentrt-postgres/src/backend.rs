@@ -320,10 +320,10 @@ impl Backend for PgBackend {
             let (ready, started) = tokio::sync::oneshot::channel();
             match endpoint.open().await? {
                 Opened::Plain(client, connection) => {
-                    tokio::spawn(listen(client, connection, signal, ready))
+                    tokio::spawn(listen(client, *connection, signal, ready))
                 }
                 Opened::Tls(client, connection) => {
-                    tokio::spawn(listen(client, connection, signal, ready))
+                    tokio::spawn(listen(client, *connection, signal, ready))
                 }
             };
             Ok::<_, tokio_postgres::Error>(started)

@@ -47,10 +47,14 @@ pub(crate) enum Tls {
 
 /// A connection with its I/O not yet running, on either transport.
 pub(crate) enum Opened {
-    Plain(Client, Connection<Socket, tokio_postgres::tls::NoTlsStream>),
+    // Boxed, both: their states differ in size several times over.
+    Plain(
+        Client,
+        Box<Connection<Socket, tokio_postgres::tls::NoTlsStream>>,
+    ),
     Tls(
         Client,
-        Connection<Socket, <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream>,
+        Box<Connection<Socket, <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream>>,
     ),
 }
 
@@ -82,11 +86,11 @@ impl Endpoint {
         Ok(match &self.tls {
             None => {
                 let (client, connection) = self.config.connect(NoTls).await?;
-                Opened::Plain(client, connection)
+                Opened::Plain(client, Box::new(connection))
             }
             Some(tls) => {
                 let (client, connection) = self.config.connect(tls.clone()).await?;
-                Opened::Tls(client, connection)
+                Opened::Tls(client, Box::new(connection))
             }
         })
     }

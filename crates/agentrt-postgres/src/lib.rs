@@ -21,6 +21,11 @@
 //!   created and migrated from the description of their SQLite migrations
 //!   (the core's `Extension::shape`): a satellite declares its schema once.
 //!
+//! Across a network, `sslmode=verify-full` (or `require`, `verify-ca`:
+//! all three verify the server's certificate and name) with
+//! `sslrootcert=PATH` for a private CA asks for TLS; without `sslmode`,
+//! connections are plain (a unix socket's case).
+//!
 //! ```no_run
 //! let store = agentrt_postgres::open("postgres://agentrt@db.internal/agentrt")?;
 //! println!("{} runs", store.list_runs(0, 0)?.total);
@@ -149,6 +154,10 @@ pub fn open_existing(url: &str) -> Result<Store> {
 /// assert_eq!(
 ///     agentrt_postgres::redacted("postgres://ops:s3cret@db.internal:5433/agentrt"),
 ///     "postgres://ops@db.internal:5433/agentrt"
+/// );
+/// assert_eq!(
+///     agentrt_postgres::redacted("postgres://ops:s3cret@db/agentrt?sslmode=verify-full&sslrootcert=/ca.pem"),
+///     "postgres://ops@db:5432/agentrt"
 /// );
 /// assert_eq!(agentrt_postgres::redacted("not a url"), "a PostgreSQL database");
 /// ```

@@ -81,11 +81,11 @@ impl IoRuntime {
             // The task ends when the client is dropped or the server goes.
             Ok::<_, tokio_postgres::Error>(match endpoint.open().await? {
                 Opened::Plain(client, connection) => {
-                    tokio::spawn(connection);
+                    tokio::spawn(*connection);
                     client
                 }
                 Opened::Tls(client, connection) => {
-                    tokio::spawn(connection);
+                    tokio::spawn(*connection);
                     client
                 }
             })
