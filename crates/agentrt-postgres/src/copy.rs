@@ -50,7 +50,7 @@ pub fn copy_from(source: &Store, url: &str) -> Result<CopyReport> {
         // Kept until the copy ends: the connection's I/O runs on it.
         runtime: _runtime,
         ..
-    } = crate::connect(url, true)?;
+    } = crate::connect(url, true, None)?;
     let tx = block_on(conn.client.transaction()).map_err(|e| pg_error(&e))?;
     block_on(tx.execute("SELECT 1 FROM agentrt_chain WHERE id = 1 FOR UPDATE", &[]))
         .map_err(|e| pg_error(&e))?;

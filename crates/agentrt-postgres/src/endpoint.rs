@@ -75,6 +75,19 @@ impl Endpoint {
         Ok(Endpoint { config, tls })
     }
 
+    /// Has the server end a session whose transaction sits idle for
+    /// `timeout` (a startup option, after any the string gives, so it
+    /// wins; at least a millisecond: 0 would turn it off).
+    pub(crate) fn end_idle_transactions_after(&mut self, timeout: std::time::Duration) {
+        let millis = timeout.as_millis().clamp(1, i32::MAX as u128);
+        let setting = format!("-c idle_in_transaction_session_timeout={millis}");
+        let options = match self.config.get_options() {
+            Some(given) if !given.trim().is_empty() => format!("{given} {setting}"),
+            _ => setting,
+        };
+        self.config.options(&options);
+    }
+
     /// Whether connections are made over verified TLS.
     #[cfg(test)]
     pub(crate) fn uses_tls(&self) -> bool {
@@ -409,6 +422,23 @@ mod tests {
             assert!(e.contains(&path.display().to_string()), "{e}");
             assert!(!e.contains("s3cret"), "{e}");
         }
+    }
+
+    #[test]
+    fn the_idle_transaction_timeout_comes_after_the_options_given() {
+        let mut plain = Endpoint::parse("postgres://u@db/a").expect("parses");
+        plain.end_idle_transactions_after(std::time::Duration::from_millis(1500));
+        assert_eq!(
+            plain.config.get_options(),
+            Some("-c idle_in_transaction_session_timeout=1500")
+        );
+        let mut given =
+            Endpoint::parse("host=db options='-c search_path=x'").expect("parses");
+        given.end_idle_transactions_after(std::time::Duration::ZERO);
+        assert_eq!(
+            given.config.get_options(),
+            Some("-c search_path=x -c idle_in_transaction_session_timeout=1")
+        );
     }
 
     #[test]

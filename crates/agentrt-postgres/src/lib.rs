@@ -74,6 +74,11 @@ pub const DEFAULT_POOL_SIZE: usize = 8;
 /// How long a call waits for a connection of a busy pool, by default.
 pub const DEFAULT_POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How long the server lets a transaction of the store sit idle before it
+/// ends the session, by default (see [`PgOptions::idle_transaction_timeout`]).
+pub const DEFAULT_IDLE_TRANSACTION_TIMEOUT: std::time::Duration =
+    std::time::Duration::from_secs(10);
+
 /// How to open a store on PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct PgOptions {
@@ -88,6 +93,17 @@ pub struct PgOptions {
     /// [`Error::DatabaseLocked`], as a SQLite store's does after its busy
     /// timeout.
     pub pool_wait: std::time::Duration,
+    /// How long the server lets a transaction of this store sit idle, no
+    /// request in flight, before it ends the session (PostgreSQL's
+    /// `idle_in_transaction_session_timeout`, set for the store's
+    /// sessions; default [`DEFAULT_IDLE_TRANSACTION_TIMEOUT`]). Every write
+    /// group holds the chain head's lock until it ends, so a host that
+    /// stops in the middle of one (paused, cut off, frozen) would stall
+    /// every host until its connection died; with this, it stalls them at
+    /// most this long, and its group fails whole. A store's groups wait on
+    /// nothing but their own process between requests. `None` leaves the
+    /// server's setting.
+    pub idle_transaction_timeout: Option<std::time::Duration>,
     /// Create or migrate the schema (default `true`). `false` opens only a
     /// database already at this build's schema version and writes nothing
     /// to it on opening ([`open_existing`]).
@@ -100,6 +116,7 @@ impl Default for PgOptions {
             store: StoreOptions::default(),
             pool_size: DEFAULT_POOL_SIZE,
             pool_wait: DEFAULT_POOL_WAIT,
+            idle_transaction_timeout: Some(DEFAULT_IDLE_TRANSACTION_TIMEOUT),
             migrate: true,
         }
     }
@@ -184,7 +201,7 @@ pub(crate) fn backend(url: &str, options: &PgOptions) -> Result<PgBackend> {
         about,
         runtime,
         conn: first,
-    } = connect(url, options.migrate)?;
+    } = connect(url, options.migrate, options.idle_transaction_timeout)?;
     let backend = PgBackend {
         pool: Pool::new(
             endpoint.clone(),
@@ -211,10 +228,19 @@ pub(crate) struct Connected {
     pub(crate) conn: pool::Conn,
 }
 
-/// Connects to `url` on a runtime of its own; creates or migrates the
-/// schema when `migrate`, else checks that it is at this build's version.
-pub(crate) fn connect(url: &str, migrate: bool) -> Result<Connected> {
-    let endpoint = Endpoint::parse(url)?;
+/// Connects to `url` on a runtime of its own, its sessions' idle
+/// transactions ended after `idle_transaction_timeout`; creates or
+/// migrates the schema when `migrate`, else checks that it is at this
+/// build's version.
+pub(crate) fn connect(
+    url: &str,
+    migrate: bool,
+    idle_transaction_timeout: Option<std::time::Duration>,
+) -> Result<Connected> {
+    let mut endpoint = Endpoint::parse(url)?;
+    if let Some(timeout) = idle_transaction_timeout {
+        endpoint.end_idle_transactions_after(timeout);
+    }
     let about = Describe::of(&endpoint.config);
     let runtime = Arc::new(IoRuntime::start()?);
     let mut conn = Pool::connect(&runtime, &endpoint).map_err(|e| with_database(e, &about))?;

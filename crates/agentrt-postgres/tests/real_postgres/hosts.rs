@@ -228,3 +228,63 @@ fn a_group_that_panics_or_fails_gives_its_connection_back_rolled_back() {
     assert!(store.get_run("lost").is_err());
     assert_eq!(store.list_runs(0, 0).unwrap().total, 1);
 }
+
+#[test]
+fn a_host_that_stops_inside_a_write_group_holds_the_others_up_only_until_the_idle_timeout() {
+    let backend = Backend::postgres();
+    // This host stops (a pause, a cut network) in the middle of a group,
+    // which holds the chain head's lock: the server ends its session after
+    // the idle timeout, and the other host's group goes through before the
+    // stopped one wakes.
+    let stopping = agentrt_postgres::open_with(
+        &backend.location,
+        agentrt_postgres::PgOptions {
+            idle_transaction_timeout: Some(Duration::from_millis(300)),
+            ..agentrt_postgres::PgOptions::default()
+        },
+    )
+    .unwrap();
+    let other = backend.open();
+    let run = |id: &'static str| {
+        move |tx: &mut agentrt::store::WriteTx<'_>| {
+            tx.insert_run(&NewRun {
+                id,
+                goal: "g",
+                limits_json: "{}",
+                created_at: t0(),
+                lease_owner: "",
+                lease_expires_at: t0(),
+            })?;
+            tx.append_event(id, "", &t0(), EventType::RunCreated, "{}")
+        }
+    };
+    let woke = std::sync::atomic::AtomicBool::new(false);
+    let (holding, held) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        let stopped = scope.spawn(|| {
+            stopping.write(|tx| {
+                run("stopped")(tx)?;
+                holding.send(()).unwrap();
+                std::thread::sleep(Duration::from_secs(4));
+                woke.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            })
+        });
+        held.recv().unwrap();
+        let ((), events) = other.write(run("other")).unwrap();
+        assert!(
+            !woke.load(std::sync::atomic::Ordering::SeqCst),
+            "the other host waited for the stopped one to wake"
+        );
+        assert_eq!(events[0].seq, 1);
+        // The stopped group fails whole when it wakes: its session is gone.
+        assert!(stopped.join().unwrap().is_err());
+    });
+    assert!(other.get_run("stopped").is_err());
+    assert_eq!(other.list_runs(0, 0).unwrap().total, 1);
+    // The stopped host's store goes on with a new connection.
+    let ((), events) = stopping.write(run("after")).unwrap();
+    assert_eq!(events[0].seq, 2);
+    let report = agentrt::verify::verify(&other, &Default::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+}
