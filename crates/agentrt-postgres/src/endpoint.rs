@@ -432,8 +432,7 @@ mod tests {
             plain.config.get_options(),
             Some("-c idle_in_transaction_session_timeout=1500")
         );
-        let mut given =
-            Endpoint::parse("host=db options='-c search_path=x'").expect("parses");
+        let mut given = Endpoint::parse("host=db options='-c search_path=x'").expect("parses");
         given.end_idle_transactions_after(std::time::Duration::ZERO);
         assert_eq!(
             given.config.get_options(),
