@@ -20,7 +20,7 @@ use agentrt::clock::Timestamp;
 use agentrt::store::ExtensionShape;
 use agentrt::store::engine::{Backend, BatchedGroup, ChainRows, ChangeSignal, GroupRows, ReadRows};
 use agentrt::{Error, Result};
-use tokio_postgres::{AsyncMessage, Client, IsolationLevel, SimpleQueryMessage};
+use tokio_postgres::{AsyncMessage, Client, SimpleQueryMessage};
 
 use crate::batch::{Batcher, Outcome};
 use crate::chain_read::ChainSnapshot;
@@ -56,6 +56,9 @@ pub(crate) struct PgBackend {
 /// at that moment and the head itself: one request, one round trip.
 const BEGIN_LOCKED: &str = "BEGIN; SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, \
      head_seq, head_hash FROM agentrt_chain WHERE id = 1 FOR UPDATE";
+
+/// A read's transaction: one snapshot for all its statements.
+const BEGIN_SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
 /// What a write group learns when it takes the chain head's lock.
 struct Locked {
@@ -158,53 +161,55 @@ impl PgBackend {
         }
         let mut outcomes: Vec<Option<Outcome>> = (0..count).map(|_| None).collect();
         let mut succeeded = Vec::with_capacity(count);
-        let ended = self.pool.with(|conn| {
-            let Locked { now, mut head } = self.begin_locked(&conn.client)?;
-            let mut open = OpenGroup {
-                client: &conn.client,
-                ended: false,
-            };
-            for (i, group) in groups.into_iter().enumerate() {
-                let mut rows = PgRows::new(
-                    &conn.client,
-                    &mut conn.statements,
-                    self.extension_tables(),
-                    Some(now),
-                    Some(head.clone()),
-                );
-                rows.defer_simple("SAVEPOINT agentrt_group");
-                let ran = match catch_unwind(AssertUnwindSafe(|| group(&mut rows))) {
-                    Ok(Ok(())) => rows.flush().map_err(Outcome::from),
-                    Ok(Err(e)) => Err(Outcome::Done(Err(e))),
-                    Err(panic) => Err(Outcome::Panicked(panic)),
+        let ended = self.pool.with_started(
+            |conn| self.begin_locked(&conn.client),
+            |conn, Locked { now, mut head }| {
+                let mut open = OpenGroup {
+                    client: &conn.client,
+                    ended: false,
                 };
-                match ran {
-                    Ok(()) => {
-                        head = rows.held_head().unwrap_or(head);
-                        succeeded.push(i);
-                    }
-                    Err(outcome) => {
-                        outcomes[i] = Some(outcome);
-                        // Nothing sent, nothing to undo; else back to the
-                        // group's own savepoint (the newest of that name).
-                        if rows.sent_any() {
-                            drop(rows);
-                            round_trip(
-                                conn.client
-                                    .batch_execute("ROLLBACK TO SAVEPOINT agentrt_group"),
-                            )
-                            .map_err(|e| pg_error(&e))?;
+                for (i, group) in groups.into_iter().enumerate() {
+                    let mut rows = PgRows::new(
+                        &conn.client,
+                        &mut conn.statements,
+                        self.extension_tables(),
+                        Some(now),
+                        Some(head.clone()),
+                    );
+                    rows.defer_simple("SAVEPOINT agentrt_group");
+                    let ran = match catch_unwind(AssertUnwindSafe(|| group(&mut rows))) {
+                        Ok(Ok(())) => rows.flush().map_err(Outcome::from),
+                        Ok(Err(e)) => Err(Outcome::Done(Err(e))),
+                        Err(panic) => Err(Outcome::Panicked(panic)),
+                    };
+                    match ran {
+                        Ok(()) => {
+                            head = rows.held_head().unwrap_or(head);
+                            succeeded.push(i);
+                        }
+                        Err(outcome) => {
+                            outcomes[i] = Some(outcome);
+                            // Nothing sent, nothing to undo; else back to the
+                            // group's own savepoint (the newest of that name).
+                            if rows.sent_any() {
+                                drop(rows);
+                                round_trip(
+                                    conn.client
+                                        .batch_execute("ROLLBACK TO SAVEPOINT agentrt_group"),
+                                )
+                                .map_err(|e| pg_error(&e))?;
+                            }
                         }
                     }
                 }
-            }
-            if succeeded.is_empty() {
-                return Ok(());
-            }
-            round_trip(conn.client.batch_execute("COMMIT")).map_err(|e| pg_error(&e))?;
-            open.ended = true;
-            Ok(())
-        });
+                if succeeded.is_empty() {
+                    return Ok(());
+                }
+                round_trip(conn.client.batch_execute("COMMIT")).map_err(|e| pg_error(&e))?;
+                open.ended = true;
+                Ok(())
+            },
+        );
         // The transaction failed: none of its groups committed.
         if let Err(e) = &ended {
             for i in succeeded.drain(..) {
@@ -232,52 +237,62 @@ impl PgBackend {
     /// Runs `f` on one read-only REPEATABLE READ transaction: one snapshot
     /// for the whole read, as a SQLite read transaction.
     fn snapshot(&self, f: impl FnOnce(&PgRows<'_>) -> Result<()>) -> Result<()> {
-        self.pool.with(|conn| {
-            let tx = round_trip(
-                conn.client
-                    .build_transaction()
-                    .isolation_level(IsolationLevel::RepeatableRead)
-                    .read_only(true)
-                    .start(),
-            )
-            .map_err(|e| pg_error(&e))?;
-            {
-                let rows = PgRows::new(
-                    tx.client(),
-                    &mut conn.statements,
-                    self.extension_tables(),
-                    None,
-                    None,
-                );
-                f(&rows)?;
-            }
-            round_trip(tx.commit()).map_err(|e| pg_error(&e))
-        })
+        self.pool.with_started(
+            |conn| {
+                round_trip(conn.client.batch_execute(BEGIN_SNAPSHOT)).map_err(|e| {
+                    // A failed BEGIN leaves no transaction open, unless the
+                    // server began one and then refused: end it.
+                    let _ = round_trip(conn.client.batch_execute("ROLLBACK"));
+                    pg_error(&e)
+                })
+            },
+            |conn, ()| {
+                let mut open = OpenGroup {
+                    client: &conn.client,
+                    ended: false,
+                };
+                {
+                    let rows = PgRows::new(
+                        &conn.client,
+                        &mut conn.statements,
+                        self.extension_tables(),
+                        None,
+                        None,
+                    );
+                    f(&rows)?;
+                }
+                round_trip(conn.client.batch_execute("COMMIT")).map_err(|e| pg_error(&e))?;
+                open.ended = true;
+                Ok(())
+            },
+        )
     }
 }
 
 impl Backend for PgBackend {
     fn write_group(&self, group: &mut dyn FnMut(&mut dyn GroupRows) -> Result<()>) -> Result<()> {
-        self.pool.with(|conn| {
-            let Locked { now, head } = self.begin_locked(&conn.client)?;
-            let mut open = OpenGroup {
-                client: &conn.client,
-                ended: false,
-            };
-            let mut rows = PgRows::new(
-                &conn.client,
-                &mut conn.statements,
-                self.extension_tables(),
-                Some(now),
-                Some(head),
-            );
-            group(&mut rows)?;
-            // The statements the group deferred go with the COMMIT. Should
-            // any fail, the guard's ROLLBACK ends what is left open.
-            rows.finish("COMMIT")?;
-            open.ended = true;
-            Ok(())
-        })
+        self.pool.with_started(
+            |conn| self.begin_locked(&conn.client),
+            |conn, Locked { now, head }| {
+                let mut open = OpenGroup {
+                    client: &conn.client,
+                    ended: false,
+                };
+                let mut rows = PgRows::new(
+                    &conn.client,
+                    &mut conn.statements,
+                    self.extension_tables(),
+                    Some(now),
+                    Some(head),
+                );
+                group(&mut rows)?;
+                // The statements the group deferred go with the COMMIT. Should
+                // any fail, the guard's ROLLBACK ends what is left open.
+                rows.finish("COMMIT")?;
+                open.ended = true;
+                Ok(())
+            },
+        )
     }
 
     fn write_batched(&self, group: BatchedGroup) -> Result<()> {
@@ -301,17 +316,21 @@ impl Backend for PgBackend {
     ) -> Result<bool> {
         // The server's clock + ttl, as the text a `Timestamp` shows.
         let ttl_micros = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
-        self.pool.with(|conn| {
-            let n = round_trip(conn.client.execute(
-                "UPDATE runs SET lease_expires_at = to_char(
-                     (clock_timestamp() + $1::bigint * interval '1 microsecond') AT TIME ZONE 'UTC',
-                     'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '000Z'
-                 WHERE id = $2 AND lease_owner = $3 AND status = 'RUNNING'",
-                &[&ttl_micros, &run_id, &owner],
-            ))
-            .map_err(|e| pg_error(&e))?;
-            Ok(n == 1)
-        })
+        // One statement, run again as it is on a connection found closed:
+        // setting the expiry to the server's now + ttl twice is setting it.
+        self.pool.with_started(
+            |conn| {
+                round_trip(conn.client.execute(
+                    "UPDATE runs SET lease_expires_at = to_char(
+                         (clock_timestamp() + $1::bigint * interval '1 microsecond') AT TIME ZONE 'UTC',
+                         'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '000Z'
+                     WHERE id = $2 AND lease_owner = $3 AND status = 'RUNNING'",
+                    &[&ttl_micros, &run_id, &owner],
+                ))
+                .map_err(|e| pg_error(&e))
+            },
+            |_, changed| Ok(changed == 1),
+        )
     }
 
     fn watch(&self, signal: ChangeSignal) -> Result<()> {

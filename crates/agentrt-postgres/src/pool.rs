@@ -1,7 +1,10 @@
 //! A small pool of connections, each with its prepared statements. A
 //! connection that broke is dropped instead of returned; a caller waits
 //! (blocking its thread, never an executor's) when every connection is
-//! lent out, for a bounded time.
+//! lent out, for a bounded time. A connection the server closed while it
+//! sat idle (a restart, an ended session) is replaced, not lent: a
+//! transaction whose first request finds it closed starts again on
+//! another, so a server restart costs no caller an error.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -88,6 +91,45 @@ impl Pool {
         value
     }
 
+    /// Runs `start`, a transaction's first request (nothing it does lasts
+    /// unless the transaction commits), on a connection, then `f` with what
+    /// it answered. When `start` fails on a connection the server closed,
+    /// it is tried again on another (an idle one may have been closed
+    /// before this process noticed), as often as the pool has places and
+    /// once more for a new one.
+    pub(crate) fn with_started<S, T>(
+        &self,
+        mut start: impl FnMut(&mut Conn) -> Result<S>,
+        f: impl FnOnce(&mut Conn, S) -> Result<T>,
+    ) -> Result<T> {
+        let mut tries = self.max + 1;
+        loop {
+            tries -= 1;
+            let mut lent = Lent {
+                pool: self,
+                conn: Some(self.take()?),
+            };
+            let Some(conn) = lent.conn.as_mut() else {
+                return Err(agentrt::Error::Internal {
+                    detail: "a pooled connection went missing".into(),
+                });
+            };
+            let started = start(conn);
+            let value = match started {
+                Ok(started) => f(conn, started),
+                Err(_) if conn.client.is_closed() && tries > 0 => {
+                    // Dropped with `lent`: its place is freed.
+                    continue;
+                }
+                Err(e) => Err(e),
+            };
+            if let Some(conn) = lent.conn.take() {
+                self.give_back(conn);
+            }
+            return value;
+        }
+    }
+
     /// A lent connection that will not come back: its place is free.
     fn forget(&self) {
         self.lock().open -= 1;
@@ -102,6 +144,11 @@ impl Pool {
         let mut state = self.lock();
         loop {
             if let Some(conn) = state.idle.pop() {
+                if conn.client.is_closed() {
+                    // Closed while idle: its place is free for a new one.
+                    state.open -= 1;
+                    continue;
+                }
                 return Ok(conn);
             }
             if state.open < self.max {

@@ -288,3 +288,51 @@ fn a_host_that_stops_inside_a_write_group_holds_the_others_up_only_until_the_idl
     let report = agentrt::verify::verify(&other, &Default::default()).unwrap();
     assert!(report.intact(), "{report:?}");
 }
+
+#[test]
+fn sessions_the_server_ended_while_idle_cost_no_call_an_error() {
+    let backend = Backend::postgres();
+    let store = backend.open();
+    let run = |id: &'static str| {
+        move |tx: &mut agentrt::store::WriteTx<'_>| {
+            tx.insert_run(&NewRun {
+                id,
+                goal: "g",
+                limits_json: "{}",
+                created_at: t0(),
+                lease_owner: "",
+                lease_expires_at: t0(),
+            })?;
+            tx.append_event(id, "", &t0(), EventType::RunCreated, "{}")
+        }
+    };
+    // Several connections in the pool, all idle afterwards.
+    std::thread::scope(|scope| {
+        for id in ["a", "b", "c"] {
+            let store = &store;
+            scope.spawn(move || store.write(run(id)).unwrap());
+        }
+    });
+    for round in 0..3 {
+        // As a restart or an operator does: every session of the database
+        // but the one asking is ended.
+        let mut admin = backends::client(&backend.location);
+        let ended: i64 = admin
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert!(ended >= 1, "round {round}: no session to end");
+        drop(admin);
+        // At once: the store may not have noticed yet.
+        assert_eq!(store.list_runs(0, 0).unwrap().total, 3 + round as u64);
+        let id: &'static str = ["d", "e", "f"][round as usize];
+        store.write(run(id)).unwrap();
+    }
+    let report = agentrt::verify::verify(&store, &Default::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.checked, 6);
+}
