@@ -13,21 +13,19 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, LazyLock, OnceLock};
-use std::task::Poll;
 use std::time::Duration;
 
 use agentrt::clock::Timestamp;
 use agentrt::store::ExtensionShape;
 use agentrt::store::engine::{Backend, BatchedGroup, ChainRows, ChangeSignal, GroupRows, ReadRows};
 use agentrt::{Error, Result};
-use tokio_postgres::{AsyncMessage, Client, SimpleQueryMessage};
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::batch::{Batcher, Outcome};
 use crate::chain_read::ChainSnapshot;
-use crate::endpoint::{Endpoint, Opened};
+use crate::endpoint::Endpoint;
 use crate::error::{Describe, is_retryable, pg_error};
 use crate::extensions::ExtensionTables;
-use crate::group::LISTEN;
 use crate::pool::Pool;
 use crate::rows::PgRows;
 use crate::runtime::{IoRuntime, block_on, round_trip};
@@ -35,9 +33,6 @@ use crate::runtime::{IoRuntime, block_on, round_trip};
 /// How often taking the chain head's lock is tried before the group gives
 /// up with the server's error.
 const LOCK_ATTEMPTS: u32 = 8;
-
-/// How often the listener checks whether anyone still waits.
-const WATCH_TICK: Duration = Duration::from_millis(500);
 
 /// The store's engine on one PostgreSQL database.
 pub(crate) struct PgBackend {
@@ -334,24 +329,12 @@ impl Backend for PgBackend {
     }
 
     fn watch(&self, signal: ChangeSignal) -> Result<()> {
-        let endpoint = self.endpoint.clone();
-        let listening = self.runtime.handle()?.spawn(async move {
-            let (ready, started) = tokio::sync::oneshot::channel();
-            match endpoint.open().await? {
-                Opened::Plain(client, connection) => {
-                    tokio::spawn(listen(client, *connection, signal, ready))
-                }
-                Opened::Tls(client, connection) => {
-                    tokio::spawn(listen(client, *connection, signal, ready))
-                }
-            };
-            Ok::<_, tokio_postgres::Error>(started)
-        });
-        let started = match block_on(listening) {
-            Ok(Ok(started)) => started,
-            Ok(Err(e)) => return Err(pg_error(&e)),
-            Err(_) => return Err(stopped()),
-        };
+        let (ready, started) = tokio::sync::oneshot::channel();
+        self.runtime.handle()?.spawn(crate::listener::listen(
+            self.endpoint.clone(),
+            signal,
+            ready,
+        ));
         // Subscribed once `LISTEN` is in effect: a commit after this call
         // returns is heard.
         match block_on(started) {
@@ -378,63 +361,5 @@ impl Backend for PgBackend {
 fn stopped() -> Error {
     Error::Internal {
         detail: "the PostgreSQL store's listener stopped before it listened".into(),
-    }
-}
-
-/// The listener task: drives its own connection (whose notices only the
-/// connection's owner sees), says when `LISTEN` took effect, then
-/// announces every notice's head seq until nobody waits or the connection
-/// breaks (the next waiter then starts another).
-async fn listen<S, T>(
-    client: tokio_postgres::Client,
-    mut connection: tokio_postgres::Connection<S, T>,
-    signal: ChangeSignal,
-    ready: tokio::sync::oneshot::Sender<std::result::Result<(), tokio_postgres::Error>>,
-) where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    let mut listen = Box::pin(client.batch_execute(LISTEN));
-    let mut ready = Some(ready);
-    let mut tick = tokio::time::interval(WATCH_TICK);
-    loop {
-        let message = std::future::poll_fn(|cx| {
-            if let Some(sender) = ready.take() {
-                match listen.as_mut().poll(cx) {
-                    Poll::Ready(outcome) => {
-                        let failed = outcome.is_err();
-                        let _ = sender.send(outcome);
-                        if failed {
-                            return Poll::Ready(None);
-                        }
-                    }
-                    Poll::Pending => ready = Some(sender),
-                }
-            }
-            // Not before `LISTEN` took effect: the subscriber holds the
-            // store's watcher lock until then, which `wanted` takes.
-            if ready.is_none() && tick.poll_tick(cx).is_ready() && !signal.wanted() {
-                return Poll::Ready(None);
-            }
-            connection.poll_message(cx)
-        })
-        .await;
-        match message {
-            Some(Ok(AsyncMessage::Notification(notice))) => {
-                let seq = notice.payload().parse::<i64>().unwrap_or(0);
-                if !signal.announce(seq) {
-                    return;
-                }
-            }
-            Some(Ok(_)) => {}
-            Some(Err(_)) | None => {
-                // Stopped or broken: the watcher is marked stopped once
-                // nobody waits; until then a waiter's timeout still holds.
-                while signal.wanted() {
-                    tokio::time::sleep(WATCH_TICK).await;
-                }
-                return;
-            }
-        }
     }
 }

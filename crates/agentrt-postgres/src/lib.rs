@@ -47,6 +47,7 @@ mod error;
 mod extension_rows;
 mod extensions;
 mod group;
+mod listener;
 mod pool;
 mod read;
 mod rows;

@@ -13,6 +13,21 @@ fn t0() -> Timestamp {
     Timestamp::parse("2026-10-01T09:00:00Z").unwrap()
 }
 
+/// A write group creating run `id` with its first event.
+fn run(id: &'static str) -> impl Fn(&mut agentrt::store::WriteTx<'_>) -> agentrt::Result<()> {
+    move |tx| {
+        tx.insert_run(&NewRun {
+            id,
+            goal: "g",
+            limits_json: "{}",
+            created_at: t0(),
+            lease_owner: "",
+            lease_expires_at: t0(),
+        })?;
+        tx.append_event(id, "", &t0(), EventType::RunCreated, "{}")
+    }
+}
+
 #[test]
 fn four_hosts_writing_at_once_keep_one_chain_of_consecutive_seqs() {
     let backend = Backend::postgres();
@@ -123,6 +138,59 @@ async fn a_waiter_wakes_when_another_host_commits() {
     assert_eq!(waiter.await.unwrap(), Some(2));
 }
 
+/// Ends every session of `backend`'s database but the asking one, as a
+/// restart or an operator does; how many it ended.
+fn end_every_session(backend: &Backend) -> i64 {
+    let location = backend.location.clone();
+    backends::on_plain_thread(move || {
+        backends::client(&location)
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_still_wakes_after_the_server_ended_the_listeners_session() {
+    let backend = Backend::postgres();
+    let waiting = backend.open();
+    let writing = backend.open();
+    writing
+        .off_executor(|store| store.write(run("r")))
+        .await
+        .unwrap();
+    let waiter = {
+        let waiting = waiting.clone();
+        tokio::spawn(async move {
+            waiting
+                .wait_for_run("r", 1, Duration::from_secs(20))
+                .await
+                .unwrap()
+        })
+    };
+    // Subscribed, then its connection (and every other) is ended; the
+    // commit that follows is made while the listener may be away.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(end_every_session(&backend) >= 2);
+    let at = t0();
+    writing
+        .off_executor(move |store| {
+            store.write(|tx| tx.append_event("r", "", &at, EventType::RunFinished, "{}"))
+        })
+        .await
+        .unwrap();
+    let woke = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the waiter was not woken (it would have waited out its 20 s)")
+        .unwrap();
+    assert_eq!(woke, Some(2));
+    drop(waiting);
+}
+
 /// A gate on `store` whose lease clock runs `skew` ahead of (or behind)
 /// the real time, as a host whose clock is off.
 fn skewed_gate(store: &agentrt::Store, owner: &str, skew: i64, ttl: Duration) -> agentrt::Gate {
@@ -196,19 +264,6 @@ fn a_group_that_panics_or_fails_gives_its_connection_back_rolled_back() {
         },
     )
     .unwrap();
-    let run = |id: &'static str| {
-        move |tx: &mut agentrt::store::WriteTx<'_>| {
-            tx.insert_run(&NewRun {
-                id,
-                goal: "g",
-                limits_json: "{}",
-                created_at: t0(),
-                lease_owner: "",
-                lease_expires_at: t0(),
-            })?;
-            tx.append_event(id, "", &t0(), EventType::RunCreated, "{}")
-        }
-    };
     for _ in 0..3 {
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             store.write(|tx| -> agentrt::Result<()> {
@@ -245,19 +300,6 @@ fn a_host_that_stops_inside_a_write_group_holds_the_others_up_only_until_the_idl
     )
     .unwrap();
     let other = backend.open();
-    let run = |id: &'static str| {
-        move |tx: &mut agentrt::store::WriteTx<'_>| {
-            tx.insert_run(&NewRun {
-                id,
-                goal: "g",
-                limits_json: "{}",
-                created_at: t0(),
-                lease_owner: "",
-                lease_expires_at: t0(),
-            })?;
-            tx.append_event(id, "", &t0(), EventType::RunCreated, "{}")
-        }
-    };
     let woke = std::sync::atomic::AtomicBool::new(false);
     let (holding, held) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
@@ -293,19 +335,6 @@ fn a_host_that_stops_inside_a_write_group_holds_the_others_up_only_until_the_idl
 fn sessions_the_server_ended_while_idle_cost_no_call_an_error() {
     let backend = Backend::postgres();
     let store = backend.open();
-    let run = |id: &'static str| {
-        move |tx: &mut agentrt::store::WriteTx<'_>| {
-            tx.insert_run(&NewRun {
-                id,
-                goal: "g",
-                limits_json: "{}",
-                created_at: t0(),
-                lease_owner: "",
-                lease_expires_at: t0(),
-            })?;
-            tx.append_event(id, "", &t0(), EventType::RunCreated, "{}")
-        }
-    };
     // Several connections in the pool, all idle afterwards.
     std::thread::scope(|scope| {
         for id in ["a", "b", "c"] {
@@ -314,19 +343,10 @@ fn sessions_the_server_ended_while_idle_cost_no_call_an_error() {
         }
     });
     for round in 0..3 {
-        // As a restart or an operator does: every session of the database
-        // but the one asking is ended.
-        let mut admin = backends::client(&backend.location);
-        let ended: i64 = admin
-            .query_one(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        assert!(ended >= 1, "round {round}: no session to end");
-        drop(admin);
+        assert!(
+            end_every_session(&backend) >= 1,
+            "round {round}: no session"
+        );
         // At once: the store may not have noticed yet.
         assert_eq!(store.list_runs(0, 0).unwrap().total, 3 + round as u64);
         let id: &'static str = ["d", "e", "f"][round as usize];
