@@ -85,12 +85,7 @@ where
 {
     let listening = async {
         client.batch_execute(LISTEN).await?;
-        Ok::<_, tokio_postgres::Error>(
-            client
-                .query_one(HEAD_SEQ, &[])
-                .await?
-                .try_get::<_, i64>(0)?,
-        )
+        client.query_one(HEAD_SEQ, &[]).await?.try_get::<_, i64>(0)
     };
     let mut subscribing = Some(Box::pin(listening));
     let mut tick = tokio::time::interval(WATCH_TICK);
@@ -109,8 +104,11 @@ where
                 return Poll::Ready(Heard::Unwanted);
             }
             connection.poll_message(cx).map(|message| match message {
-                Some(message) => Heard::Message(message),
-                None => Heard::Closed,
+                Some(Ok(AsyncMessage::Notification(notice))) => {
+                    Heard::Notice(notice.payload().parse::<i64>().unwrap_or(0))
+                }
+                Some(Ok(_)) => Heard::Other,
+                Some(Err(_)) | None => Heard::Closed,
             })
         })
         .await;
@@ -129,14 +127,13 @@ where
                 }
                 return Ended::Broken;
             }
-            Heard::Message(Ok(AsyncMessage::Notification(notice))) => {
-                let seq = notice.payload().parse::<i64>().unwrap_or(0);
+            Heard::Notice(seq) => {
                 if !signal.announce(seq) {
                     return Ended::Unwanted;
                 }
             }
-            Heard::Message(Ok(_)) => {}
-            Heard::Message(Err(_)) | Heard::Closed => return Ended::Broken,
+            Heard::Other => {}
+            Heard::Closed => return Ended::Broken,
             Heard::Unwanted => return Ended::Unwanted,
         }
     }
@@ -146,9 +143,11 @@ where
 enum Heard {
     /// `LISTEN` took effect (with the head's seq), or failed.
     Subscribed(std::result::Result<i64, tokio_postgres::Error>),
-    /// A message from the server (a notice), or the connection's error.
-    Message(std::result::Result<AsyncMessage, tokio_postgres::Error>),
-    /// The server closed the connection.
+    /// A notice of a commit, with the head seq it left.
+    Notice(i64),
+    /// Another message from the server.
+    Other,
+    /// The connection broke or the server closed it.
     Closed,
     /// Nobody waits any more.
     Unwanted,
