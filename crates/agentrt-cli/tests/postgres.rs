@@ -20,7 +20,7 @@ use support::{cli, json, run_cmd, runtime, tools};
 #[path = "../../agentrt-postgres/tests/real_postgres/backends.rs"]
 mod backends;
 
-use backends::{PASSWORD, url};
+use backends::{PASSWORD, tls_url, url};
 
 /// Creates an empty database; returns its name.
 fn fresh_database() -> String {
@@ -332,4 +332,34 @@ fn migrate_carries_a_satellites_tables_and_verify_checks_their_rows_on_postgres(
     let out = agentrt(&db, &["verify"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stdout.contains("approver_nonces"), "{out:?}");
+}
+
+#[test]
+fn the_cli_works_over_verified_tls_and_refuses_a_server_it_cannot_verify() {
+    let name = fresh_database();
+    let store = agentrt_postgres::open(&url(&name)).unwrap();
+    let waiting = drive(
+        &store,
+        "waiting",
+        vec![Decision::tool_call("push", r#"{"ref":"main"}"#)],
+    );
+    assert_eq!(waiting.status, RunStatus::WaitingForApproval);
+    let db = tls_url(&name);
+    let out = agentrt(&db, &["runs"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("waiting"), "{}", out.stdout);
+    let out = agentrt(&db, &["approve", "waiting", "--yes", "--by", "ops"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = agentrt(&db, &["--json", "verify"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(json(&out.stdout)["intact"], true, "{}", out.stdout);
+    // The system's roots do not hold the test server's CA.
+    let untrusted = db
+        .split("&sslrootcert=")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let out = agentrt(&untrusted, &["runs"]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("certificate"), "{}", out.stderr);
 }

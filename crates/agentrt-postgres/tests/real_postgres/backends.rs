@@ -123,6 +123,36 @@ pub fn url(name: &str) -> String {
     )
 }
 
+/// The test server over TLS on loopback (libpq pairs: `host=localhost`,
+/// its port, `sslmode=verify-full`, `sslrootcert=` its CA).
+pub fn tls_server() -> String {
+    std::env::var("AGENTRT_TEST_POSTGRES_TLS").expect(
+        "AGENTRT_TEST_POSTGRES_TLS is not set: run these tests with \
+         `cargo xtask postgres -- cargo test -p agentrt-postgres --features real-postgres`",
+    )
+}
+
+/// A `postgres://` URL for database `name` over TLS, as a user passes
+/// one: with [`PASSWORD`], `sslmode=verify-full` and the test server's CA
+/// as `sslrootcert`.
+pub fn tls_url(name: &str) -> String {
+    let tls = tls_server();
+    let pair = |key: &str| {
+        tls.split_whitespace()
+            .filter_map(|pair| pair.split_once('='))
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.to_owned())
+            .unwrap_or_default()
+    };
+    format!(
+        "postgres://{}:{PASSWORD}@{}:{}/{name}?sslmode=verify-full&sslrootcert={}",
+        pair("user"),
+        pair("host"),
+        pair("port"),
+        pair("sslrootcert")
+    )
+}
+
 /// Creates an empty database; returns its name.
 pub fn fresh_database_name() -> String {
     let name = database_name();

@@ -11,16 +11,7 @@ use std::time::Duration;
 use agentrt::store::NewRun;
 use agentrt::{EventType, Timestamp};
 
-use crate::backends::{self, PASSWORD};
-
-/// The test server over TLS: `host=localhost port=… sslmode=verify-full
-/// sslrootcert=…/ca.pem` and the role.
-fn tls_server() -> String {
-    std::env::var("AGENTRT_TEST_POSTGRES_TLS").expect(
-        "AGENTRT_TEST_POSTGRES_TLS is not set: run these tests with \
-         `cargo xtask postgres -- cargo test -p agentrt-postgres --features real-postgres`",
-    )
-}
+use crate::backends::{self, PASSWORD, tls_server};
 
 /// `tls_server()` for database `name`, its pairs changed by `edit` and a
 /// password added (the server trusts any; no error may show it).
