@@ -263,6 +263,14 @@ pub(crate) fn object(members: &[(&str, &str)]) -> String {
     out
 }
 
+/// The store's options with the proxy's index, as serving opens it.
+pub(crate) fn store_options() -> agentrt::StoreOptions {
+    agentrt::StoreOptions {
+        extensions: vec![INDEX],
+        ..agentrt::StoreOptions::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use agentrt::store::NewRun;

@@ -12,18 +12,32 @@ use std::io::Write;
 use std::sync::Arc;
 
 use agentrt::recheck::RecheckOptions as CoreOptions;
-use agentrt::{RecheckReport, Store, StoreOptions, ToolSpec};
+use agentrt::{RecheckReport, Store, ToolSpec};
 
 use crate::check::load_all;
-use crate::cli::RecheckOptions;
 use crate::config::Config;
 use crate::database::Database;
 use crate::error::ProxyError;
-use crate::index::{INDEX, session_rows};
+use crate::index::{session_rows, store_options};
 use crate::pin::output_error;
 use crate::policy::{ProxyPolicy, Reruns, ToolFacts};
 use crate::policy_id::policy_id;
 use crate::reach::check_reach;
+
+/// `recheck`'s options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecheckOptions {
+    /// One run.
+    pub run: Option<String>,
+    /// Another session's runs (else the configuration's).
+    pub session: Option<String>,
+    /// The most runs (default 50).
+    pub limit: u32,
+    /// Connect to the servers and re-check against the tools as loaded now.
+    pub current_tools: bool,
+    /// Print the reports as one JSON array.
+    pub json: bool,
+}
 
 /// The tools' facts from the rules alone (no server reached): the
 /// model-visible name each rule gives.
@@ -90,10 +104,7 @@ pub async fn recheck(
         .unwrap_or_else(|| config.session.clone());
     let (run, limit) = (options.run.clone(), options.limit as usize);
     let reports = tokio::task::spawn_blocking(move || -> agentrt::Result<Vec<RecheckReport>> {
-        let options = StoreOptions {
-            extensions: vec![INDEX],
-            ..StoreOptions::default()
-        };
+        let options = store_options();
         let store = match &database {
             Database::File(path) => Store::open_existing_with(path, true, options)?,
             Database::Postgres(url) => Database::open_postgres(url, options, false)?,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
 
-use agentrt::{Gate, GateConfig, Store, StoreOptions, Tool, ToolSpec};
+use agentrt::{Gate, GateConfig, Store, Tool, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
@@ -25,7 +25,6 @@ use crate::caller::Caller;
 use crate::check::{LoadedServers, load_all};
 use crate::config::Config;
 use crate::error::ProxyError;
-use crate::index::INDEX;
 use crate::policy::{ProxyPolicy, ToolFacts};
 use crate::raw_args::{RawArguments, TeeInput};
 use crate::reach::check_reach;
@@ -224,14 +223,6 @@ fn host_side(context: &RequestContext<RoleServer>) -> Caller {
     caller
 }
 
-/// Opens the database with the proxy's index, as serving does.
-pub(crate) fn store_options() -> StoreOptions {
-    StoreOptions {
-        extensions: vec![INDEX],
-        ..StoreOptions::default()
-    }
-}
-
 /// Builds the proxy from `config` and what `loaded` offers.
 pub fn build_proxy(
     config: Arc<Config>,
@@ -324,7 +315,7 @@ pub(crate) async fn start(
     // Files are looked at off the async workers.
     let reach = config.clone();
     file_work(&config, move || check_reach(&reach)).await?;
-    let store = crate::check::open_store_with(&config, store_options()).await?;
+    let store = crate::check::open_store_with(&config, crate::index::store_options()).await?;
     let loaded = load_all(&config).await?;
     for report in &loaded.reports {
         for line in report.lines() {

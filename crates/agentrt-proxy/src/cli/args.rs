@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+pub use crate::recheck::RecheckOptions;
+
 /// A command and its options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -36,21 +38,6 @@ pub struct ServeOptions {
     pub http: Option<std::net::SocketAddr>,
     /// The owner-only file holding the bearer token (HTTP).
     pub token_file: Option<PathBuf>,
-}
-
-/// `recheck`'s options.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecheckOptions {
-    /// One run.
-    pub run: Option<String>,
-    /// Another session's runs (else the configuration's).
-    pub session: Option<String>,
-    /// The most runs (default 50).
-    pub limit: u32,
-    /// Connect to the servers and re-check against the tools as loaded now.
-    pub current_tools: bool,
-    /// Print the reports as one JSON array.
-    pub json: bool,
 }
 
 /// What the command line asks for.
