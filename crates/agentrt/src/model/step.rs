@@ -1,6 +1,6 @@
 use super::decision::RecordedDecision;
 use super::observation::Observation;
-use super::policy::PolicyDecision;
+use super::policy_decision::PolicyDecision;
 use super::text_enum;
 use crate::clock::Timestamp;
 
