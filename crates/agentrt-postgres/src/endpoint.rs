@@ -28,6 +28,9 @@ const ROOT_CERT: &str = "sslrootcert";
 const SSL_MODE: &str = "sslmode";
 const UNSUPPORTED: [&str; 4] = ["sslcert", "sslkey", "sslpassword", "sslcrl"];
 
+/// The sessions' `application_name` when the string names none.
+pub(crate) const APPLICATION_NAME: &str = "agentrt";
+
 /// A database to connect to: the server's settings and, when the
 /// connection string asks for TLS, the verifying connector.
 #[derive(Clone)]
@@ -65,6 +68,11 @@ impl Endpoint {
     pub(crate) fn parse(location: &str) -> Result<Endpoint> {
         let (rest, tls) = split(location)?;
         let mut config = Config::from_str(&rest).map_err(|_| crate::not_a_url())?;
+        // So an operator tells the store's sessions apart in
+        // `pg_stat_activity`; a name the string gives wins.
+        if config.get_application_name().is_none() {
+            config.application_name(APPLICATION_NAME);
+        }
         let tls = match tls {
             Tls::Off => None,
             Tls::Verified { roots } => {

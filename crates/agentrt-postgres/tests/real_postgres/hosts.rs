@@ -356,3 +356,29 @@ fn sessions_the_server_ended_while_idle_cost_no_call_an_error() {
     assert!(report.intact(), "{report:?}");
     assert_eq!(report.checked, 6);
 }
+
+#[test]
+fn the_stores_sessions_are_named_agentrt_unless_the_connection_string_names_them() {
+    // Each case on a database of its own: a dropped store's sessions may
+    // linger a moment.
+    let names = |extra: &str| {
+        let backend = Backend::postgres();
+        let store = agentrt_postgres::open(&format!("{}{extra}", backend.location)).unwrap();
+        store.write(run("r")).unwrap();
+        let location = backend.location.clone();
+        backends::on_plain_thread(move || {
+            backends::client(&location)
+                .query(
+                    "SELECT DISTINCT application_name FROM pg_stat_activity
+                     WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                    &[],
+                )
+                .unwrap()
+                .iter()
+                .map(|row| row.get::<_, String>(0))
+                .collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(names(""), ["agentrt"]);
+    assert_eq!(names(" application_name=host-a"), ["host-a"]);
+}
