@@ -33,8 +33,11 @@ pub(crate) type Ready = oneshot::Sender<std::result::Result<(), tokio_postgres::
 enum Ended {
     /// Nobody waits any more, or the store is gone.
     Unwanted,
-    /// The connection broke or could not be made.
+    /// The connection broke or could not be made, after `LISTEN` took
+    /// effect on it.
     Broken,
+    /// The connection broke, or `LISTEN` failed, before it took effect.
+    NeverListened,
 }
 
 /// Listens on `endpoint` for `signal` until nobody waits; says on `ready`
@@ -43,6 +46,7 @@ pub(crate) async fn listen(endpoint: Endpoint, signal: ChangeSignal, ready: Read
     let mut ready = Some(ready);
     let mut pause = RECONNECT_FIRST;
     loop {
+        let first = ready.is_some();
         let ended = match endpoint.open().await {
             Ok(Opened::Plain(client, connection)) => {
                 listen_on(client, *connection, &signal, &mut ready).await
@@ -50,17 +54,23 @@ pub(crate) async fn listen(endpoint: Endpoint, signal: ChangeSignal, ready: Read
             Ok(Opened::Tls(client, connection)) => {
                 listen_on(client, *connection, &signal, &mut ready).await
             }
-            Err(e) => match ready.take() {
-                Some(ready) => {
+            Err(e) => {
+                if let Some(ready) = ready.take() {
                     let _ = ready.send(Err(e));
-                    return;
                 }
-                None => Ended::Broken,
-            },
+                Ended::NeverListened
+            }
         };
-        // (A first connection that failed told the subscriber and stops.)
-        if ready.is_some() || matches!(ended, Ended::Unwanted) || !signal.wanted() {
+        // A first connection that never listened stops here: the
+        // subscriber was told (or sees this task end), and the next waiter
+        // starts another.
+        let never_listened = first && matches!(ended, Ended::NeverListened);
+        if never_listened || matches!(ended, Ended::Unwanted) || !signal.wanted() {
             return;
+        }
+        if matches!(ended, Ended::Broken) {
+            // It listened: the server went away since, so start over.
+            pause = RECONNECT_FIRST;
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(RECONNECT_MAX);
@@ -125,7 +135,7 @@ where
                 if let Some(ready) = ready.take() {
                     let _ = ready.send(Err(e));
                 }
-                return Ended::Broken;
+                return Ended::NeverListened;
             }
             Heard::Notice(seq) => {
                 if !signal.announce(seq) {
@@ -133,6 +143,7 @@ where
                 }
             }
             Heard::Other => {}
+            Heard::Closed if subscribing.is_some() => return Ended::NeverListened,
             Heard::Closed => return Ended::Broken,
             Heard::Unwanted => return Ended::Unwanted,
         }
