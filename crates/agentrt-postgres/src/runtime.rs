@@ -118,6 +118,18 @@ pub(crate) fn round_trip<F: std::future::Future>(request: F) -> F::Output {
     block_on(request)
 }
 
+/// Sends a request without waiting for its answer: polled once, which
+/// queues its message on the connection, in order before every later
+/// request of that connection, then dropped (the connection reads the
+/// answer and lets it go). Only for a request whose answer changes
+/// nothing: a read-only transaction's `COMMIT`.
+pub(crate) fn send_only<F: std::future::Future>(request: F) {
+    let mut request = std::pin::pin!(request);
+    let _ = request
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()));
+}
+
 /// How many requests the stores of this process have sent (see
 /// [`crate::round_trips`]).
 pub(crate) fn round_trips() -> u64 {
