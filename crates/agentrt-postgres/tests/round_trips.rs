@@ -1,0 +1,50 @@
+//! How many round trips the store's calls take on PostgreSQL, counted by
+//! `agentrt_postgres::round_trips()`. A target of its own: the counter is
+//! the process's, so nothing else may run beside these calls.
+
+#[path = "real_postgres/backends.rs"]
+mod backends;
+
+use agentrt::store::NewRun;
+use agentrt::{EventType, Timestamp};
+
+/// The round trips `f` took.
+fn counted<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let before = agentrt_postgres::round_trips();
+    let value = f();
+    (value, agentrt_postgres::round_trips() - before)
+}
+
+#[test]
+fn a_read_and_a_group_that_decides_nothing_take_two_round_trips_each() {
+    let store = agentrt_postgres::open(&backends::fresh_database()).unwrap();
+    let at = Timestamp::parse("2026-10-01T09:00:00Z").unwrap();
+    let create = |id: &'static str| {
+        move |tx: &mut agentrt::store::WriteTx<'_>| {
+            tx.insert_run(&NewRun {
+                id,
+                goal: "g",
+                limits_json: "{}",
+                created_at: at,
+                lease_owner: "",
+                lease_expires_at: at,
+            })?;
+            tx.append_event(id, "", &at, EventType::RunCreated, "{}")
+        }
+    };
+    // The first use of each statement on a connection prepares it (one
+    // round trip each): counted from the second on.
+    store.write(create("first")).unwrap();
+    store.get_run("first").unwrap();
+    // `BEGIN` with the chain head's lock; the insert, the event, the
+    // head's move and the row's mark with the `COMMIT`.
+    let (written, trips) = counted(|| store.write(create("r")));
+    written.unwrap();
+    assert_eq!(trips, 2);
+    // `BEGIN`, the query; the `COMMIT` is sent without waiting.
+    for _ in 0..3 {
+        let (run, trips) = counted(|| store.get_run("r"));
+        assert_eq!(run.unwrap().goal, "g");
+        assert_eq!(trips, 2);
+    }
+}
