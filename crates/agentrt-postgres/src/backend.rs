@@ -26,7 +26,7 @@ use crate::chain_read::ChainSnapshot;
 use crate::endpoint::Endpoint;
 use crate::error::{Describe, is_retryable, pg_error};
 use crate::extensions::ExtensionTables;
-use crate::pool::Pool;
+use crate::pool::{Conn, Pool};
 use crate::rows::PgRows;
 use crate::runtime::{IoRuntime, block_on, round_trip, send_only};
 
@@ -229,40 +229,35 @@ impl PgBackend {
             .collect()
     }
 
-    /// Runs `f` on one read-only REPEATABLE READ transaction: one snapshot
-    /// for the whole read, as a SQLite read transaction.
-    fn snapshot(&self, f: impl FnOnce(&PgRows<'_>) -> Result<()>) -> Result<()> {
-        self.pool.with_started(
-            |conn| {
-                round_trip(conn.client.batch_execute(BEGIN_SNAPSHOT)).map_err(|e| {
-                    // A failed BEGIN leaves no transaction open, unless the
-                    // server began one and then refused: end it.
-                    let _ = round_trip(conn.client.batch_execute("ROLLBACK"));
-                    pg_error(&e)
-                })
-            },
-            |conn, ()| {
-                let mut open = OpenGroup {
-                    client: &conn.client,
-                    ended: false,
-                };
-                {
-                    let rows = PgRows::new(
-                        &conn.client,
-                        &mut conn.statements,
-                        self.extension_tables(),
-                        None,
-                        None,
-                    );
-                    f(&rows)?;
-                }
-                // Nothing to wait for: the snapshot was read, and the
-                // connection's next request queues behind the `COMMIT`.
-                send_only(conn.client.batch_execute("COMMIT"));
-                open.ended = true;
-                Ok(())
-            },
-        )
+    /// Runs `f` on one read-only REPEATABLE READ transaction of `conn`:
+    /// one snapshot for the whole read, as a SQLite read transaction.
+    /// `BEGIN` goes with the first query and the `COMMIT` is not waited
+    /// for, so a read of one query is one round trip.
+    fn snapshot_on(
+        &self,
+        conn: &mut Conn,
+        f: impl FnOnce(&PgRows<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let mut open = OpenGroup {
+            client: &conn.client,
+            ended: false,
+        };
+        let rows = PgRows::new(
+            &conn.client,
+            &mut conn.statements,
+            self.extension_tables(),
+            None,
+            None,
+        );
+        rows.defer_simple(BEGIN_SNAPSHOT);
+        f(&rows)?;
+        if rows.sent_any() {
+            // Nothing to wait for: the snapshot was read, and the
+            // connection's next request queues behind the `COMMIT`.
+            send_only(conn.client.batch_execute("COMMIT"));
+        }
+        open.ended = true;
+        Ok(())
     }
 }
 
@@ -297,11 +292,16 @@ impl Backend for PgBackend {
     }
 
     fn read(&self, f: &mut dyn FnMut(&dyn ReadRows) -> Result<()>) -> Result<()> {
-        self.snapshot(|rows| f(rows))
+        // A read that fails on a connection the server closed runs again
+        // on another: it only read.
+        self.pool
+            .with_reconnecting(|conn| self.snapshot_on(conn, |rows| f(rows)).map(Ok))
     }
 
     fn chain_read(&self, f: &mut dyn FnMut(&dyn ChainRows) -> Result<()>) -> Result<()> {
-        self.snapshot(|rows| f(&ChainSnapshot::new(rows)))
+        // `verify`'s walk runs once: it may have reported part of the log.
+        self.pool
+            .with(|conn| self.snapshot_on(conn, |rows| f(&ChainSnapshot::new(rows))))
     }
 
     fn renew_lease(

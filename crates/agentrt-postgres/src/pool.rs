@@ -3,8 +3,9 @@
 //! (blocking its thread, never an executor's) when every connection is
 //! lent out, for a bounded time. A connection the server closed while it
 //! sat idle (a restart, an ended session) is replaced, not lent: a
-//! transaction whose first request finds it closed starts again on
-//! another, so a server restart costs no caller an error.
+//! transaction whose first request (or a read, whatever it read) finds it
+//! closed starts again on another, so a server restart costs no caller an
+//! error.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -93,14 +94,34 @@ impl Pool {
 
     /// Runs `start`, a transaction's first request (nothing it does lasts
     /// unless the transaction commits), on a connection, then `f` with what
-    /// it answered. When `start` fails on a connection the server closed,
-    /// it is tried again on another (an idle one may have been closed
-    /// before this process noticed), as often as the pool has places and
-    /// once more for a new one.
+    /// it answered; `start` is tried again as [`Pool::with_reconnecting`]
+    /// says, `f` never.
     pub(crate) fn with_started<S, T>(
         &self,
         mut start: impl FnMut(&mut Conn) -> Result<S>,
         f: impl FnOnce(&mut Conn, S) -> Result<T>,
+    ) -> Result<T> {
+        let mut f = Some(f);
+        self.with_reconnecting(|conn| {
+            let started = start(conn)?;
+            Ok(match f.take() {
+                Some(f) => f(conn, started),
+                None => Err(agentrt::Error::Internal {
+                    detail: "a transaction's body ran twice".into(),
+                }),
+            })
+        })
+    }
+
+    /// Runs `attempt` on a connection. An attempt fails in one of two ways:
+    /// before anything it did could last (the outer error), or for good
+    /// (the inner one). The first kind, on a connection the server closed,
+    /// is tried again on another (an idle one may have been closed before
+    /// this process noticed), as often as the pool has places and once more
+    /// for a new one.
+    pub(crate) fn with_reconnecting<T>(
+        &self,
+        mut attempt: impl FnMut(&mut Conn) -> Result<Result<T>>,
     ) -> Result<T> {
         let mut tries = self.max + 1;
         loop {
@@ -114,9 +135,8 @@ impl Pool {
                     detail: "a pooled connection went missing".into(),
                 });
             };
-            let started = start(conn);
-            let value = match started {
-                Ok(started) => f(conn, started),
+            let value = match attempt(conn) {
+                Ok(value) => value,
                 Err(_) if conn.client.is_closed() && tries > 0 => {
                     // Dropped with `lent`: its place is freed.
                     continue;

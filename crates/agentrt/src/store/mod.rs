@@ -631,17 +631,14 @@ impl Store {
 
     /// Runs `f` with the engine's reads: on a pooled read connection of a
     /// writable file store (it does not wait for the writer), else on the
-    /// connection.
-    pub(crate) fn read<T>(&self, f: impl FnOnce(&dyn ReadRows) -> Result<T>) -> Result<T> {
+    /// connection. `f` only reads, so a backend may run it again (a
+    /// connection lost before it answered); the last run's value counts.
+    pub(crate) fn read<T>(&self, f: impl Fn(&dyn ReadRows) -> Result<T>) -> Result<T> {
         match &self.inner.engine {
             Engine::Sqlite(db) => db.read_conn(|conn| f(&sqlite::SqliteRows::new(conn))),
             Engine::Backend(backend) => {
-                let mut f = Some(f);
                 let mut value = None;
                 backend.read(&mut |rows| {
-                    let f = f.take().ok_or_else(|| Error::Internal {
-                        detail: "a backend ran a read twice".into(),
-                    })?;
                     value = Some(f(rows)?);
                     Ok(())
                 })?;
