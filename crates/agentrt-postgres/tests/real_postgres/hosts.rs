@@ -342,19 +342,25 @@ fn sessions_the_server_ended_while_idle_cost_no_call_an_error() {
             scope.spawn(move || store.write(run(id)).unwrap());
         }
     });
-    for round in 0..3 {
+    for round in 0..4 {
         assert!(
             end_every_session(&backend) >= 1,
             "round {round}: no session"
         );
-        // At once: the store may not have noticed yet.
-        assert_eq!(store.list_runs(0, 0).unwrap().total, 3 + round as u64);
-        let id: &'static str = ["d", "e", "f"][round as usize];
-        store.write(run(id)).unwrap();
+        // At once: the store may not have noticed yet. A read first in
+        // one round, a write in the next.
+        let id: &'static str = ["d", "e", "f", "g"][round as usize];
+        if round % 2 == 0 {
+            assert_eq!(store.list_runs(0, 0).unwrap().total, 3 + round as u64);
+            store.write(run(id)).unwrap();
+        } else {
+            store.write(run(id)).unwrap();
+            assert_eq!(store.list_runs(0, 0).unwrap().total, 4 + round as u64);
+        }
     }
     let report = agentrt::verify::verify(&store, &Default::default()).unwrap();
     assert!(report.intact(), "{report:?}");
-    assert_eq!(report.checked, 6);
+    assert_eq!(report.checked, 7);
 }
 
 #[test]

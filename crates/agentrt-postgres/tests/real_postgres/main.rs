@@ -11,6 +11,7 @@
 
 mod backends;
 mod both;
+mod dead_connections;
 mod extensions;
 mod hosts;
 mod schema;
