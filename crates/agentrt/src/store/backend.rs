@@ -56,7 +56,9 @@ pub trait Backend: Send + Sync + 'static {
         })
     }
 
-    /// Runs `f` over one consistent read of the database.
+    /// Runs `f` over one consistent read of the database. `f` only reads:
+    /// the backend may run it again (on another connection, when the one
+    /// it was lent turned out dead); the store keeps the last run's value.
     fn read(&self, f: &mut dyn FnMut(&dyn ReadRows) -> Result<()>) -> Result<()>;
 
     /// Runs `f` over one consistent read of the event log and the state
