@@ -5,8 +5,7 @@
 #[path = "real_postgres/backends.rs"]
 mod backends;
 
-use agentrt::store::NewRun;
-use agentrt::{EventType, Timestamp};
+use backends::created_run;
 
 /// The round trips `f` took.
 fn counted<T>(f: impl FnOnce() -> T) -> (T, u64) {
@@ -18,27 +17,13 @@ fn counted<T>(f: impl FnOnce() -> T) -> (T, u64) {
 #[test]
 fn a_read_takes_one_round_trip_and_a_group_that_decides_nothing_two() {
     let store = agentrt_postgres::open(&backends::fresh_database()).unwrap();
-    let at = Timestamp::parse("2026-10-01T09:00:00Z").unwrap();
-    let create = |id: &'static str| {
-        move |tx: &mut agentrt::store::WriteTx<'_>| {
-            tx.insert_run(&NewRun {
-                id,
-                goal: "g",
-                limits_json: "{}",
-                created_at: at,
-                lease_owner: "",
-                lease_expires_at: at,
-            })?;
-            tx.append_event(id, "", &at, EventType::RunCreated, "{}")
-        }
-    };
     // The first use of each statement on a connection prepares it (one
     // round trip each): counted from the second on.
-    store.write(create("first")).unwrap();
+    store.write(created_run("first")).unwrap();
     store.get_run("first").unwrap();
     // `BEGIN` with the chain head's lock; the insert, the event, the
     // head's move and the row's mark with the `COMMIT`.
-    let (written, trips) = counted(|| store.write(create("r")));
+    let (written, trips) = counted(|| store.write(created_run("r")));
     written.unwrap();
     assert_eq!(trips, 2);
     // `BEGIN` with the query; the `COMMIT` is sent without waiting.

@@ -160,6 +160,24 @@ pub fn fresh_database_name() -> String {
     name
 }
 
+/// A write group creating run `id` (no lease) with its first event.
+pub fn created_run(
+    id: &'static str,
+) -> impl Fn(&mut agentrt::store::WriteTx<'_>) -> agentrt::Result<()> {
+    let at = agentrt::Timestamp::parse("2026-10-01T09:00:00Z").unwrap();
+    move |tx| {
+        tx.insert_run(&agentrt::store::NewRun {
+            id,
+            goal: "g",
+            limits_json: "{}",
+            created_at: at,
+            lease_owner: "",
+            lease_expires_at: at,
+        })?;
+        tx.append_event(id, "", &at, agentrt::EventType::RunCreated, "{}")
+    }
+}
+
 /// Creates the empty database `name` on the test server.
 pub fn create_database(name: &str) {
     let mut admin = client(&server());

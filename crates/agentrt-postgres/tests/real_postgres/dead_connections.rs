@@ -11,10 +11,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agentrt::store::NewRun;
-use agentrt::{EventType, Timestamp};
-
-use crate::backends;
+use crate::backends::{self, created_run};
 
 /// The port the relay's socket is named for (`.s.PGSQL.5432` in its own
 /// directory).
@@ -126,27 +123,12 @@ fn relay(client: UnixStream, upstream: UnixStream, born: u64, current: Arc<Atomi
     });
 }
 
-fn run(id: &'static str) -> impl Fn(&mut agentrt::store::WriteTx<'_>) -> agentrt::Result<()> {
-    let at = Timestamp::parse("2026-10-01T09:00:00Z").unwrap();
-    move |tx| {
-        tx.insert_run(&NewRun {
-            id,
-            goal: "g",
-            limits_json: "{}",
-            created_at: at,
-            lease_owner: "",
-            lease_expires_at: at,
-        })?;
-        tx.append_event(id, "", &at, EventType::RunCreated, "{}")
-    }
-}
-
 #[test]
 fn a_read_or_a_write_group_lent_a_dead_connection_runs_on_another() {
     let name = backends::fresh_database_name();
     let relay = Relay::start();
     let store = agentrt_postgres::open(&relay.location(&name)).unwrap();
-    store.write(run("a")).unwrap();
+    store.write(created_run("a")).unwrap();
     assert_eq!(store.get_run("a").unwrap().goal, "g");
     // A read first: it only reads, so it runs again, whole.
     relay.cut();
@@ -154,7 +136,7 @@ fn a_read_or_a_write_group_lent_a_dead_connection_runs_on_another() {
     // A write group first: its first request (BEGIN with the chain head's
     // lock) found the connection dead, so nothing of it ran yet.
     relay.cut();
-    store.write(run("b")).unwrap();
+    store.write(created_run("b")).unwrap();
     assert_eq!(store.list_runs(0, 0).unwrap().total, 2);
     let report = agentrt::verify::verify(&store, &Default::default()).unwrap();
     assert!(report.intact(), "{report:?}");

@@ -15,17 +15,7 @@ fn t0() -> Timestamp {
 
 /// A write group creating run `id` with its first event.
 fn run(id: &'static str) -> impl Fn(&mut agentrt::store::WriteTx<'_>) -> agentrt::Result<()> {
-    move |tx| {
-        tx.insert_run(&NewRun {
-            id,
-            goal: "g",
-            limits_json: "{}",
-            created_at: t0(),
-            lease_owner: "",
-            lease_expires_at: t0(),
-        })?;
-        tx.append_event(id, "", &t0(), EventType::RunCreated, "{}")
-    }
+    backends::created_run(id)
 }
 
 #[test]
