@@ -556,52 +556,53 @@ fn make_certificates(dir: &Path) -> Result<(), String> {
          extendedKeyUsage = serverAuth\n",
     )
     .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let ec = [
+    const NEW_EC_KEY: [&str; 5] = [
         "-newkey",
         "ec",
         "-pkeyopt",
         "ec_paramgen_curve:prime256v1",
         "-nodes",
     ];
-    let steps: [Vec<&str>; 3] = [
-        [
-            &["req", "-x509"],
-            &ec[..],
-            &["-keyout", "ca.key", "-out", "ca.pem", "-days", "7"],
-        ]
-        .concat()
-        .into_iter()
-        .chain(["-subj", "/CN=agentrt throwaway test CA"])
-        .chain(["-addext", "basicConstraints=critical,CA:TRUE"])
-        .chain(["-addext", "keyUsage=critical,keyCertSign"])
-        .collect(),
-        [
-            &["req"],
-            &ec[..],
-            &["-keyout", "server.key", "-out", "server.csr"],
-        ]
-        .concat()
-        .into_iter()
-        .chain(["-subj", "/CN=localhost"])
-        .collect(),
-        vec![
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
+    let ca = [
+        &["req", "-x509"][..],
+        &NEW_EC_KEY,
+        &["-keyout", "ca.key", "-out", "ca.pem", "-days", "7"],
+        &["-subj", "/CN=agentrt throwaway test CA"],
+        &["-addext", "basicConstraints=critical,CA:TRUE"],
+        &["-addext", "keyUsage=critical,keyCertSign"],
+    ]
+    .concat();
+    let request = [
+        &["req"][..],
+        &NEW_EC_KEY,
+        &[
+            "-keyout",
+            "server.key",
             "-out",
-            "server.pem",
-            "-days",
-            "7",
-            "-extfile",
-            "server.ext",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
         ],
+    ]
+    .concat();
+    let signed = vec![
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "7",
+        "-extfile",
+        "server.ext",
     ];
+    let steps = [ca, request, signed];
     for args in &steps {
         capture("openssl", args, dir)
             .map_err(|e| format!("making the cluster's TLS certificate: {e}"))?;

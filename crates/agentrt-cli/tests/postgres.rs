@@ -13,7 +13,7 @@ use agentrt::{
     Decision, DefaultPolicy, Driver, GateConfig, Limits, RunStatus, ScriptedAgent, Store,
 };
 
-use support::{cli, json, run_cmd, runtime, tools};
+use support::{NONCES, cli, json, run_cmd, runtime, tools};
 
 // The test server and a fresh database on it, as agentrt-postgres's own
 // tests make them.
@@ -258,22 +258,9 @@ fn migrate_refuses_a_broken_chain_and_a_file_destination() {
 
 #[test]
 fn migrate_carries_a_satellites_tables_and_verify_checks_their_rows_on_postgres() {
-    use agentrt::store::{Extension, ExtensionTable, NewRun};
+    use agentrt::store::NewRun;
     use agentrt::{EventType, StoreOptions, Timestamp};
 
-    const NONCES: Extension = Extension {
-        name: "approver",
-        migrations: &[(
-            1,
-            "CREATE TABLE approver_nonces (nonce TEXT NOT NULL PRIMARY KEY,
-                 seen_at TEXT NOT NULL, written_seq INTEGER NOT NULL DEFAULT 0)",
-        )],
-        tables: &[ExtensionTable {
-            name: "approver_nonces",
-            key_column: "nonce",
-            columns: &["nonce", "seen_at"],
-        }],
-    };
     let dir = tempfile::tempdir().unwrap();
     let file = sqlite_with_runs(dir.path());
     let store = Store::open_with(

@@ -703,22 +703,9 @@ fn an_edited_model_call_cost_or_tool_spec_is_named_with_the_seq_that_wrote_it() 
 /// seq that wrote it, a deleted one with the seq that first listed it.
 #[test]
 fn an_edited_or_deleted_extension_row_is_named_with_the_seq_that_wrote_it() {
-    use agentrt::store::{Extension, ExtensionTable, NewRun, SqlValue};
+    use agentrt::store::{NewRun, SqlValue};
     use agentrt::{EventType, Store, StoreOptions, Timestamp};
 
-    const NONCES: Extension = Extension {
-        name: "approver",
-        migrations: &[(
-            1,
-            "CREATE TABLE approver_nonces (nonce TEXT NOT NULL PRIMARY KEY,
-                 seen_at TEXT NOT NULL, written_seq INTEGER NOT NULL DEFAULT 0)",
-        )],
-        tables: &[ExtensionTable {
-            name: "approver_nonces",
-            key_column: "nonce",
-            columns: &["nonce", "seen_at"],
-        }],
-    };
     let dir = tempdir();
     let db = populated(dir.path(), "agentrt.db");
     let store = Store::open_with(

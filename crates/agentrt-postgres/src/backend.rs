@@ -315,19 +315,17 @@ impl Backend for PgBackend {
         let ttl_micros = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
         // One statement, run again as it is on a connection found closed:
         // setting the expiry to the server's now + ttl twice is setting it.
-        self.pool.with_started(
-            |conn| {
-                round_trip(conn.client.execute(
-                    "UPDATE runs SET lease_expires_at = to_char(
-                         (clock_timestamp() + $1::bigint * interval '1 microsecond') AT TIME ZONE 'UTC',
-                         'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '000Z'
-                     WHERE id = $2 AND lease_owner = $3 AND status = 'RUNNING'",
-                    &[&ttl_micros, &run_id, &owner],
-                ))
-                .map_err(|e| pg_error(&e))
-            },
-            |_, changed| Ok(changed == 1),
-        )
+        self.pool.with_reconnecting(|conn| {
+            round_trip(conn.client.execute(
+                "UPDATE runs SET lease_expires_at = to_char(
+                     (clock_timestamp() + $1::bigint * interval '1 microsecond') AT TIME ZONE 'UTC',
+                     'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '000Z'
+                 WHERE id = $2 AND lease_owner = $3 AND status = 'RUNNING'",
+                &[&ttl_micros, &run_id, &owner],
+            ))
+            .map(|changed| Ok(changed == 1))
+            .map_err(|e| pg_error(&e))
+        })
     }
 
     fn watch(&self, signal: ChangeSignal) -> Result<()> {

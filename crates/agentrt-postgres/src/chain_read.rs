@@ -23,8 +23,9 @@ use tokio_postgres::Row;
 
 use crate::error::pg_error;
 use crate::extension_rows::typed_key;
-use crate::extensions::{POS, quoted};
+use crate::extensions::POS;
 use crate::rows::{Param, PgRows, digest_row, int, text};
+use agentrt::store::extension::quoted;
 
 /// Characters per piece of a long field: at most four bytes each in
 /// UTF-8, so a piece stays within `MAX_PAGE_TEXT` bytes.
@@ -258,7 +259,7 @@ impl ChainSnapshot<'_, '_> {
             name: name.to_owned(),
             key: quoted(&entry.key_column),
             key_kind,
-            columns: quoted_list(&columns.iter().map(String::as_str).collect::<Vec<_>>()),
+            columns: quoted_list(&columns),
             core: None,
             order: POS,
         }))

@@ -11,8 +11,9 @@ use tokio_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 
 use crate::error::pg_error;
-use crate::extensions::{create_table_sql, quoted};
+use crate::extensions::create_table_sql;
 use crate::runtime::block_on;
+use agentrt::store::extension::quoted;
 
 /// What a copy carried.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -61,6 +61,23 @@ pub(crate) enum Opened {
     ),
 }
 
+impl Opened {
+    /// Runs the connection's I/O as a task of the current runtime (it ends
+    /// when the client is dropped or the server goes); the client.
+    pub(crate) fn spawn_io(self) -> Client {
+        match self {
+            Opened::Plain(client, connection) => {
+                tokio::spawn(*connection);
+                client
+            }
+            Opened::Tls(client, connection) => {
+                tokio::spawn(*connection);
+                client
+            }
+        }
+    }
+}
+
 impl Endpoint {
     /// Parses `location` (a `postgres://` URL or libpq's `key=value`
     /// pairs) and loads the roots its TLS settings name. Errors never

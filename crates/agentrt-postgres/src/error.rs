@@ -21,21 +21,9 @@ pub(crate) fn pg_error(e: &tokio_postgres::Error) -> Error {
     };
     let message = match e.as_db_error() {
         Some(db) => format!("PostgreSQL: {}", db.message()),
-        None => {
-            // The cause (a refused certificate, a reset connection) is in
-            // the error's sources; none holds the connection string.
-            let mut message = format!("PostgreSQL: {e}");
-            let mut source = std::error::Error::source(e);
-            while let Some(cause) = source {
-                let cause_text = cause.to_string();
-                if !message.ends_with(&cause_text) {
-                    message.push_str(": ");
-                    message.push_str(&cause_text);
-                }
-                source = cause.source();
-            }
-            message
-        }
+        // The cause (a refused certificate, a reset connection) is in the
+        // error's sources; none holds the connection string.
+        None => format!("PostgreSQL: {}", agentrt::text::with_causes(e)),
     };
     Error::Database { kind, message }
 }

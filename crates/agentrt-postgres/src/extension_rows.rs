@@ -12,14 +12,14 @@
 
 use agentrt::chain::{RowValue, row_digest};
 use agentrt::store::engine::{StoredRow, StoredValue};
-use agentrt::store::extension::quoted_list;
+use agentrt::store::extension::{quoted, quoted_list};
 use agentrt::store::{ColumnType, ExtensionTable, SqlValue, TableShape};
 use agentrt::{Error, Result};
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
 use crate::error::pg_error;
-use crate::extensions::{POS, quoted};
+use crate::extensions::POS;
 use crate::rows::{ExtensionWrite, Param, PgRows, digest_row, int, limit, text};
 
 fn param(value: &SqlValue) -> Param {

@@ -16,8 +16,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-pub(crate) use agentrt::store::extension::quoted;
-use agentrt::store::extension::{check_held, quoted_list};
+use agentrt::store::extension::{check_held, quoted, quoted_list};
 use agentrt::store::{
     ColumnShape, ColumnType, ExtensionShape, ExtensionTable, IndexShape, Registration,
     RegistryEntry, ShapeChange, SqlValue, TableShape,
@@ -71,12 +70,6 @@ fn column_sql(column: &ColumnShape) -> String {
     format!("{} {kind} NOT NULL{default}", quoted(&column.name))
 }
 
-/// Described column names, quoted and comma-separated.
-fn list(columns: &[String]) -> String {
-    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
-    quoted_list(&names)
-}
-
 /// `CREATE [UNIQUE] INDEX` of `index` on `table` (`WHERE …` for a
 /// partial one).
 fn index_sql(table: &str, index: &IndexShape) -> String {
@@ -95,7 +88,7 @@ fn index_sql(table: &str, index: &IndexShape) -> String {
         if index.unique { "UNIQUE " } else { "" },
         quoted(&index.name),
         quoted(table),
-        list(&index.columns)
+        quoted_list(&index.columns)
     )
 }
 
@@ -105,10 +98,10 @@ pub(crate) fn create_table_sql(table: &TableShape) -> Vec<String> {
     let mut parts = vec![format!("{POS} BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE")];
     parts.extend(table.columns.iter().map(column_sql));
     if !table.primary_key.is_empty() {
-        parts.push(format!("PRIMARY KEY ({})", list(&table.primary_key)));
+        parts.push(format!("PRIMARY KEY ({})", quoted_list(&table.primary_key)));
     }
     for unique in &table.unique {
-        parts.push(format!("UNIQUE ({})", list(unique)));
+        parts.push(format!("UNIQUE ({})", quoted_list(unique)));
     }
     let mut statements = vec![format!(
         "CREATE TABLE {} ({})",

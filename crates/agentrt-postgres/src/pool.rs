@@ -73,23 +73,9 @@ impl Pool {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs `f` on a connection of the pool. A panic in `f` closes the
-    /// connection (it may be inside a transaction) and frees its place.
+    /// Runs `f` once on a connection of the pool, never again.
     pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
-        let mut lent = Lent {
-            pool: self,
-            conn: Some(self.take()?),
-        };
-        let value = match lent.conn.as_mut() {
-            Some(conn) => f(conn),
-            None => Err(agentrt::Error::Internal {
-                detail: "a pooled connection went missing".into(),
-            }),
-        };
-        if let Some(conn) = lent.conn.take() {
-            self.give_back(conn);
-        }
-        value
+        self.with_started(|_| Ok(()), |conn, ()| f(conn))
     }
 
     /// Runs `start`, a transaction's first request (nothing it does lasts
@@ -113,7 +99,9 @@ impl Pool {
         })
     }
 
-    /// Runs `attempt` on a connection. An attempt fails in one of two ways:
+    /// Runs `attempt` on a connection (a panic in it closes the connection,
+    /// which may be inside a transaction, and frees its place). An attempt
+    /// fails in one of two ways:
     /// before anything it did could last (the outer error), or for good
     /// (the inner one). The first kind, on a connection the server closed,
     /// is tried again on another (an idle one may have been closed before

@@ -17,7 +17,7 @@ use std::thread::Thread;
 use agentrt::{Error, Result};
 use tokio_postgres::Client;
 
-use crate::endpoint::{Endpoint, Opened};
+use crate::endpoint::Endpoint;
 use crate::error::pg_error;
 
 /// Runs `future` to completion on the calling thread, parking it while the
@@ -78,17 +78,7 @@ impl IoRuntime {
     pub(crate) fn connect(&self, endpoint: &Endpoint) -> Result<Client> {
         let endpoint = endpoint.clone();
         let connecting = self.handle()?.spawn(async move {
-            // The task ends when the client is dropped or the server goes.
-            Ok::<_, tokio_postgres::Error>(match endpoint.open().await? {
-                Opened::Plain(client, connection) => {
-                    tokio::spawn(*connection);
-                    client
-                }
-                Opened::Tls(client, connection) => {
-                    tokio::spawn(*connection);
-                    client
-                }
-            })
+            Ok::<_, tokio_postgres::Error>(endpoint.open().await?.spawn_io())
         });
         match block_on(connecting) {
             Ok(Ok(client)) => Ok(client),

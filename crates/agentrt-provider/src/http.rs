@@ -401,17 +401,7 @@ pub(crate) fn classify_transport(provider: &str, error: &reqwest::Error) -> Mode
 /// The error and its sources, joined by `: ` (URLs are the endpoint's,
 /// which carries no credential).
 fn describe(error: &reqwest::Error) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let text = e.to_string();
-        if !out.ends_with(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = e.source();
-    }
-    out
+    agentrt::text::with_causes(error)
 }
 
 /// Visits `error` and everything under it: its `source()` chain and, for

@@ -174,6 +174,44 @@ const COMBINING_MARKS: &[(u32, u32)] = &[
     (0x1E8D0, 0x1E8D6), (0x1E944, 0x1E94A), (0xE0100, 0xE01EF),
 ];
 
+/// `error` and its causes (its `source()` chain), joined by `: `; a cause
+/// whose text the message already ends with is not repeated. For messages
+/// of errors from a library whose top level says only what failed
+/// ("error performing TLS handshake"), not why.
+///
+/// ```
+/// #[derive(Debug)]
+/// struct Handshake(std::io::Error);
+/// impl std::fmt::Display for Handshake {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("error performing TLS handshake")
+///     }
+/// }
+/// impl std::error::Error for Handshake {
+///     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+///         Some(&self.0)
+///     }
+/// }
+/// let refused = Handshake(std::io::Error::other("invalid peer certificate"));
+/// assert_eq!(
+///     agentrt::text::with_causes(&refused),
+///     "error performing TLS handshake: invalid peer certificate"
+/// );
+/// ```
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
 /// Escapes `s` for a terminal or operator-facing prose (see the module docs
 /// for the exact rules). Never fails, never panics.
 ///

@@ -187,3 +187,19 @@ pub fn is_stamp(s: &str) -> bool {
             .enumerate()
             .all(|(i, c)| [4, 7, 10, 13, 16, 19, 20].contains(&i) || c.is_ascii_digit())
 }
+
+/// A satellite's table as the approver declares one: the CLI knows
+/// nothing of it, and `verify` checks its rows from the file's registry.
+pub const NONCES: agentrt::store::Extension = agentrt::store::Extension {
+    name: "approver",
+    migrations: &[(
+        1,
+        "CREATE TABLE approver_nonces (nonce TEXT NOT NULL PRIMARY KEY,
+             seen_at TEXT NOT NULL, written_seq INTEGER NOT NULL DEFAULT 0)",
+    )],
+    tables: &[agentrt::store::ExtensionTable {
+        name: "approver_nonces",
+        key_column: "nonce",
+        columns: &["nonce", "seen_at"],
+    }],
+};

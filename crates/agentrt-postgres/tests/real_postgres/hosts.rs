@@ -7,15 +7,10 @@ use agentrt::chain::{Link, link};
 use agentrt::store::NewRun;
 use agentrt::{EventType, Timestamp};
 
-use crate::backends::{self, Backend};
+use crate::backends::{self, Backend, created_run};
 
 fn t0() -> Timestamp {
     Timestamp::parse("2026-10-01T09:00:00Z").unwrap()
-}
-
-/// A write group creating run `id` with its first event.
-fn run(id: &'static str) -> impl Fn(&mut agentrt::store::WriteTx<'_>) -> agentrt::Result<()> {
-    backends::created_run(id)
 }
 
 #[test]
@@ -91,41 +86,52 @@ fn four_hosts_writing_at_once_keep_one_chain_of_consecutive_seqs() {
     assert_eq!(head.get::<_, String>(1), prev);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_waiter_wakes_when_another_host_commits() {
-    let backend = Backend::postgres();
-    let waiting = backend.open();
-    let writing = backend.open();
-    let at = t0();
+/// Run "r" created through `writing`; a waiter on `waiting` given time
+/// to subscribe (so its wake can only come from a notice: there is no
+/// polling to fall back on); `meanwhile`; then the run's next event
+/// committed through `writing`. What the waiter saw: `None` if it was not
+/// woken within 10 s (it would wait 20).
+pub(crate) async fn woken_by_a_commit(
+    waiting: &agentrt::Store,
+    writing: &agentrt::Store,
+    meanwhile: impl FnOnce(),
+) -> Option<Option<i64>> {
     writing
-        .write(|tx| {
-            tx.insert_run(&NewRun {
-                id: "r",
-                goal: "wait",
-                limits_json: "{}",
-                created_at: at,
-                lease_owner: "",
-                lease_expires_at: at,
-            })?;
-            tx.append_event("r", "", &at, EventType::RunCreated, "{}")
-        })
+        .off_executor(|store| store.write(created_run("r")))
+        .await
         .unwrap();
-    let waiter = tokio::spawn(async move {
-        waiting
-            .wait_for_run("r", 1, Duration::from_secs(30))
-            .await
-            .unwrap()
-    });
-    // Let the waiter subscribe first, so its wake comes from the notice
-    // (there is no polling to fall back on: without it, it times out).
+    let waiter = {
+        let waiting = waiting.clone();
+        tokio::spawn(async move {
+            waiting
+                .wait_for_run("r", 1, Duration::from_secs(20))
+                .await
+                .unwrap()
+        })
+    };
     tokio::time::sleep(Duration::from_millis(300)).await;
+    meanwhile();
+    let at = t0();
     writing
         .off_executor(move |store| {
             store.write(|tx| tx.append_event("r", "", &at, EventType::RunFinished, "{}"))
         })
         .await
         .unwrap();
-    assert_eq!(waiter.await.unwrap(), Some(2));
+    tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .ok()
+        .map(|woke| woke.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_wakes_when_another_host_commits() {
+    let backend = Backend::postgres();
+    let (waiting, writing) = (backend.open(), backend.open());
+    assert_eq!(
+        woken_by_a_commit(&waiting, &writing, || {}).await,
+        Some(Some(2))
+    );
 }
 
 /// Ends every session of `backend`'s database but the asking one, as a
@@ -147,38 +153,15 @@ fn end_every_session(backend: &Backend) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_still_wakes_after_the_server_ended_the_listeners_session() {
     let backend = Backend::postgres();
-    let waiting = backend.open();
-    let writing = backend.open();
-    writing
-        .off_executor(|store| store.write(run("r")))
-        .await
-        .unwrap();
-    let waiter = {
-        let waiting = waiting.clone();
-        tokio::spawn(async move {
-            waiting
-                .wait_for_run("r", 1, Duration::from_secs(20))
-                .await
-                .unwrap()
-        })
-    };
+    let (waiting, writing) = (backend.open(), backend.open());
     // Subscribed, then its connection (and every other) is ended; the
     // commit that follows is made while the listener may be away.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(end_every_session(&backend) >= 2);
-    let at = t0();
-    writing
-        .off_executor(move |store| {
-            store.write(|tx| tx.append_event("r", "", &at, EventType::RunFinished, "{}"))
-        })
-        .await
-        .unwrap();
-    let woke = tokio::time::timeout(Duration::from_secs(10), waiter)
-        .await
-        .expect("the waiter was not woken (it would have waited out its 20 s)")
-        .unwrap();
+    let woke = woken_by_a_commit(&waiting, &writing, || {
+        assert!(end_every_session(&backend) >= 2);
+    })
+    .await
+    .expect("the waiter was not woken (it would have waited out its 20 s)");
     assert_eq!(woke, Some(2));
-    drop(waiting);
 }
 
 /// A gate on `store` whose lease clock runs `skew` ahead of (or behind)
@@ -257,18 +240,18 @@ fn a_group_that_panics_or_fails_gives_its_connection_back_rolled_back() {
     for _ in 0..3 {
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             store.write(|tx| -> agentrt::Result<()> {
-                run("lost")(tx)?;
+                created_run("lost")(tx)?;
                 panic!("a group panics after writing")
             })
         }));
         assert!(panicked.is_err());
         let failed = store.write(|tx| {
-            run("lost")(tx)?;
+            created_run("lost")(tx)?;
             Err::<(), _>(agentrt::Error::Cancelled)
         });
         assert!(matches!(failed, Err(agentrt::Error::Cancelled)));
     }
-    let ((), events) = store.write(run("kept")).unwrap();
+    let ((), events) = store.write(created_run("kept")).unwrap();
     assert_eq!(events[0].seq, 1, "nothing of the failed groups stayed");
     assert!(store.get_run("lost").is_err());
     assert_eq!(store.list_runs(0, 0).unwrap().total, 1);
@@ -295,7 +278,7 @@ fn a_host_that_stops_inside_a_write_group_holds_the_others_up_only_until_the_idl
     std::thread::scope(|scope| {
         let stopped = scope.spawn(|| {
             stopping.write(|tx| {
-                run("stopped")(tx)?;
+                created_run("stopped")(tx)?;
                 holding.send(()).unwrap();
                 std::thread::sleep(Duration::from_secs(4));
                 woke.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -303,7 +286,7 @@ fn a_host_that_stops_inside_a_write_group_holds_the_others_up_only_until_the_idl
             })
         });
         held.recv().unwrap();
-        let ((), events) = other.write(run("other")).unwrap();
+        let ((), events) = other.write(created_run("other")).unwrap();
         assert!(
             !woke.load(std::sync::atomic::Ordering::SeqCst),
             "the other host waited for the stopped one to wake"
@@ -315,7 +298,7 @@ fn a_host_that_stops_inside_a_write_group_holds_the_others_up_only_until_the_idl
     assert!(other.get_run("stopped").is_err());
     assert_eq!(other.list_runs(0, 0).unwrap().total, 1);
     // The stopped host's store goes on with a new connection.
-    let ((), events) = stopping.write(run("after")).unwrap();
+    let ((), events) = stopping.write(created_run("after")).unwrap();
     assert_eq!(events[0].seq, 2);
     let report = agentrt::verify::verify(&other, &Default::default()).unwrap();
     assert!(report.intact(), "{report:?}");
@@ -329,7 +312,7 @@ fn sessions_the_server_ended_while_idle_cost_no_call_an_error() {
     std::thread::scope(|scope| {
         for id in ["a", "b", "c"] {
             let store = &store;
-            scope.spawn(move || store.write(run(id)).unwrap());
+            scope.spawn(move || store.write(created_run(id)).unwrap());
         }
     });
     for round in 0..4 {
@@ -342,9 +325,9 @@ fn sessions_the_server_ended_while_idle_cost_no_call_an_error() {
         let id: &'static str = ["d", "e", "f", "g"][round as usize];
         if round % 2 == 0 {
             assert_eq!(store.list_runs(0, 0).unwrap().total, 3 + round as u64);
-            store.write(run(id)).unwrap();
+            store.write(created_run(id)).unwrap();
         } else {
-            store.write(run(id)).unwrap();
+            store.write(created_run(id)).unwrap();
             assert_eq!(store.list_runs(0, 0).unwrap().total, 4 + round as u64);
         }
     }
@@ -360,7 +343,7 @@ fn the_stores_sessions_are_named_agentrt_unless_the_connection_string_names_them
     let names = |extra: &str| {
         let backend = Backend::postgres();
         let store = agentrt_postgres::open(&format!("{}{extra}", backend.location)).unwrap();
-        store.write(run("r")).unwrap();
+        store.write(created_run("r")).unwrap();
         let location = backend.location.clone();
         backends::on_plain_thread(move || {
             backends::client(&location)

@@ -6,11 +6,6 @@
 //! (`hostssl`), with a certificate for `localhost` signed by a CA made for
 //! it; `AGENTRT_TEST_POSTGRES_TLS` trusts that CA (`sslrootcert`).
 
-use std::time::Duration;
-
-use agentrt::store::NewRun;
-use agentrt::{EventType, Timestamp};
-
 use crate::backends::{self, PASSWORD, tls_server};
 
 /// `tls_server()` for database `name`, its pairs changed by `edit` and a
@@ -31,10 +26,6 @@ fn without(location: &str, key: &str) -> String {
         .filter(|pair| !pair.starts_with(&format!("{key}=")))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn t0() -> Timestamp {
-    Timestamp::parse("2026-10-01T09:00:00Z").unwrap()
 }
 
 /// How many of database `name`'s sessions are encrypted and how many are
@@ -68,46 +59,13 @@ async fn a_store_over_verified_tls_writes_wakes_and_verifies_as_over_the_socket(
             )
         })
     };
-    let at = t0();
-    writing
-        .off_executor(move |store| {
-            store.write(|tx| {
-                tx.insert_run(&NewRun {
-                    id: "r",
-                    goal: "over tls",
-                    limits_json: "{}",
-                    created_at: at,
-                    lease_owner: "",
-                    lease_expires_at: at,
-                })?;
-                tx.append_event("r", "", &at, EventType::RunCreated, "{}")
-            })
-        })
-        .await
-        .unwrap();
     // The change signal's connection is TLS too: the waiter wakes on the
     // other handle's notice.
-    // Kept open until the sessions are counted: its pool's connection and
-    // its listener's.
-    let kept = waiting.clone();
-    let waiter = tokio::spawn(async move {
-        waiting
-            .wait_for_run("r", 1, Duration::from_secs(30))
-            .await
-            .unwrap()
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    writing
-        .off_executor(move |store| {
-            store.write(|tx| tx.append_event("r", "", &at, EventType::RunFinished, "{}"))
-        })
-        .await
-        .unwrap();
-    assert_eq!(waiter.await.unwrap(), Some(2));
+    let woke = crate::hosts::woken_by_a_commit(&waiting, &writing, || {}).await;
+    assert_eq!(woke, Some(Some(2)));
     let (encrypted, plain) = sessions_by_tls(&name);
     assert!(encrypted >= 3, "{encrypted} encrypted sessions");
     assert_eq!(plain, 0);
-    drop(kept);
     let report = writing
         .off_executor(|store| agentrt::verify::verify(store, &Default::default()))
         .await

@@ -447,10 +447,10 @@ pub fn quoted(name: &str) -> String {
 /// ```
 /// assert_eq!(agentrt::store::extension::quoted_list(&["a", "b"]), r#""a", "b""#);
 /// ```
-pub fn quoted_list(names: &[&str]) -> String {
+pub fn quoted_list(names: &[impl AsRef<str>]) -> String {
     names
         .iter()
-        .map(|c| quoted(c))
+        .map(|c| quoted(c.as_ref()))
         .collect::<Vec<_>>()
         .join(", ")
 }
