@@ -339,7 +339,7 @@ impl Backend for PgBackend {
         // returns is heard.
         match block_on(started) {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(pg_error(&e)),
+            Ok(Err(e)) => Err(e),
             Err(_) => Err(stopped()),
         }
     }

@@ -51,7 +51,15 @@ pub fn copy_from(source: &Store, url: &str) -> Result<CopyReport> {
         // Kept until the copy ends: the connection's I/O runs on it.
         runtime: _runtime,
         ..
-    } = crate::connect(url, true, None)?;
+    } = crate::connect(
+        url,
+        // One long transaction with the source's reading between its
+        // requests: not ended for idling.
+        &crate::PgOptions {
+            idle_transaction_timeout: None,
+            ..crate::PgOptions::default()
+        },
+    )?;
     let tx = block_on(conn.client.transaction()).map_err(|e| pg_error(&e))?;
     block_on(tx.execute("SELECT 1 FROM agentrt_chain WHERE id = 1 FOR UPDATE", &[]))
         .map_err(|e| pg_error(&e))?;

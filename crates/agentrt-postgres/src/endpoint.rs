@@ -13,6 +13,7 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentrt::{DatabaseErrorKind, Error, Result};
 use rustls::pki_types::CertificateDer;
@@ -21,6 +22,8 @@ use tokio_postgres::config::SslMode;
 use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{Client, Config, Connection, NoTls, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
+
+use crate::error::pg_error;
 
 /// The connection options agentrt reads itself (tokio-postgres refuses
 /// them), and those it does not support, named in the refusal.
@@ -37,7 +40,13 @@ pub(crate) const APPLICATION_NAME: &str = "agentrt";
 pub(crate) struct Endpoint {
     pub(crate) config: Config,
     tls: Option<MakeRustlsConnect>,
+    /// How long the server may stay silent at the network level (see
+    /// [`Endpoint::give_up_on_silence_after`]).
+    silence: Option<Duration>,
 }
+
+/// tokio-postgres's keepalive idle time when the string sets none.
+const DEFAULT_KEEPALIVES_IDLE: Duration = Duration::from_secs(2 * 60 * 60);
 
 /// The TLS a connection string asks for, before its roots are loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +106,49 @@ impl Endpoint {
                 Some(connector(roots.as_deref())?)
             }
         };
-        Ok(Endpoint { config, tls })
+        Ok(Endpoint {
+            config,
+            tls,
+            silence: None,
+        })
+    }
+
+    /// Gives up on a server that stays silent for `limit` at the network
+    /// level (a partition, a frozen host), where TCP alone would wait
+    /// minutes or hours: a connection attempt ends after it (its socket
+    /// connect, TLS and the startup exchange together); over TCP, data the
+    /// server has not acknowledged for `limit` closes the connection
+    /// (`TCP_USER_TIMEOUT`), and an idle connection is probed after half
+    /// of it (keepalives), so a path that died is noticed. The string's
+    /// own positive `connect_timeout`, `tcp_user_timeout` and
+    /// `keepalives_*` win; `keepalives=0` keeps probes off.
+    pub(crate) fn give_up_on_silence_after(&mut self, limit: Duration) {
+        let second = Duration::from_secs(1);
+        let limit = limit.max(Duration::from_millis(1));
+        self.silence = Some(limit);
+        if self.config.get_connect_timeout().is_none() {
+            self.config.connect_timeout(limit);
+        }
+        if self.config.get_tcp_user_timeout().is_none() {
+            self.config.tcp_user_timeout(limit);
+        }
+        // Keepalive times are whole seconds to the kernel.
+        if self.config.get_keepalives_idle() == DEFAULT_KEEPALIVES_IDLE {
+            self.config.keepalives_idle((limit / 2).max(second));
+        }
+        if self.config.get_keepalives_interval().is_none() {
+            self.config.keepalives_interval((limit / 6).max(second));
+        }
+        if self.config.get_keepalives_retries().is_none() {
+            self.config.keepalives_retries(3);
+        }
+    }
+
+    /// How long the server may stay silent before a connection is given
+    /// up ([`Endpoint::give_up_on_silence_after`]); `None`: as long as TCP
+    /// lets it.
+    pub(crate) fn silence_limit(&self) -> Option<Duration> {
+        self.silence
     }
 
     /// Has the server end a session whose transaction sits idle for
@@ -119,18 +170,29 @@ impl Endpoint {
         self.tls.is_some()
     }
 
-    /// Connects; the caller runs the connection's I/O.
-    pub(crate) async fn open(&self) -> std::result::Result<Opened, tokio_postgres::Error> {
-        Ok(match &self.tls {
-            None => {
-                let (client, connection) = self.config.connect(NoTls).await?;
-                Opened::Plain(client, Box::new(connection))
-            }
-            Some(tls) => {
-                let (client, connection) = self.config.connect(tls.clone()).await?;
-                Opened::Tls(client, Box::new(connection))
-            }
-        })
+    /// Connects, within the silence limit for each host the string names;
+    /// the caller runs the connection's I/O.
+    pub(crate) async fn open(&self) -> Result<Opened> {
+        let connecting = async {
+            Ok::<_, tokio_postgres::Error>(match &self.tls {
+                None => {
+                    let (client, connection) = self.config.connect(NoTls).await?;
+                    Opened::Plain(client, Box::new(connection))
+                }
+                Some(tls) => {
+                    let (client, connection) = self.config.connect(tls.clone()).await?;
+                    Opened::Tls(client, Box::new(connection))
+                }
+            })
+        };
+        let Some(limit) = self.silence else {
+            return connecting.await.map_err(|e| pg_error(&e));
+        };
+        let hosts = u32::try_from(self.config.get_hosts().len().max(1)).unwrap_or(u32::MAX);
+        match tokio::time::timeout(limit.saturating_mul(hosts), connecting).await {
+            Ok(opened) => opened.map_err(|e| pg_error(&e)),
+            Err(_) => Err(silent(limit, "connecting")),
+        }
     }
 }
 
@@ -332,6 +394,15 @@ fn connector(roots: Option<&std::path::Path>) -> Result<MakeRustlsConnect> {
     Ok(MakeRustlsConnect::new(config))
 }
 
+/// The error for a server that did not answer within `limit` while the
+/// store was `doing` something.
+pub(crate) fn silent(limit: Duration, doing: &str) -> Error {
+    Error::Database {
+        kind: DatabaseErrorKind::Io,
+        message: format!("PostgreSQL: no answer from the server within {limit:?} while {doing}"),
+    }
+}
+
 fn refused(message: String) -> Error {
     Error::Database {
         kind: DatabaseErrorKind::Other,
@@ -463,6 +534,87 @@ mod tests {
             given.config.get_options(),
             Some("-c search_path=x -c idle_in_transaction_session_timeout=1")
         );
+    }
+
+    #[test]
+    fn the_silence_limit_bounds_connecting_unacknowledged_data_and_idle_probes() {
+        let secs = Duration::from_secs;
+        let mut plain = Endpoint::parse("postgres://u@db/a").expect("parses");
+        assert_eq!(plain.silence_limit(), None);
+        plain.give_up_on_silence_after(secs(30));
+        assert_eq!(plain.silence_limit(), Some(secs(30)));
+        assert_eq!(plain.config.get_connect_timeout(), Some(&secs(30)));
+        assert_eq!(plain.config.get_tcp_user_timeout(), Some(&secs(30)));
+        assert!(plain.config.get_keepalives());
+        assert_eq!(plain.config.get_keepalives_idle(), secs(15));
+        assert_eq!(plain.config.get_keepalives_interval(), Some(secs(5)));
+        assert_eq!(plain.config.get_keepalives_retries(), Some(3));
+        // Keepalive times are whole seconds, at least one.
+        let mut short = Endpoint::parse("postgres://u@db/a").expect("parses");
+        short.give_up_on_silence_after(Duration::from_millis(500));
+        assert_eq!(short.config.get_keepalives_idle(), secs(1));
+        assert_eq!(short.config.get_keepalives_interval(), Some(secs(1)));
+        assert_eq!(
+            short.config.get_tcp_user_timeout(),
+            Some(&Duration::from_millis(500))
+        );
+    }
+
+    #[test]
+    fn the_strings_own_network_settings_win_over_the_silence_limit() {
+        let mut given = Endpoint::parse(
+            "host=db connect_timeout=3 tcp_user_timeout=4 keepalives_idle=60 \
+             keepalives_interval=7 keepalives_retries=9",
+        )
+        .expect("parses");
+        given.give_up_on_silence_after(Duration::from_secs(30));
+        assert_eq!(
+            given.config.get_connect_timeout(),
+            Some(&Duration::from_secs(3))
+        );
+        assert_eq!(
+            given.config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(4))
+        );
+        assert_eq!(given.config.get_keepalives_idle(), Duration::from_secs(60));
+        assert_eq!(
+            given.config.get_keepalives_interval(),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(given.config.get_keepalives_retries(), Some(9));
+        let mut off = Endpoint::parse("host=db keepalives=0").expect("parses");
+        off.give_up_on_silence_after(Duration::from_secs(30));
+        assert!(!off.config.get_keepalives());
+    }
+
+    #[test]
+    fn a_server_that_never_answers_fails_the_open_after_the_silence_limit() {
+        // Connections complete in the kernel's queue and are never
+        // accepted: the startup exchange gets no answer, as from a frozen
+        // server (TCP alone would wait for ever).
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = silent.local_addr().expect("addr").port();
+        let (done, outcome) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let opened = crate::open_with(
+                &format!("postgres://u:s3cret@127.0.0.1:{port}/a"),
+                crate::PgOptions {
+                    network_timeout: Some(Duration::from_millis(300)),
+                    ..crate::PgOptions::default()
+                },
+            );
+            let _ = done.send(opened.err().map(|e| e.to_string()));
+        });
+        let refused = outcome
+            .recv_timeout(Duration::from_secs(20))
+            .expect("still connecting after 20 s")
+            .expect("refused");
+        assert!(
+            refused.contains("no answer from the server within 300ms while connecting"),
+            "{refused}"
+        );
+        assert!(!refused.contains("s3cret"), "{refused}");
+        drop(silent);
     }
 
     #[test]

@@ -80,6 +80,11 @@ pub const DEFAULT_POOL_WAIT: std::time::Duration = std::time::Duration::from_sec
 pub const DEFAULT_IDLE_TRANSACTION_TIMEOUT: std::time::Duration =
     std::time::Duration::from_secs(10);
 
+/// How long the server may stay silent at the network level before the
+/// store gives up on a connection, by default (see
+/// [`PgOptions::network_timeout`]).
+pub const DEFAULT_NETWORK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How to open a store on PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct PgOptions {
@@ -105,6 +110,20 @@ pub struct PgOptions {
     /// nothing but their own process between requests. `None` leaves the
     /// server's setting.
     pub idle_transaction_timeout: Option<std::time::Duration>,
+    /// How long the server may stay silent at the network level (a
+    /// partition, a host gone, a frozen server) before the store gives up
+    /// on a connection, where TCP alone waits minutes to hours (default
+    /// [`DEFAULT_NETWORK_TIMEOUT`]): connecting fails after it; over TCP,
+    /// a request whose bytes the server has not acknowledged for it fails
+    /// (`TCP_USER_TIMEOUT`) and idle connections are probed (keepalives);
+    /// the connection that listens for other hosts' commits asks the server
+    /// for an answer every half of it and is replaced when none comes, so
+    /// waiters keep waking after the path heals. A slow answer to a request
+    /// the server received (a lock wait) is never cut short. The
+    /// connection string's own positive `connect_timeout`,
+    /// `tcp_user_timeout` and `keepalives_*` (seconds, as tokio-postgres
+    /// reads them) win. `None`: the system's TCP settings alone.
+    pub network_timeout: Option<std::time::Duration>,
     /// Create or migrate the schema (default `true`). `false` opens only a
     /// database already at this build's schema version and writes nothing
     /// to it on opening ([`open_existing`]).
@@ -118,6 +137,7 @@ impl Default for PgOptions {
             pool_size: DEFAULT_POOL_SIZE,
             pool_wait: DEFAULT_POOL_WAIT,
             idle_transaction_timeout: Some(DEFAULT_IDLE_TRANSACTION_TIMEOUT),
+            network_timeout: Some(DEFAULT_NETWORK_TIMEOUT),
             migrate: true,
         }
     }
@@ -202,7 +222,7 @@ pub(crate) fn backend(url: &str, options: &PgOptions) -> Result<PgBackend> {
         about,
         runtime,
         conn: first,
-    } = connect(url, options.migrate, options.idle_transaction_timeout)?;
+    } = connect(url, options)?;
     let backend = PgBackend {
         pool: Pool::new(
             endpoint.clone(),
@@ -229,19 +249,18 @@ pub(crate) struct Connected {
     pub(crate) conn: pool::Conn,
 }
 
-/// Connects to `url` on a runtime of its own, its sessions' idle
-/// transactions ended after `idle_transaction_timeout`; creates or
-/// migrates the schema when `migrate`, else checks that it is at this
-/// build's version.
-pub(crate) fn connect(
-    url: &str,
-    migrate: bool,
-    idle_transaction_timeout: Option<std::time::Duration>,
-) -> Result<Connected> {
+/// Connects to `url` on a runtime of its own, with the `options`'
+/// session and network limits; creates or migrates the schema when
+/// `options.migrate`, else checks that it is at this build's version.
+pub(crate) fn connect(url: &str, options: &PgOptions) -> Result<Connected> {
     let mut endpoint = Endpoint::parse(url)?;
-    if let Some(timeout) = idle_transaction_timeout {
+    if let Some(timeout) = options.idle_transaction_timeout {
         endpoint.end_idle_transactions_after(timeout);
     }
+    if let Some(limit) = options.network_timeout {
+        endpoint.give_up_on_silence_after(limit);
+    }
+    let migrate = options.migrate;
     let about = Describe::of(&endpoint.config);
     let runtime = Arc::new(IoRuntime::start()?);
     let mut conn = Pool::connect(&runtime, &endpoint).map_err(|e| with_database(e, &about))?;

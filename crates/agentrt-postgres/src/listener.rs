@@ -4,15 +4,24 @@
 //! replaced while anyone still waits, and the head read anew once the new
 //! `LISTEN` is in effect: a commit made while no connection listened is
 //! announced too, so a waiter wakes instead of running into its timeout.
+//! A listening connection sends nothing of its own, so one whose path died
+//! silently (a partition, a server host gone) would never be noticed: with
+//! a silence limit, the task asks the server for an answer every half of
+//! it, and replaces a connection that gives none within the limit.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
+use agentrt::Result;
 use agentrt::store::engine::ChangeSignal;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 use tokio_postgres::{AsyncMessage, Client, Connection};
 
-use crate::endpoint::{Endpoint, Opened};
+use crate::endpoint::{Endpoint, Opened, silent};
+use crate::error::pg_error;
 use crate::group::LISTEN;
 
 /// How often the task checks whether anyone still waits.
@@ -26,8 +35,11 @@ const RECONNECT_MAX: Duration = Duration::from_secs(5);
 /// The chain head's seq, read once `LISTEN` is in effect.
 const HEAD_SEQ: &str = "SELECT head_seq FROM agentrt_chain WHERE id = 1";
 
+/// The question a listening connection is asked to show it still answers.
+const PING: &str = "SELECT 1";
+
 /// Whether the first `LISTEN` took effect (or why not).
-pub(crate) type Ready = oneshot::Sender<std::result::Result<(), tokio_postgres::Error>>;
+pub(crate) type Ready = oneshot::Sender<Result<()>>;
 
 /// How one connection's listening ended.
 enum Ended {
@@ -47,12 +59,13 @@ pub(crate) async fn listen(endpoint: Endpoint, signal: ChangeSignal, ready: Read
     let mut pause = RECONNECT_FIRST;
     loop {
         let first = ready.is_some();
+        let limit = endpoint.silence_limit();
         let ended = match endpoint.open().await {
             Ok(Opened::Plain(client, connection)) => {
-                listen_on(client, *connection, &signal, &mut ready).await
+                listen_on(client, *connection, &signal, &mut ready, limit).await
             }
             Ok(Opened::Tls(client, connection)) => {
-                listen_on(client, *connection, &signal, &mut ready).await
+                listen_on(client, *connection, &signal, &mut ready, limit).await
             }
             Err(e) => {
                 if let Some(ready) = ready.take() {
@@ -81,13 +94,15 @@ pub(crate) async fn listen(endpoint: Endpoint, signal: ChangeSignal, ready: Read
 }
 
 /// Listens on one connection: `LISTEN`, then the head (announced), then
-/// every notice, until nobody waits or the connection breaks. Tells
-/// `ready`, if still untold, whether `LISTEN` took effect.
+/// every notice, until nobody waits or the connection breaks or, with a
+/// silence `limit`, leaves the subscription or a ping unanswered for that
+/// long. Tells `ready`, if still untold, whether `LISTEN` took effect.
 async fn listen_on<S, T>(
     client: Client,
     mut connection: Connection<S, T>,
     signal: &ChangeSignal,
     ready: &mut Option<Ready>,
+    limit: Option<Duration>,
 ) -> Ended
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
@@ -99,6 +114,14 @@ where
     };
     let mut subscribing = Some(Box::pin(listening));
     let mut tick = tokio::time::interval(WATCH_TICK);
+    // The request awaiting its answer (the subscription first, then each
+    // ping) must have it by this deadline; the next ping is due at
+    // `ping_due`. Far off without a limit.
+    let far = Duration::from_secs(86_400 * 365);
+    let patience = limit.unwrap_or(far);
+    let mut deadline = Box::pin(tokio::time::sleep(patience));
+    let mut ping_due = Box::pin(tokio::time::sleep(far));
+    let mut ping: Option<Pin<Box<dyn Future<Output = PingOutcome> + Send + '_>>> = None;
     loop {
         let heard = std::future::poll_fn(|cx| {
             if let Some(subscription) = subscribing.as_mut()
@@ -106,6 +129,19 @@ where
             {
                 subscribing = None;
                 return Poll::Ready(Heard::Subscribed(outcome));
+            }
+            if let Some(answer) = ping.as_mut()
+                && let Poll::Ready(outcome) = answer.as_mut().poll(cx)
+            {
+                ping = None;
+                return Poll::Ready(Heard::Answered(outcome.is_ok()));
+            }
+            let awaiting = subscribing.is_some() || ping.is_some();
+            if awaiting && deadline.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Heard::Silent);
+            }
+            if !awaiting && ping_due.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Heard::PingDue);
             }
             // Not before the first `LISTEN` took effect: the subscriber
             // holds the store's watcher lock until then, which `wanted`
@@ -127,15 +163,28 @@ where
                 if let Some(ready) = ready.take() {
                     let _ = ready.send(Ok(()));
                 }
+                if let Some(limit) = limit {
+                    ping_due.as_mut().reset(Instant::now() + limit / 2);
+                }
                 if !signal.announce(head) {
                     return Ended::Unwanted;
                 }
             }
             Heard::Subscribed(Err(e)) => {
                 if let Some(ready) = ready.take() {
-                    let _ = ready.send(Err(e));
+                    let _ = ready.send(Err(pg_error(&e)));
                 }
                 return Ended::NeverListened;
+            }
+            Heard::PingDue => {
+                let asking = client.batch_execute(PING);
+                ping = Some(Box::pin(async move { asking.await.map_err(drop) }));
+                deadline.as_mut().reset(Instant::now() + patience);
+            }
+            Heard::Answered(true) => {
+                if let Some(limit) = limit {
+                    ping_due.as_mut().reset(Instant::now() + limit / 2);
+                }
             }
             Heard::Notice(seq) => {
                 if !signal.announce(seq) {
@@ -143,17 +192,33 @@ where
                 }
             }
             Heard::Other => {}
+            Heard::Silent if subscribing.is_some() => {
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(Err(silent(patience, "subscribing to commits")));
+                }
+                return Ended::NeverListened;
+            }
             Heard::Closed if subscribing.is_some() => return Ended::NeverListened,
-            Heard::Closed => return Ended::Broken,
+            Heard::Closed | Heard::Silent | Heard::Answered(false) => return Ended::Broken,
             Heard::Unwanted => return Ended::Unwanted,
         }
     }
 }
 
+/// A ping's outcome: answered, or the connection failed it.
+type PingOutcome = std::result::Result<(), ()>;
+
 /// What the listening task heard.
 enum Heard {
     /// `LISTEN` took effect (with the head's seq), or failed.
     Subscribed(std::result::Result<i64, tokio_postgres::Error>),
+    /// The connection has been quiet for half the silence limit: time to
+    /// ask it something.
+    PingDue,
+    /// The ping's answer came (`true`), or the connection failed it.
+    Answered(bool),
+    /// The subscription or a ping went unanswered for the silence limit.
+    Silent,
     /// A notice of a commit, with the head seq it left.
     Notice(i64),
     /// Another message from the server.

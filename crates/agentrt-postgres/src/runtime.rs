@@ -18,7 +18,6 @@ use agentrt::{Error, Result};
 use tokio_postgres::Client;
 
 use crate::endpoint::Endpoint;
-use crate::error::pg_error;
 
 /// Runs `future` to completion on the calling thread, parking it while the
 /// future waits (its wakes come from the I/O runtime's thread).
@@ -77,12 +76,11 @@ impl IoRuntime {
     /// A new connection whose I/O task runs on this runtime.
     pub(crate) fn connect(&self, endpoint: &Endpoint) -> Result<Client> {
         let endpoint = endpoint.clone();
-        let connecting = self.handle()?.spawn(async move {
-            Ok::<_, tokio_postgres::Error>(endpoint.open().await?.spawn_io())
-        });
+        let connecting = self
+            .handle()?
+            .spawn(async move { Ok::<_, Error>(endpoint.open().await?.spawn_io()) });
         match block_on(connecting) {
-            Ok(Ok(client)) => Ok(client),
-            Ok(Err(e)) => Err(pg_error(&e)),
+            Ok(opened) => opened,
             Err(_) => Err(Error::Internal {
                 detail: "the PostgreSQL store's I/O runtime stopped while connecting".into(),
             }),

@@ -102,7 +102,7 @@ pub fn location(name: &str) -> String {
 pub const PASSWORD: &str = "s3cret-Pa55";
 
 /// One setting of the test server's key=value pairs (`""` if absent).
-fn setting(key: &str) -> String {
+pub fn setting(key: &str) -> String {
     server()
         .split_whitespace()
         .filter_map(|pair| pair.split_once('='))
