@@ -4,11 +4,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::fmt::Write as _;
 
-use crate::file::{ResultFile, Trial};
+use crate::file::ResultFile;
 use crate::format::{duration, money, natural_cmp, num, or_dash};
 use crate::markdown::options_text;
 use crate::summary::{Summary, column_name, summarize_group};
 use crate::taxonomy::Taxonomy;
+use crate::trial::Trial;
 
 /// The text reports print for an empty (unknown) commit.
 pub const NO_COMMIT: &str = "no commit recorded";

@@ -10,17 +10,90 @@
 //! the ones recomputed from the trials.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::error::{FileError, Problem};
-use crate::file::{FORMAT, ResultFile, Trial, summary_node};
+use crate::file::{ResultFile, summary_node};
 use crate::gojson;
 use crate::raw::RawJson;
 use crate::summary::{Count, Summary};
 use crate::taxonomy::{Class, Outcome, Taxonomy};
 use crate::time::Timestamp;
+use crate::trial::Trial;
+use crate::version::FORMAT;
+
+impl ResultFile {
+    /// Reads a file from its JSON text. `source` is left empty.
+    ///
+    /// The text must be one JSON object and nothing after it but
+    /// whitespace. Every field is checked for its type; unknown fields and
+    /// keys that appear twice in one object are refused. As in the
+    /// original, a field that is absent or `null` takes its zero value
+    /// (empty text, 0, no entries), which the invariants then judge. The
+    /// `format` must be [`FORMAT`], [`ResultFile::validate`] must pass, and
+    /// the recorded `summaries` must equal the ones recomputed from the
+    /// trials. Every error names the field (`trials[3].repeat`).
+    pub fn from_json(text: &str) -> Result<ResultFile, FileError> {
+        decode(text)
+    }
+
+    /// Reads a file from bytes, which must be UTF-8.
+    pub fn from_slice(bytes: &[u8]) -> Result<ResultFile, FileError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| FileError::NotUtf8 {
+            valid_up_to: e.valid_up_to(),
+        })?;
+        ResultFile::from_json(text)
+    }
+
+    /// Reads and decodes the file at `path`, with `source` set to its file
+    /// name (without directories).
+    pub fn read_path(path: impl AsRef<Path>) -> Result<ResultFile, FileError> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| FileError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut f = ResultFile::from_slice(&bytes)?;
+        f.source = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(f)
+    }
+}
+
+/// Reads every `*.json` file (not directories) in `dir`, in name order, each
+/// with `source` set to its file name. One bad file fails the whole read
+/// with [`FileError::InFile`] naming it.
+pub fn read_dir(dir: impl AsRef<Path>) -> Result<Vec<ResultFile>, FileError> {
+    let dir = dir.as_ref();
+    let io = |source| FileError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".json") || entry.path().is_dir() {
+            continue;
+        }
+        names.push(name);
+    }
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            ResultFile::read_path(dir.join(&name)).map_err(|e| FileError::InFile {
+                name,
+                error: Box::new(e),
+            })
+        })
+        .collect()
+}
 
 /// An object's entries in document order, values unparsed.
 struct Entries<'a>(Vec<(String, &'a RawValue)>);

@@ -3,9 +3,9 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::file::FORMAT;
 use crate::taxonomy::TaxonomyError;
 use crate::time::TimestampError;
+use crate::version::FORMAT;
 
 /// Why a result file cannot be read or written. Every variant about the
 /// file's content says "invalid result file", and every one about a field

@@ -10,88 +10,8 @@ use crate::raw::RawJson;
 use crate::summary::{Count, Summary, summarize};
 use crate::taxonomy::{Outcome, Taxonomy};
 use crate::time::Timestamp;
-
-/// The format name of this version of the file. Reading refuses any other.
-pub const FORMAT: &str = "agent-runtime/bench/v1";
-
-/// One run of one scenario in one mode: a row of the result file.
-///
-/// A trial has exactly one of `outcome` (it was judged) and `excluded` (why
-/// it was not; an excluded trial is in no denominator and no sum).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Trial {
-    /// The scenario id (required).
-    pub scenario: String,
-    /// The mode (required).
-    pub mode: String,
-    /// The model; may be empty.
-    pub model: String,
-    /// The repetition, counting from 1.
-    pub repeat: i64,
-    /// The run's id in the runtime, if any.
-    pub run_id: String,
-    /// The class of answer the scenario expects: the key an outcome's
-    /// `over` refers to.
-    pub expect: String,
-    /// The consumer's own end state, before classification.
-    pub reached: String,
-    /// The taxonomy's name for the trial; empty only when `excluded` is set.
-    pub outcome: String,
-    /// Why the trial was not judged; empty when it was.
-    pub excluded: String,
-    /// Steps taken.
-    pub steps: i64,
-    /// Tool calls made.
-    pub tool_calls: i64,
-    /// Tool calls the policy denied.
-    pub policy_denials: i64,
-    /// Model calls made.
-    pub model_calls: i64,
-    /// Input tokens.
-    pub input_tokens: i64,
-    /// Output tokens.
-    pub output_tokens: i64,
-    /// Cost in millionths of a currency unit.
-    pub cost_micros: i64,
-    /// Wall time in nanoseconds.
-    pub wall_ns: i64,
-    /// An error the run ended with, if any.
-    pub error: String,
-    /// Remarks about the trial.
-    pub notes: Vec<String>,
-    /// What one consumer records and another does not, kept as JSON.
-    /// Integer values are summed into [`Summary::totals`].
-    pub extra: BTreeMap<String, RawJson>,
-}
-
-impl Trial {
-    /// A judged trial with this outcome and every counter zero.
-    pub fn judged(scenario: &str, mode: &str, repeat: i64, outcome: &str) -> Trial {
-        Trial {
-            scenario: scenario.to_string(),
-            mode: mode.to_string(),
-            repeat,
-            outcome: outcome.to_string(),
-            ..Trial::default()
-        }
-    }
-
-    /// An excluded trial with this reason and every counter zero.
-    pub fn excluded(scenario: &str, mode: &str, repeat: i64, reason: &str) -> Trial {
-        Trial {
-            scenario: scenario.to_string(),
-            mode: mode.to_string(),
-            repeat,
-            excluded: reason.to_string(),
-            ..Trial::default()
-        }
-    }
-
-    /// Whether the trial has an outcome.
-    pub fn is_judged(&self) -> bool {
-        !self.outcome.is_empty()
-    }
-}
+use crate::trial::Trial;
+use crate::version::FORMAT;
 
 /// One result file: what one invocation of a consumer's harness ran,
 /// where, and how it scored.
@@ -127,7 +47,7 @@ pub struct ResultFile {
     /// Run-level remarks.
     pub notes: Vec<String>,
     /// The name the file was read from (set by [`ResultFile::read_path`]
-    /// and [`read_dir`]); never written.
+    /// and [`read_dir`](crate::read_dir)); never written.
     pub source: String,
 }
 
@@ -241,44 +161,6 @@ impl ResultFile {
         Ok(gojson::to_indented(&file_node(self)))
     }
 
-    /// Reads a file from its JSON text. `source` is left empty.
-    ///
-    /// The text must be one JSON object and nothing after it but
-    /// whitespace. Every field is checked for its type; unknown fields and
-    /// keys that appear twice in one object are refused. As in the
-    /// original, a field that is absent or `null` takes its zero value
-    /// (empty text, 0, no entries), which the invariants then judge. The
-    /// `format` must be [`FORMAT`], [`ResultFile::validate`] must pass, and
-    /// the recorded `summaries` must equal the ones recomputed from the
-    /// trials. Every error names the field (`trials[3].repeat`).
-    pub fn from_json(text: &str) -> Result<ResultFile, FileError> {
-        crate::decode::decode(text)
-    }
-
-    /// Reads a file from bytes, which must be UTF-8.
-    pub fn from_slice(bytes: &[u8]) -> Result<ResultFile, FileError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| FileError::NotUtf8 {
-            valid_up_to: e.valid_up_to(),
-        })?;
-        ResultFile::from_json(text)
-    }
-
-    /// Reads and decodes the file at `path`, with `source` set to its file
-    /// name (without directories).
-    pub fn read_path(path: impl AsRef<Path>) -> Result<ResultFile, FileError> {
-        let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|source| FileError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let mut f = ResultFile::from_slice(&bytes)?;
-        f.source = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        Ok(f)
-    }
-
     /// Writes the file (see [`ResultFile::to_json`]) to `path`.
     pub fn write_path(&self, path: impl AsRef<Path>) -> Result<(), FileError> {
         let text = self.to_json()?;
@@ -288,44 +170,6 @@ impl ResultFile {
             source,
         })
     }
-
-    /// The per-file Markdown report: `# Results: <taxonomy>`, the start
-    /// time, commit and options; per mode and model a section with every
-    /// outcome over its denominator, the sums, and a row per trial; then
-    /// the file's notes as paragraphs. It ends with a single newline.
-    pub fn markdown(&self) -> String {
-        crate::markdown::file_markdown(self)
-    }
-}
-
-/// Reads every `*.json` file (not directories) in `dir`, in name order, each
-/// with `source` set to its file name. One bad file fails the whole read
-/// with [`FileError::InFile`] naming it.
-pub fn read_dir(dir: impl AsRef<Path>) -> Result<Vec<ResultFile>, FileError> {
-    let dir = dir.as_ref();
-    let io = |source| FileError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".json") || entry.path().is_dir() {
-            continue;
-        }
-        names.push(name);
-    }
-    names.sort();
-    names
-        .into_iter()
-        .map(|name| {
-            ResultFile::read_path(dir.join(&name)).map_err(|e| FileError::InFile {
-                name,
-                error: Box::new(e),
-            })
-        })
-        .collect()
 }
 
 fn outcome_node(o: &Outcome) -> Node {

@@ -53,11 +53,16 @@ mod raw;
 mod summary;
 mod taxonomy;
 mod time;
+mod trial;
+mod version;
 
 pub use compare::{Column, CompareError, CompareOptions, NO_COMMIT, compare, latest};
+pub use decode::read_dir;
 pub use error::{FileError, Problem};
-pub use file::{FORMAT, ResultFile, Trial, read_dir};
+pub use file::ResultFile;
 pub use raw::RawJson;
 pub use summary::{Count, Summary, summarize};
 pub use taxonomy::{Class, Outcome, Taxonomy, TaxonomyError};
 pub use time::{Timestamp, TimestampError};
+pub use trial::Trial;
+pub use version::FORMAT;

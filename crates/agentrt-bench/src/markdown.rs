@@ -9,6 +9,16 @@ use crate::raw::RawJson;
 use crate::summary::Summary;
 use crate::taxonomy::Class;
 
+impl ResultFile {
+    /// The per-file Markdown report: `# Results: <taxonomy>`, the start
+    /// time, commit and options; per mode and model a section with every
+    /// outcome over its denominator, the sums, and a row per trial; then
+    /// the file's notes as paragraphs. It ends with a single newline.
+    pub fn markdown(&self) -> String {
+        file_markdown(self)
+    }
+}
+
 /// A file's options as `key=<compact JSON>`, sorted by key, joined `, `.
 pub(crate) fn options_text(options: &BTreeMap<String, RawJson>) -> String {
     options
@@ -144,10 +154,11 @@ fn section(b: &mut String, f: &ResultFile, s: &Summary) {
 
 #[cfg(test)]
 mod tests {
-    use crate::file::{ResultFile, Trial};
+    use crate::file::ResultFile;
     use crate::raw::RawJson;
     use crate::taxonomy::Taxonomy;
     use crate::time::Timestamp;
+    use crate::trial::Trial;
 
     fn start() -> Timestamp {
         Timestamp::parse("2026-09-25T20:00:00Z").unwrap()

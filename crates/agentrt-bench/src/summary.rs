@@ -2,8 +2,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::file::Trial;
 use crate::taxonomy::{Class, Taxonomy};
+use crate::trial::Trial;
 
 /// One outcome's numerator and its explicit denominator.
 #[derive(Debug, Clone, PartialEq, Eq)]
