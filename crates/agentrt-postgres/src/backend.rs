@@ -19,7 +19,7 @@ use agentrt::clock::Timestamp;
 use agentrt::store::ExtensionShape;
 use agentrt::store::engine::{Backend, BatchedGroup, ChainRows, ChangeSignal, GroupRows, ReadRows};
 use agentrt::{Error, Result};
-use tokio_postgres::{Client, SimpleQueryMessage};
+use tokio_postgres::Client;
 
 use crate::batch::{Batcher, Outcome};
 use crate::chain_read::ChainSnapshot;
@@ -27,12 +27,8 @@ use crate::endpoint::Endpoint;
 use crate::error::{Describe, is_retryable, pg_error};
 use crate::extensions::ExtensionTables;
 use crate::pool::{Conn, Pool};
-use crate::rows::PgRows;
+use crate::rows::{BEGIN_LOCKED, LOCK_ATTEMPTS, Locked, PgRows, locked};
 use crate::runtime::{IoRuntime, block_on, round_trip, send_only};
-
-/// How often taking the chain head's lock is tried before the group gives
-/// up with the server's error.
-const LOCK_ATTEMPTS: u32 = 8;
 
 /// The store's engine on one PostgreSQL database.
 pub(crate) struct PgBackend {
@@ -47,19 +43,8 @@ pub(crate) struct PgBackend {
     pub(crate) extensions: OnceLock<ExtensionTables>,
 }
 
-/// `BEGIN`, then the chain head's lock taken with the server's clock read
-/// at that moment and the head itself: one request, one round trip.
-const BEGIN_LOCKED: &str = "BEGIN; SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, \
-     head_seq, head_hash FROM agentrt_chain WHERE id = 1 FOR UPDATE";
-
 /// A read's transaction: one snapshot for all its statements.
 const BEGIN_SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
-
-/// What a write group learns when it takes the chain head's lock.
-struct Locked {
-    now: Timestamp,
-    head: (i64, String),
-}
 
 /// A write group's open transaction: rolled back when dropped before its
 /// commit (an error or a panic in the group), so the pooled connection is
@@ -76,21 +61,6 @@ impl Drop for OpenGroup<'_> {
             let _ = round_trip(self.client.batch_execute("ROLLBACK"));
         }
     }
-}
-
-/// The lock's row, as the simple query protocol answers it (text).
-fn locked(messages: &[SimpleQueryMessage]) -> Option<Locked> {
-    let row = messages.iter().find_map(|m| match m {
-        SimpleQueryMessage::Row(row) => Some(row),
-        _ => None,
-    })?;
-    let micros = row.get(0)?.parse::<i64>().ok()?;
-    let seq = row.get(1)?.parse::<i64>().ok()?;
-    let hash = row.get(2)?.to_owned();
-    Some(Locked {
-        now: Timestamp::from_unix_nanos(i128::from(micros) * 1000),
-        head: (seq, hash),
-    })
 }
 
 /// The extension tables of a store opened without any.
@@ -263,28 +233,30 @@ impl PgBackend {
 
 impl Backend for PgBackend {
     fn write_group(&self, group: &mut dyn FnMut(&mut dyn GroupRows) -> Result<()>) -> Result<()> {
-        self.pool.with_started(
-            |conn| self.begin_locked(&conn.client),
-            |conn, Locked { now, head }| {
-                let mut open = OpenGroup {
-                    client: &conn.client,
-                    ended: false,
-                };
-                let mut rows = PgRows::new(
-                    &conn.client,
-                    &mut conn.statements,
-                    self.extension_tables(),
-                    Some(now),
-                    Some(head),
-                );
-                group(&mut rows)?;
-                // The statements the group deferred go with the COMMIT. Should
-                // any fail, the guard's ROLLBACK ends what is left open.
-                rows.finish("COMMIT")?;
-                open.ended = true;
-                Ok(())
-            },
-        )
+        self.pool.with(|conn| {
+            let reconnect = || Pool::connect(&self.runtime, &self.endpoint);
+            // `BEGIN` and the lock go with the group's first request, which
+            // goes again on a new connection if this one is found dead.
+            let mut rows = PgRows::unbegun(
+                &conn.client,
+                &mut conn.statements,
+                self.extension_tables(),
+                &reconnect,
+            );
+            // The statements the group deferred go with the COMMIT.
+            let ran = group(&mut rows).and_then(|()| rows.finish("COMMIT"));
+            let began = rows.sent_any();
+            if let Some(replacement) = rows.into_replacement() {
+                // The dead connection closes; the new one takes its place.
+                *conn = replacement;
+            }
+            if ran.is_err() && began {
+                // Whatever is left open ends here; should this fail too, the
+                // connection is broken and the pool drops it.
+                let _ = round_trip(conn.client.batch_execute("ROLLBACK"));
+            }
+            ran
+        })
     }
 
     fn write_batched(&self, group: BatchedGroup) -> Result<()> {

@@ -362,7 +362,8 @@ impl GroupRows for PgRows<'_> {
     }
 
     fn chain_head(&self) -> Result<(i64, String)> {
-        // A write group read the head with its lock.
+        // A write group reads the head with its lock.
+        self.begin()?;
         if let Some(head) = self.held_head() {
             return Ok(head);
         }

@@ -2,20 +2,51 @@
 //! core's row surfaces (`ReadRows` in `read`, `GroupRows` in `group`) on a
 //! transaction of a pooled connection, through its statement cache.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
 
-use agentrt::Result;
 use agentrt::chain::{RowValue, row_digest};
 use agentrt::clock::Timestamp;
 use agentrt::store::engine::RowColumns;
 use agentrt::store::schema::StateTable;
+use agentrt::{Error, Result};
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, Row, Statement};
+use tokio_postgres::{Client, Row, SimpleQueryMessage, Statement};
 
-use crate::error::pg_error;
+use crate::error::{is_retryable, pg_error};
 use crate::extensions::ExtensionTables;
+use crate::pool::Conn;
 use crate::runtime::round_trip;
+
+/// `BEGIN`, then the chain head's lock taken with the server's clock read
+/// at that moment and the head itself: a write group's first statements.
+pub(crate) const BEGIN_LOCKED: &str = "BEGIN; SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, \
+     head_seq, head_hash FROM agentrt_chain WHERE id = 1 FOR UPDATE";
+
+/// How often a write group's first request is sent again when taking the
+/// chain head's lock met a serialization failure or a broken deadlock.
+pub(crate) const LOCK_ATTEMPTS: u32 = 8;
+
+/// What a write group learns when it takes the chain head's lock.
+pub(crate) struct Locked {
+    pub(crate) now: Timestamp,
+    pub(crate) head: (i64, String),
+}
+
+/// The lock's row, as the simple query protocol answers it (text).
+pub(crate) fn locked(messages: &[SimpleQueryMessage]) -> Option<Locked> {
+    let row = messages.iter().find_map(|m| match m {
+        SimpleQueryMessage::Row(row) => Some(row),
+        _ => None,
+    })?;
+    let micros = row.get(0)?.parse::<i64>().ok()?;
+    let seq = row.get(1)?.parse::<i64>().ok()?;
+    let hash = row.get(2)?.to_owned();
+    Some(Locked {
+        now: Timestamp::from_unix_nanos(i128::from(micros) * 1000),
+        head: (seq, hash),
+    })
+}
 
 /// The digest of a state row of `table` selected as its digested columns
 /// (BIGINT or TEXT) in their fixed order: the one SQLite's rows get.
@@ -47,9 +78,9 @@ pub(crate) type Statements = HashMap<String, Statement>;
 /// A statement sent later: one whose result decides nothing in the group
 /// (an insert, the head's move), only whether the group fails.
 enum Deferred {
-    /// A statement and its parameters; with `Some(what)`, it must change
-    /// exactly one row, else the request fails naming `what`.
-    Prepared(Statement, Vec<Param>, Option<String>),
+    /// A statement's SQL and its parameters; with `Some(what)`, it must
+    /// change exactly one row, else the request fails naming `what`.
+    Prepared(String, Vec<Param>, Option<String>),
     /// A statement without parameters or rows (`SAVEPOINT`).
     Simple(&'static str),
 }
@@ -59,7 +90,12 @@ enum Answer {
     Rows(Vec<Row>),
     Count(u64),
     Done,
+    /// The simple query protocol's answer (the lock's).
+    Messages(Vec<SimpleQueryMessage>),
 }
+
+/// Opens a connection to replace one found dead.
+pub(crate) type Reconnect<'a> = &'a dyn Fn() -> Result<Conn>;
 
 /// The row operations of one transaction, open on `client`'s connection.
 ///
@@ -68,9 +104,24 @@ enum Answer {
 /// the `COMMIT`: a round trip per decision, not per statement. A deferred
 /// statement's failure fails the request it went with, so the group still
 /// fails whole.
+///
+/// A lone write group's `BEGIN` and lock go with its first request too
+/// ([`PgRows::unbegun`]). Until that request is answered nothing of the
+/// group can last and nothing it sent depended on an answer, so when its
+/// connection turns out dead the same request goes again on a new one
+/// (and, when the lock met a serialization failure, again on the same):
+/// the group never notices.
 pub(crate) struct PgRows<'a> {
     client: &'a Client,
     statements: RefCell<&'a mut Statements>,
+    /// The connection that took over from `client`, found dead before the
+    /// transaction's first answer.
+    replacement: OnceCell<(Client, RefCell<Statements>)>,
+    /// How to open that replacement (write groups only).
+    reconnect: Option<Reconnect<'a>>,
+    /// Whether `BEGIN` and the chain head's lock still wait to go with the
+    /// transaction's first request.
+    unbegun: Cell<bool>,
     /// The server's clock, read once per transaction (see `clock_now`).
     now: Cell<Option<Timestamp>>,
     /// The chain head as the group's lock read it, moved by the group's
@@ -110,6 +161,9 @@ impl<'a> PgRows<'a> {
         PgRows {
             client,
             statements: RefCell::new(statements),
+            replacement: OnceCell::new(),
+            reconnect: None,
+            unbegun: Cell::new(false),
             now: Cell::new(now),
             head: RefCell::new(head),
             deferred: RefCell::new(Vec::new()),
@@ -120,17 +174,66 @@ impl<'a> PgRows<'a> {
         }
     }
 
-    /// The prepared statement for `sql` (written with `?` placeholders).
-    fn statement(&self, sql: &str) -> Result<Statement> {
-        if let Some(statement) = self.statements.borrow().get(sql) {
-            return Ok(statement.clone());
+    /// The rows of a lone write group on `client`, its transaction not
+    /// begun: `BEGIN` and the chain head's lock go with its first request,
+    /// which goes again on a connection from `reconnect` if `client` turns
+    /// out dead before answering it.
+    pub(crate) fn unbegun(
+        client: &'a Client,
+        statements: &'a mut Statements,
+        extensions: &'a ExtensionTables,
+        reconnect: Reconnect<'a>,
+    ) -> Self {
+        let rows = PgRows::new(client, statements, extensions, None, None);
+        rows.unbegun.set(true);
+        PgRows {
+            reconnect: Some(reconnect),
+            ..rows
         }
-        let statement =
-            round_trip(self.client.prepare(&numbered(sql))).map_err(|e| pg_error(&e))?;
-        self.statements
-            .borrow_mut()
-            .insert(sql.to_owned(), statement.clone());
-        Ok(statement)
+    }
+
+    /// The connection that replaced the one the rows were opened on, if
+    /// it was found dead; the caller puts it in the dead one's place.
+    pub(crate) fn into_replacement(self) -> Option<Conn> {
+        self.replacement
+            .into_inner()
+            .map(|(client, statements)| Conn {
+                client,
+                statements: statements.into_inner(),
+            })
+    }
+
+    /// The connection the transaction runs on.
+    fn client(&self) -> &Client {
+        self.replacement
+            .get()
+            .map_or(self.client, |(client, _)| client)
+    }
+
+    /// The prepared statement for `sql` (written with `?` placeholders) on
+    /// the transaction's connection.
+    fn statement(&self, sql: &str) -> Result<Statement> {
+        let prepare = |statements: &mut Statements, client: &Client| {
+            if let Some(statement) = statements.get(sql) {
+                return Ok(statement.clone());
+            }
+            let statement = round_trip(client.prepare(&numbered(sql))).map_err(|e| pg_error(&e))?;
+            statements.insert(sql.to_owned(), statement.clone());
+            Ok(statement)
+        };
+        match self.replacement.get() {
+            Some((client, statements)) => prepare(&mut statements.borrow_mut(), client),
+            None => prepare(&mut self.statements.borrow_mut(), self.client),
+        }
+    }
+
+    /// Sends `BEGIN` and the lock (with what is deferred) if they still
+    /// wait: the group needs the clock or the head they answer.
+    pub(crate) fn begin(&self) -> Result<()> {
+        if self.unbegun.get() {
+            self.send(Vec::new())?;
+        }
+        Ok(())
     }
 
     /// The server's clock (`clock_timestamp()`, so a group that queued on
@@ -138,6 +241,7 @@ impl<'a> PgRows<'a> {
     /// kept for the rest of the transaction: one instant per group, as the
     /// gate reads its clock once per group.
     pub(crate) fn server_now(&self) -> Result<Timestamp> {
+        self.begin()?;
         if let Some(now) = self.now.get() {
             return Ok(now);
         }
@@ -166,20 +270,18 @@ impl<'a> PgRows<'a> {
     /// Queues a statement whose result the group does not need; it is sent
     /// with the next request.
     pub(crate) fn defer(&self, sql: &str, params: Vec<Param>) -> Result<()> {
-        let statement = self.statement(sql)?;
         self.deferred
             .borrow_mut()
-            .push(Deferred::Prepared(statement, params, None));
+            .push(Deferred::Prepared(sql.to_owned(), params, None));
         Ok(())
     }
 
     /// Queues a statement that must change exactly one row (`what` names
     /// it): the group fails with the request it goes with if it does not.
     pub(crate) fn defer_one(&self, sql: &str, params: Vec<Param>, what: String) -> Result<()> {
-        let statement = self.statement(sql)?;
         self.deferred
             .borrow_mut()
-            .push(Deferred::Prepared(statement, params, Some(what)));
+            .push(Deferred::Prepared(sql.to_owned(), params, Some(what)));
         Ok(())
     }
 
@@ -224,53 +326,133 @@ impl<'a> PgRows<'a> {
 
     /// Sends the deferred statements and then `last` in one request and
     /// returns `last`'s answers, each query's in order; the first failure
-    /// among them is the answer.
+    /// among them is the answer. The transaction's first request, when
+    /// `BEGIN` and the lock still wait, starts with them and goes again
+    /// whole where that is safe (see [`PgRows`]).
     fn send(&self, last: Vec<Last<'_>>) -> Result<Vec<Answer>> {
         let deferred = std::mem::take(&mut *self.deferred.borrow_mut());
         self.sent.set(true);
-        let client = self.client;
-        let mut requests: Vec<Request<'_>> = Vec::with_capacity(deferred.len() + last.len());
-        for d in &deferred {
-            requests.push(match d {
-                Deferred::Prepared(statement, params, _) => Box::pin(async move {
+        if !self.unbegun.replace(false) {
+            return self.send_once(false, &deferred, &last).map_err(|(e, _)| e);
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let (e, retryable) = match self.send_once(true, &deferred, &last) {
+                Ok(answers) => return Ok(answers),
+                Err(failed) => failed,
+            };
+            if self.client().is_closed() {
+                // Dead before it answered: nothing of the group lasted and
+                // nothing it sent depended on an answer. Once, on a new one.
+                let reconnect = match self.reconnect {
+                    Some(reconnect) if self.replacement.get().is_none() => reconnect,
+                    _ => return Err(e),
+                };
+                let conn = reconnect()?;
+                let _ = self
+                    .replacement
+                    .set((conn.client, RefCell::new(conn.statements)));
+            } else if retryable && attempt < LOCK_ATTEMPTS {
+                // The transaction began and is aborted: end it, then again.
+                let _ = round_trip(self.client().batch_execute("ROLLBACK"));
+            } else {
+                return Err(e);
+            }
+        }
+    }
+
+    /// One sending of a request (see [`PgRows::send`]), `begins` with
+    /// `BEGIN` and the lock; a failure says whether it is one that taking
+    /// the lock again cures.
+    fn send_once(
+        &self,
+        begins: bool,
+        deferred: &[Deferred],
+        last: &[Last<'_>],
+    ) -> std::result::Result<Vec<Answer>, (Error, bool)> {
+        let unretryable = |e: Error| (e, false);
+        let client = self.client();
+        // Every statement prepared on this connection before any is sent.
+        let mut outgoing = Vec::with_capacity(deferred.len() + last.len());
+        for d in deferred {
+            outgoing.push(match d {
+                Deferred::Prepared(sql, params, _) => {
+                    Outgoing::Execute(self.statement(sql).map_err(unretryable)?, params)
+                }
+                Deferred::Simple(sql) => Outgoing::Simple(sql),
+            });
+        }
+        for item in last {
+            outgoing.push(match *item {
+                Last::Query(sql, params) => {
+                    Outgoing::Query(self.statement(sql).map_err(unretryable)?, params)
+                }
+                Last::Execute(sql, params) => {
+                    Outgoing::Execute(self.statement(sql).map_err(unretryable)?, params)
+                }
+                Last::Simple(sql) => Outgoing::Simple(sql),
+            });
+        }
+        let mut requests: Vec<Request<'_>> = Vec::with_capacity(outgoing.len() + 1);
+        if begins {
+            requests.push(Box::pin(async move {
+                client
+                    .simple_query(BEGIN_LOCKED)
+                    .await
+                    .map(Answer::Messages)
+            }));
+        }
+        for out in &outgoing {
+            requests.push(match out {
+                Outgoing::Execute(statement, params) => Box::pin(async move {
                     let refs: Vec<&(dyn ToSql + Sync)> =
                         params.iter().map(|p| p.as_ref()).collect();
                     client.execute(statement, &refs).await.map(Answer::Count)
                 }),
-                Deferred::Simple(sql) => {
-                    Box::pin(async move { client.batch_execute(sql).await.map(|()| Answer::Done) })
-                }
-            });
-        }
-        let first_wanted = requests.len();
-        for item in &last {
-            requests.push(match *item {
-                Last::Query(statement, params) => Box::pin(async move {
+                Outgoing::Query(statement, params) => Box::pin(async move {
                     let refs: Vec<&(dyn ToSql + Sync)> =
                         params.iter().map(|p| p.as_ref()).collect();
                     client.query(statement, &refs).await.map(Answer::Rows)
                 }),
-                Last::Execute(statement, params) => Box::pin(async move {
-                    let refs: Vec<&(dyn ToSql + Sync)> =
-                        params.iter().map(|p| p.as_ref()).collect();
-                    client.execute(statement, &refs).await.map(Answer::Count)
-                }),
-                Last::Simple(sql) => {
+                Outgoing::Simple(sql) => {
                     Box::pin(async move { client.batch_execute(sql).await.map(|()| Answer::Done) })
                 }
             });
         }
-        let answers = round_trip(in_order(requests));
+        let mut answers = round_trip(in_order(requests)).into_iter();
+        if begins {
+            match answers.next() {
+                Some(Ok(Answer::Messages(messages))) => match locked(&messages) {
+                    Some(Locked { now, head }) => {
+                        self.now.set(Some(now));
+                        *self.head.borrow_mut() = Some(head);
+                    }
+                    None => {
+                        return Err(unretryable(Error::Internal {
+                            detail: "the database has no chain head row (agentrt_chain)".into(),
+                        }));
+                    }
+                },
+                Some(Err(e)) => return Err((pg_error(&e), is_retryable(&e))),
+                _ => {
+                    return Err(unretryable(Error::Internal {
+                        detail: "the chain head's lock was not answered".into(),
+                    }));
+                }
+            }
+        }
+        let first_wanted = deferred.len();
         let mut wanted = Vec::with_capacity(last.len());
-        for (i, answer) in answers.into_iter().enumerate() {
-            let answer = answer.map_err(|e| pg_error(&e))?;
+        for (i, answer) in answers.enumerate() {
+            let answer = answer.map_err(|e| unretryable(pg_error(&e)))?;
             if let (Some(Deferred::Prepared(_, _, Some(what))), Answer::Count(n)) =
                 (deferred.get(i), &answer)
                 && *n != 1
             {
-                return Err(agentrt::Error::Internal {
+                return Err(unretryable(Error::Internal {
                     detail: format!("{what} changed {n} rows, not one"),
-                });
+                }));
             }
             if i >= first_wanted {
                 wanted.push(answer);
@@ -281,8 +463,7 @@ impl<'a> PgRows<'a> {
 
     /// Every row of a query (sent with the deferred statements).
     pub(crate) fn query(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>> {
-        let statement = self.statement(sql)?;
-        match self.send(vec![Last::Query(&statement, params)])?.pop() {
+        match self.send(vec![Last::Query(sql, params)])?.pop() {
             Some(Answer::Rows(rows)) => Ok(rows),
             _ => Ok(Vec::new()),
         }
@@ -291,14 +472,9 @@ impl<'a> PgRows<'a> {
     /// The rows of several queries sent in one request (with the deferred
     /// statements), in order.
     pub(crate) fn query_all(&self, queries: &[(String, Vec<Param>)]) -> Result<Vec<Vec<Row>>> {
-        let statements = queries
+        let last = queries
             .iter()
-            .map(|(sql, _)| self.statement(sql))
-            .collect::<Result<Vec<_>>>()?;
-        let last = statements
-            .iter()
-            .zip(queries)
-            .map(|(statement, (_, params))| Last::Query(statement, params))
+            .map(|(sql, params)| Last::Query(sql, params))
             .collect();
         Ok(self
             .send(last)?
@@ -313,6 +489,9 @@ impl<'a> PgRows<'a> {
     /// Sends the deferred statements with `sql` (a `COMMIT`) in one
     /// request.
     pub(crate) fn finish(&self, sql: &str) -> Result<()> {
+        // Never with the transaction's first request: that one may go
+        // twice, and a `COMMIT` must not.
+        self.begin()?;
         // A statement that must change one row is checked here, by the
         // client: it goes before the `COMMIT`, never with it.
         let expecting = self
@@ -364,18 +543,26 @@ impl<'a> PgRows<'a> {
     /// How many rows a statement changed (sent with the deferred
     /// statements).
     pub(crate) fn execute(&self, sql: &str, params: &[Param]) -> Result<u64> {
-        let statement = self.statement(sql)?;
-        match self.send(vec![Last::Execute(&statement, params)])?.pop() {
+        match self.send(vec![Last::Execute(sql, params)])?.pop() {
             Some(Answer::Count(n)) => Ok(n),
             _ => Ok(0),
         }
     }
 }
 
-/// The statements of a request whose answers the caller wants.
+/// The statements of a request whose answers the caller wants, by their
+/// SQL (prepared on the connection they go on).
+#[derive(Clone, Copy)]
 enum Last<'s> {
-    Query(&'s Statement, &'s [Param]),
-    Execute(&'s Statement, &'s [Param]),
+    Query(&'s str, &'s [Param]),
+    Execute(&'s str, &'s [Param]),
+    Simple(&'s str),
+}
+
+/// A statement of a request, ready to go on one connection.
+enum Outgoing<'s> {
+    Execute(Statement, &'s [Param]),
+    Query(Statement, &'s [Param]),
     Simple(&'s str),
 }
 

@@ -167,6 +167,37 @@ fn a_read_or_a_write_group_lent_a_dead_connection_runs_on_another() {
     assert_eq!(report.checked, 2);
 }
 
+#[test]
+fn a_group_whose_first_request_carried_a_change_is_sent_again_whole_on_another_connection() {
+    let name = backends::fresh_database_name();
+    let relay = Relay::start();
+    let store = agentrt_postgres::open(&relay.location(&name)).unwrap();
+    store.write(created_run("a")).unwrap();
+    relay.cut();
+    // The guarded update goes with `BEGIN` and the lock, on a connection
+    // that is dead: nothing of it ran, and it goes again on a new one.
+    let at = agentrt::Timestamp::parse("2026-10-01T09:00:01Z").unwrap();
+    let ((), events) = store
+        .write(|tx| {
+            let guard = agentrt::store::RunGuard {
+                step_count: Some(0),
+                ..agentrt::store::RunGuard::default()
+            };
+            let change = agentrt::store::RunChange {
+                step_count_add: 1,
+                ..agentrt::store::RunChange::default()
+            };
+            assert!(tx.update_run("a", &guard, &change)?, "the guard held");
+            tx.append_event("a", "", &at, agentrt::EventType::StepStarted, "{}")
+        })
+        .unwrap();
+    assert_eq!(events[0].seq, 2);
+    assert_eq!(store.get_run("a").unwrap().step_count, 1, "applied once");
+    let report = agentrt::verify::verify(&store, &Default::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.checked, 2);
+}
+
 /// A store through `relay` on database `name` whose silence limit is one
 /// second (its listener asks the server for an answer every half second).
 fn impatient_store(relay: &Relay, name: &str) -> agentrt::Store {

@@ -279,6 +279,9 @@ fn a_host_that_stops_inside_a_write_group_holds_the_others_up_only_until_the_idl
         let stopped = scope.spawn(|| {
             stopping.write(|tx| {
                 created_run("stopped")(tx)?;
+                // An answer the group needs (the server's clock): its first
+                // request goes, and takes the chain head's lock with it.
+                tx.clock_now()?;
                 holding.send(()).unwrap();
                 std::thread::sleep(Duration::from_secs(4));
                 woke.store(true, std::sync::atomic::Ordering::SeqCst);
