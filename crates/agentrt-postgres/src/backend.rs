@@ -7,9 +7,12 @@
 //! conflicting: once a group holds it, every later statement of the group
 //! sees every group committed before, its guards are checked in the
 //! statements that make its changes, and no other group commits until it
-//! ends. Taking the lock is the one statement that can meet a
-//! serialization failure or a broken deadlock; it is retried before the
-//! group runs, so a group runs once and commits whole or not at all.
+//! ends. A lone group sends `BEGIN` and the lock with its first request
+//! (the first statement it needs an answer to, and what it deferred); a
+//! batch takes the lock before its groups run. Taking the lock is the one
+//! statement that can meet a serialization failure or a broken deadlock:
+//! the request that took it goes again, whole, before the group saw any
+//! answer, so a group commits whole or not at all.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, LazyLock, OnceLock};
