@@ -164,17 +164,20 @@ fn one_after_another(runs: u64) {
     let rt = runtime();
     drive(&rt, &store, 1);
     let (started, busy) = (Instant::now(), busy_ticks());
+    let trips = agentrt_postgres::round_trips();
     for _ in 0..runs {
         drive(&rt, &store, 1);
     }
     let wall = started.elapsed();
     let ticks = busy_ticks() - busy;
+    let trips = agentrt_postgres::round_trips() - trips;
     let steps = (runs * STEPS) as f64;
     // Clock ticks are 10 ms on Linux (USER_HZ = 100).
     eprintln!(
-        "one run after another: {:.3} ms wall and {:.3} ms CPU per step ({runs} runs)",
+        "one run after another: {:.3} ms wall and {:.3} ms CPU per step, {:.2} round trips per step ({runs} runs)",
         wall.as_secs_f64() * 1000.0 / steps,
-        ticks as f64 * 10.0 / steps
+        ticks as f64 * 10.0 / steps,
+        trips as f64 / steps
     );
 }
 

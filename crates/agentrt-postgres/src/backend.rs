@@ -29,6 +29,7 @@ use crate::chain_read::ChainSnapshot;
 use crate::endpoint::Endpoint;
 use crate::error::{Describe, is_retryable, pg_error};
 use crate::extensions::ExtensionTables;
+use crate::group::lease_time;
 use crate::pool::{Conn, Pool};
 use crate::rows::{BEGIN_LOCKED, LOCK_ATTEMPTS, Locked, PgRows, locked};
 use crate::runtime::{IoRuntime, block_on, round_trip, send_only};
@@ -290,14 +291,16 @@ impl Backend for PgBackend {
         let ttl_micros = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
         // One statement, run again as it is on a connection found closed:
         // setting the expiry to the server's now + ttl twice is setting it.
+        let sql = format!(
+            "UPDATE runs SET lease_expires_at = {}
+             WHERE id = $2 AND lease_owner = $3 AND status = 'RUNNING'",
+            lease_time("clock_timestamp() + $1::bigint * interval '1 microsecond'")
+        );
         self.pool.with_reconnecting(|conn| {
-            round_trip(conn.client.execute(
-                "UPDATE runs SET lease_expires_at = to_char(
-                     (clock_timestamp() + $1::bigint * interval '1 microsecond') AT TIME ZONE 'UTC',
-                     'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '000Z'
-                 WHERE id = $2 AND lease_owner = $3 AND status = 'RUNNING'",
-                &[&ttl_micros, &run_id, &owner],
-            ))
+            round_trip(
+                conn.client
+                    .execute(sql.as_str(), &[&ttl_micros, &run_id, &owner]),
+            )
             .map(|changed| Ok(changed == 1))
             .map_err(|e| pg_error(&e))
         })

@@ -30,6 +30,12 @@ pub(crate) const LISTEN: &str = "LISTEN agentrt_events";
 /// Events per multi-row `INSERT` (8 parameters each).
 const EVENTS_PER_INSERT: usize = 64;
 
+/// An instant the server computes (`instant`, a SQL timestamp expression)
+/// as lease times are stored: UTC, nine decimals, `Z`.
+pub(crate) fn lease_time(instant: &str) -> String {
+    format!("(to_char(({instant}) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '000Z')")
+}
+
 fn time(t: &Timestamp) -> Param {
     text(t.to_string())
 }
@@ -51,8 +57,12 @@ fn push_run_guard(sql: &mut String, params: &mut Vec<Param>, prefix: &str, g: &R
         let _ = write!(sql, " AND {prefix}lease_owner = ?");
         params.push(text(owner));
     }
-    if let Some(at) = &g.lease_live_at {
-        // Byte order, as SQLite compares the stored text.
+    if g.lease_live_by_engine {
+        // The server's clock, read by this statement: no answer needed
+        // before it. Byte order, as SQLite compares the stored text.
+        let now = lease_time("clock_timestamp()");
+        let _ = write!(sql, " AND {prefix}lease_expires_at > {now} COLLATE \"C\"");
+    } else if let Some(at) = &g.lease_live_at {
         let _ = write!(sql, " AND {prefix}lease_expires_at > ? COLLATE \"C\"");
         params.push(time(at));
     }
@@ -161,6 +171,7 @@ impl GroupRows for PgRows<'_> {
         let unguarded = guard.statuses.is_empty()
             && guard.lease_owner.is_none()
             && guard.lease_live_at.is_none()
+            && !guard.lease_live_by_engine
             && guard.step_count.is_none();
         if unguarded {
             // Nothing to decide: sent with the next request, which fails

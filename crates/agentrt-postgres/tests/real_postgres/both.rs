@@ -185,6 +185,7 @@ fn guarded_changes(store: &Store) -> Vec<bool> {
             lease_owner: Some("host-a"),
             lease_live_at: Some(at.add(Duration::from_secs(59))),
             step_count: Some(0),
+            ..RunGuard::default()
         },
     ];
     guards

@@ -164,6 +164,67 @@ async fn a_waiter_still_wakes_after_the_server_ended_the_listeners_session() {
     assert_eq!(woke, Some(2));
 }
 
+/// Whether run `id`'s step count moved under a guard "leased to host-a,
+/// live by the engine's clock", given `instant` as the wall-clock instant
+/// an engine without a clock would judge instead.
+fn moved_if_live_by_the_engine(store: &agentrt::Store, id: &str, instant: Timestamp) -> bool {
+    let guard = agentrt::store::RunGuard {
+        lease_owner: Some("host-a"),
+        lease_live_at: Some(instant),
+        lease_live_by_engine: true,
+        ..agentrt::store::RunGuard::default()
+    };
+    let change = agentrt::store::RunChange {
+        step_count_add: 1,
+        ..agentrt::store::RunChange::default()
+    };
+    let (moved, _) = store
+        .write(|tx| {
+            let moved = tx.update_run(id, &guard, &change)?;
+            if moved {
+                tx.append_event(id, "", &t0(), EventType::StepStarted, "{}")?;
+            }
+            Ok(moved)
+        })
+        .unwrap();
+    moved
+}
+
+#[test]
+fn a_lease_guard_by_the_engines_clock_is_judged_by_the_servers_clock_not_the_instant_given() {
+    let store = Backend::postgres().open();
+    let hour = Duration::from_secs(3600);
+    // "gone" was leased until a minute after t0, months ago by the
+    // server's clock; "held" until an hour from now.
+    for (id, expires) in [
+        ("gone", t0().add(Duration::from_secs(60))),
+        ("held", Timestamp::now().add(hour)),
+    ] {
+        store
+            .write(|tx| {
+                tx.insert_run(&NewRun {
+                    id,
+                    goal: "g",
+                    limits_json: "{}",
+                    created_at: t0(),
+                    lease_owner: "host-a",
+                    lease_expires_at: expires,
+                })?;
+                tx.append_event(id, "", &t0(), EventType::RunCreated, "{}")
+            })
+            .unwrap();
+    }
+    // Each instant given says the opposite of the server's clock.
+    assert!(!moved_if_live_by_the_engine(&store, "gone", t0()));
+    assert!(moved_if_live_by_the_engine(
+        &store,
+        "held",
+        Timestamp::now().add(hour * 2)
+    ));
+    assert_eq!(store.get_run("gone").unwrap().step_count, 0);
+    assert_eq!(store.get_run("held").unwrap().step_count, 1);
+}
+
 /// A gate on `store` whose lease clock runs `skew` ahead of (or behind)
 /// the real time, as a host whose clock is off.
 fn skewed_gate(store: &agentrt::Store, owner: &str, skew: i64, ttl: Duration) -> agentrt::Gate {

@@ -92,13 +92,15 @@ impl Session {
                 let r = self
                     .write(move |tx| {
                         let gate = g;
-                        let wall = gate.lease_now_in(tx)?;
+                        // By the engine's clock where it has one, judged in
+                        // the statement; else by the gate's lease clock.
                         let guard = StepGuard {
                             statuses: &[StepStatus::Deciding],
                             run: Some((
                                 &run_id,
                                 RunGuard {
-                                    lease_live_at: Some(wall),
+                                    lease_live_at: Some(gate.lease_now()),
+                                    lease_live_by_engine: true,
                                     ..running(&gate)
                                 },
                             )),

@@ -35,6 +35,13 @@ pub struct RunGuard<'a> {
     pub lease_owner: Option<&'a str>,
     /// The lease must not have expired at this wall-clock instant.
     pub lease_live_at: Option<Timestamp>,
+    /// The lease must not have expired by the engine's own clock, read by
+    /// the guard's statement itself, on an engine that has one (see
+    /// [`ReadRows::clock_now`](super::engine::ReadRows::clock_now)); an
+    /// engine without one judges `lease_live_at` instead. The group then
+    /// needs no answer from the engine before its change: the clock is not
+    /// read ahead of it.
+    pub lease_live_by_engine: bool,
     /// The step count the run must have.
     pub step_count: Option<u64>,
 }

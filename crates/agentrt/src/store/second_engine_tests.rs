@@ -466,6 +466,7 @@ fn groups() -> Vec<Group> {
                     lease_owner: Some("host-a"),
                     lease_live_at: Some(t1),
                     step_count: Some(0),
+                    ..RunGuard::default()
                 },
                 &RunChange {
                     step_count_add: 1,
