@@ -5,9 +5,7 @@
 #[path = "real_postgres/backends.rs"]
 mod backends;
 
-use agentrt::store::{RunChange, RunGuard, WriteTx};
-use agentrt::{EventType, RunStatus, Timestamp};
-use backends::created_run;
+use backends::{created_run, stepped_run};
 
 /// Taken by each test: the counter counts every thread of the process.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -40,35 +38,16 @@ fn a_read_takes_one_round_trip_and_a_group_that_decides_nothing_two() {
     }
 }
 
-/// A write group whose change is guarded: the step count moved from
-/// `from` on a RUNNING run, and an event.
-fn counted_step(from: u64) -> impl FnOnce(&mut WriteTx<'_>) -> agentrt::Result<()> {
-    move |tx| {
-        let guard = RunGuard {
-            statuses: &[RunStatus::Running],
-            step_count: Some(from),
-            ..RunGuard::default()
-        };
-        let change = RunChange {
-            step_count_add: 1,
-            ..RunChange::default()
-        };
-        assert!(tx.update_run("r", &guard, &change)?, "the guard held");
-        let at = Timestamp::parse("2026-10-01T09:00:01Z").unwrap();
-        tx.append_event("r", "", &at, EventType::StepStarted, "{}")
-    }
-}
-
 #[test]
 fn a_group_whose_change_is_guarded_takes_two_round_trips() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let store = agentrt_postgres::open(&backends::fresh_database()).unwrap();
     store.write(created_run("r")).unwrap();
-    store.write(counted_step(0)).unwrap();
+    store.write(stepped_run("r", 0)).unwrap();
     // `BEGIN`, the chain head's lock and the guarded update (its verdict
     // and its row); the event, the head's move and the row's mark with
     // the `COMMIT`.
-    let (written, trips) = counted(|| store.write(counted_step(1)));
+    let (written, trips) = counted(|| store.write(stepped_run("r", 1)));
     written.unwrap();
     assert_eq!(trips, 2);
     assert_eq!(store.get_run("r").unwrap().step_count, 2);

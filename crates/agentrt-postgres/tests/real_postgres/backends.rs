@@ -178,6 +178,28 @@ pub fn created_run(
     }
 }
 
+/// A write group moving run `id`'s step count from `from` (guarded: a
+/// RUNNING run at that count) with an event.
+pub fn stepped_run(
+    id: &'static str,
+    from: u64,
+) -> impl Fn(&mut agentrt::store::WriteTx<'_>) -> agentrt::Result<()> {
+    let at = agentrt::Timestamp::parse("2026-10-01T09:00:01Z").unwrap();
+    move |tx| {
+        let guard = agentrt::store::RunGuard {
+            statuses: &[agentrt::RunStatus::Running],
+            step_count: Some(from),
+            ..agentrt::store::RunGuard::default()
+        };
+        let change = agentrt::store::RunChange {
+            step_count_add: 1,
+            ..agentrt::store::RunChange::default()
+        };
+        assert!(tx.update_run(id, &guard, &change)?, "the guard held");
+        tx.append_event(id, "", &at, agentrt::EventType::StepStarted, "{}")
+    }
+}
+
 /// Creates the empty database `name` on the test server.
 pub fn create_database(name: &str) {
     let mut admin = client(&server());

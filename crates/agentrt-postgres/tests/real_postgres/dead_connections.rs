@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::backends::{self, created_run};
+use crate::backends::{self, created_run, stepped_run};
 use crate::hosts::woken_by_a_commit;
 
 /// The port the relay's socket is named for (`.s.PGSQL.5432` in its own
@@ -157,8 +157,9 @@ fn a_read_or_a_write_group_lent_a_dead_connection_runs_on_another() {
     // A read first: it only reads, so it runs again, whole.
     relay.cut();
     assert_eq!(store.list_runs(0, 0).unwrap().total, 1);
-    // A write group first: its first request (BEGIN with the chain head's
-    // lock) found the connection dead, so nothing of it ran yet.
+    // A write group first: its first request (`BEGIN`, the chain head's
+    // lock, the insert) found the connection dead, so nothing of it
+    // lasted, and it went again on a new one.
     relay.cut();
     store.write(created_run("b")).unwrap();
     assert_eq!(store.list_runs(0, 0).unwrap().total, 2);
@@ -176,21 +177,7 @@ fn a_group_whose_first_request_carried_a_change_is_sent_again_whole_on_another_c
     relay.cut();
     // The guarded update goes with `BEGIN` and the lock, on a connection
     // that is dead: nothing of it ran, and it goes again on a new one.
-    let at = agentrt::Timestamp::parse("2026-10-01T09:00:01Z").unwrap();
-    let ((), events) = store
-        .write(|tx| {
-            let guard = agentrt::store::RunGuard {
-                step_count: Some(0),
-                ..agentrt::store::RunGuard::default()
-            };
-            let change = agentrt::store::RunChange {
-                step_count_add: 1,
-                ..agentrt::store::RunChange::default()
-            };
-            assert!(tx.update_run("a", &guard, &change)?, "the guard held");
-            tx.append_event("a", "", &at, agentrt::EventType::StepStarted, "{}")
-        })
-        .unwrap();
+    let ((), events) = store.write(stepped_run("a", 0)).unwrap();
     assert_eq!(events[0].seq, 2);
     assert_eq!(store.get_run("a").unwrap().step_count, 1, "applied once");
     let report = agentrt::verify::verify(&store, &Default::default()).unwrap();
