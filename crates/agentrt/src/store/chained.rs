@@ -161,8 +161,7 @@ fn registered(
         Ok(columns) => columns,
         Err(why) => return Ok(Err(why)),
     };
-    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
-    if let Err(why) = extension::table_problem_in(conn, name, key, &names)? {
+    if let Err(why) = extension::table_problem_in(conn, name, key, &columns)? {
         return Ok(Err(why));
     }
     // Only identifiers get this far, and they are quoted as names.

@@ -151,8 +151,7 @@ fn export_extensions(conn: &rusqlite::Connection) -> Result<ExtensionExport> {
         let columns = entry
             .checked_columns(&name)
             .map_err(|why| refused(&name, &entry.extension, why))?;
-        let names: Vec<&str> = columns.iter().map(String::as_str).collect();
-        if let Err(why) = extension::table_problem_in(conn, &name, &entry.key_column, &names)? {
+        if let Err(why) = extension::table_problem_in(conn, &name, &entry.key_column, &columns)? {
             return Err(refused(&name, &entry.extension, why));
         }
         let shape = extension::described(conn, &name)?.map_err(|why| {

@@ -374,7 +374,7 @@ pub(crate) fn table_problem_in(
     conn: &Connection,
     name: &str,
     key: &str,
-    columns: &[&str],
+    columns: &[impl AsRef<str>],
 ) -> Result<std::result::Result<Vec<ColumnType>, String>> {
     let listed: Option<(String, i64)> = conn
         .query_row(
@@ -445,7 +445,7 @@ pub(crate) fn table_problem_in(
     }
     if let Some(extra) = found
         .iter()
-        .find(|c| c.name != "written_seq" && !columns.contains(&c.name.as_str()))
+        .find(|c| c.name != "written_seq" && !columns.iter().any(|n| n.as_ref() == c.name))
     {
         return Ok(Err(format!(
             "its column {:?} is not declared; every column but written_seq is digested, so the chain covers the whole row",
@@ -453,8 +453,8 @@ pub(crate) fn table_problem_in(
         )));
     }
     let mut types = Vec::with_capacity(columns.len());
-    for column in columns {
-        let Some(c) = found.iter().find(|c| c.name == *column) else {
+    for column in columns.iter().map(AsRef::as_ref) {
+        let Some(c) = found.iter().find(|c| c.name == column) else {
             return Ok(Err(format!("it has no column {column:?}")));
         };
         let kind = if c.kind.eq_ignore_ascii_case("INTEGER") {

@@ -461,8 +461,9 @@ pub(crate) fn table_problem(
     prefix: &str,
     name: &str,
     key: &str,
-    columns: &[&str],
+    columns: &[impl AsRef<str>],
 ) -> Option<String> {
+    let listed = |upto: usize, wanted: &str| columns[..upto].iter().any(|c| c.as_ref() == wanted);
     if !is_identifier(name, MAX_IDENTIFIER) {
         return Some(format!(
             "the table name {name:?} is not [a-z][a-z0-9_]{{0,62}}"
@@ -476,22 +477,22 @@ pub(crate) fn table_problem(
     if crate::store::schema::StateTable::parse(name).is_some() {
         return Some(format!("the table {name:?} is a core table"));
     }
-    for (i, column) in columns.iter().enumerate() {
+    for (i, column) in columns.iter().map(AsRef::as_ref).enumerate() {
         if !is_identifier(column, MAX_IDENTIFIER) {
             return Some(format!(
                 "the column name {column:?} is not [a-z][a-z0-9_]{{0,62}}"
             ));
         }
-        if RESERVED_COLUMNS.contains(column) {
+        if RESERVED_COLUMNS.contains(&column) {
             return Some(format!(
                 "the column name {column:?} is reserved (the store keeps written_seq itself)"
             ));
         }
-        if columns[..i].contains(column) {
+        if listed(i, column) {
             return Some(format!("the column {column:?} is listed twice"));
         }
     }
-    if !columns.contains(&key) {
+    if !listed(columns.len(), key) {
         return Some(format!(
             "the key column {key:?} is not one of its digested columns"
         ));

@@ -52,12 +52,11 @@ impl RegistryEntry {
         let Ok(columns) = serde_json::from_str::<Vec<String>>(&self.columns_json) else {
             return Err("its columns are not a JSON array of names".into());
         };
-        let names: Vec<&str> = columns.iter().map(String::as_str).collect();
         match table_problem(
             &format!("{}_", self.extension),
             name,
             &self.key_column,
-            &names,
+            &columns,
         ) {
             Some(why) => Err(why),
             None => Ok(columns),
