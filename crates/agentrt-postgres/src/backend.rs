@@ -27,11 +27,11 @@ use tokio_postgres::Client;
 use crate::batch::{Batcher, Outcome};
 use crate::chain_read::ChainSnapshot;
 use crate::endpoint::Endpoint;
-use crate::error::{Describe, is_retryable, pg_error};
+use crate::error::{Describe, pg_error};
 use crate::extensions::ExtensionTables;
 use crate::group::lease_time;
 use crate::pool::{Conn, Pool};
-use crate::rows::{BEGIN_LOCKED, LOCK_ATTEMPTS, Locked, PgRows, locked};
+use crate::rows::{Locked, PgRows};
 use crate::runtime::{IoRuntime, block_on, round_trip, send_only};
 
 /// The store's engine on one PostgreSQL database.
@@ -76,33 +76,23 @@ impl PgBackend {
         self.extensions.get().unwrap_or(&NO_EXTENSIONS)
     }
 
-    /// Opens a write group's transaction holding the chain head's lock;
-    /// returns the server's clock read when the lock was granted. A
-    /// serialization failure or a broken deadlock is retried (nothing of
-    /// the group has run yet).
-    fn begin_locked(&self, client: &Client) -> Result<Locked> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            match round_trip(client.simple_query(BEGIN_LOCKED)) {
-                Ok(messages) => {
-                    if let Some(locked) = locked(&messages) {
-                        return Ok(locked);
-                    }
-                    let _ = round_trip(client.batch_execute("ROLLBACK"));
-                    return Err(Error::Internal {
-                        detail: format!("{} has no chain head row", self.about),
-                    });
-                }
-                Err(e) => {
-                    // The transaction, if it began, is aborted: end it.
-                    let _ = round_trip(client.batch_execute("ROLLBACK"));
-                    if !(is_retryable(&e) && attempt < LOCK_ATTEMPTS) {
-                        return Err(pg_error(&e));
-                    }
-                }
-            }
+    /// Opens a batch's transaction holding the chain head's lock, before
+    /// any of its groups runs: what the lock answered. A connection found
+    /// dead fails it (the pool runs it again on another).
+    fn begin_locked(&self, conn: &mut Conn) -> Result<Locked> {
+        let rows = PgRows::unbegun(
+            &conn.client,
+            &mut conn.statements,
+            self.extension_tables(),
+            None,
+        );
+        let locked = rows.locked();
+        drop(rows);
+        if locked.is_err() {
+            // The transaction, if it began, is aborted: end it.
+            let _ = round_trip(conn.client.batch_execute("ROLLBACK"));
         }
+        locked
     }
 
     /// Runs a batch of write groups in one transaction holding the chain
@@ -131,7 +121,7 @@ impl PgBackend {
         let mut outcomes: Vec<Option<Outcome>> = (0..count).map(|_| None).collect();
         let mut succeeded = Vec::with_capacity(count);
         let ended = self.pool.with_started(
-            |conn| self.begin_locked(&conn.client),
+            |conn| self.begin_locked(conn),
             |conn, Locked { now, mut head }| {
                 let mut open = OpenGroup {
                     client: &conn.client,
@@ -245,7 +235,7 @@ impl Backend for PgBackend {
                 &conn.client,
                 &mut conn.statements,
                 self.extension_tables(),
-                &reconnect,
+                Some(&reconnect),
             );
             // The statements the group deferred go with the COMMIT.
             let ran = group(&mut rows).and_then(|()| rows.finish("COMMIT"));

@@ -28,6 +28,17 @@ pub(crate) fn pg_error(e: &tokio_postgres::Error) -> Error {
     Error::Database { kind, message }
 }
 
+/// Whether `e` says the connection is gone (closed, broken, or its session
+/// ended by the server: an administrator, a shutdown), even before the
+/// client has noticed the end of the stream.
+pub(crate) fn connection_gone(e: &tokio_postgres::Error) -> bool {
+    e.is_closed()
+        || e.code().is_some_and(|code| {
+            let code = code.code();
+            code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+        })
+}
+
 /// Whether a transaction failed in a way that running it again cures: a
 /// serialization failure or a deadlock the server broke.
 pub(crate) fn is_retryable(e: &tokio_postgres::Error) -> bool {

@@ -121,7 +121,8 @@ where
     let patience = limit.unwrap_or(far);
     let mut deadline = Box::pin(tokio::time::sleep(patience));
     let mut ping_due = Box::pin(tokio::time::sleep(far));
-    let mut ping: Option<Pin<Box<dyn Future<Output = PingOutcome> + Send + '_>>> = None;
+    // The ping awaiting its answer: whether it came.
+    let mut ping: Option<Pin<Box<dyn Future<Output = bool> + Send + '_>>> = None;
     loop {
         let heard = std::future::poll_fn(|cx| {
             if let Some(subscription) = subscribing.as_mut()
@@ -134,7 +135,7 @@ where
                 && let Poll::Ready(outcome) = answer.as_mut().poll(cx)
             {
                 ping = None;
-                return Poll::Ready(Heard::Answered(outcome.is_ok()));
+                return Poll::Ready(Heard::Answered(outcome));
             }
             let awaiting = subscribing.is_some() || ping.is_some();
             if awaiting && deadline.as_mut().poll(cx).is_ready() {
@@ -178,7 +179,7 @@ where
             }
             Heard::PingDue => {
                 let asking = client.batch_execute(PING);
-                ping = Some(Box::pin(async move { asking.await.map_err(drop) }));
+                ping = Some(Box::pin(async move { asking.await.is_ok() }));
                 deadline.as_mut().reset(Instant::now() + patience);
             }
             Heard::Answered(true) => {
@@ -204,9 +205,6 @@ where
         }
     }
 }
-
-/// A ping's outcome: answered, or the connection failed it.
-type PingOutcome = std::result::Result<(), ()>;
 
 /// What the listening task heard.
 enum Heard {

@@ -13,19 +13,19 @@ use agentrt::{Error, Result};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row, SimpleQueryMessage, Statement};
 
-use crate::error::{is_retryable, pg_error};
+use crate::error::{connection_gone, is_retryable, pg_error};
 use crate::extensions::ExtensionTables;
 use crate::pool::Conn;
 use crate::runtime::round_trip;
 
 /// `BEGIN`, then the chain head's lock taken with the server's clock read
 /// at that moment and the head itself: a write group's first statements.
-pub(crate) const BEGIN_LOCKED: &str = "BEGIN; SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, \
+const BEGIN_LOCKED: &str = "BEGIN; SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, \
      head_seq, head_hash FROM agentrt_chain WHERE id = 1 FOR UPDATE";
 
 /// How often a write group's first request is sent again when taking the
 /// chain head's lock met a serialization failure or a broken deadlock.
-pub(crate) const LOCK_ATTEMPTS: u32 = 8;
+const LOCK_ATTEMPTS: u32 = 8;
 
 /// What a write group learns when it takes the chain head's lock.
 pub(crate) struct Locked {
@@ -34,7 +34,7 @@ pub(crate) struct Locked {
 }
 
 /// The lock's row, as the simple query protocol answers it (text).
-pub(crate) fn locked(messages: &[SimpleQueryMessage]) -> Option<Locked> {
+fn lock_answer(messages: &[SimpleQueryMessage]) -> Option<Locked> {
     let row = messages.iter().find_map(|m| match m {
         SimpleQueryMessage::Row(row) => Some(row),
         _ => None,
@@ -174,21 +174,31 @@ impl<'a> PgRows<'a> {
         }
     }
 
-    /// The rows of a lone write group on `client`, its transaction not
-    /// begun: `BEGIN` and the chain head's lock go with its first request,
-    /// which goes again on a connection from `reconnect` if `client` turns
-    /// out dead before answering it.
+    /// The rows of a write transaction on `client` not yet begun: `BEGIN`
+    /// and the chain head's lock go with its first request, which goes
+    /// again on a connection from `reconnect` if `client` turns out dead
+    /// before answering it (without one, the dead connection's error is
+    /// the answer).
     pub(crate) fn unbegun(
         client: &'a Client,
         statements: &'a mut Statements,
         extensions: &'a ExtensionTables,
-        reconnect: Reconnect<'a>,
+        reconnect: Option<Reconnect<'a>>,
     ) -> Self {
         let rows = PgRows::new(client, statements, extensions, None, None);
         rows.unbegun.set(true);
-        PgRows {
-            reconnect: Some(reconnect),
-            ..rows
+        PgRows { reconnect, ..rows }
+    }
+
+    /// The server's clock and the chain head as the lock answered them,
+    /// the lock taken first if it still waits.
+    pub(crate) fn locked(&self) -> Result<Locked> {
+        self.begin()?;
+        match (self.now.get(), self.held_head()) {
+            (Some(now), Some(head)) => Ok(Locked { now, head }),
+            _ => Err(Error::Internal {
+                detail: "a write transaction holds no chain head lock".into(),
+            }),
         }
     }
 
@@ -338,11 +348,11 @@ impl<'a> PgRows<'a> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let (e, retryable) = match self.send_once(true, &deferred, &last) {
+            let (e, cure) = match self.send_once(true, &deferred, &last) {
                 Ok(answers) => return Ok(answers),
                 Err(failed) => failed,
             };
-            if self.client().is_closed() {
+            if cure == Cure::Reconnect || self.client().is_closed() {
                 // Dead before it answered: nothing of the group lasted and
                 // nothing it sent depended on an answer. Once, on a new one.
                 let reconnect = match self.reconnect {
@@ -353,7 +363,7 @@ impl<'a> PgRows<'a> {
                 let _ = self
                     .replacement
                     .set((conn.client, RefCell::new(conn.statements)));
-            } else if retryable && attempt < LOCK_ATTEMPTS {
+            } else if cure == Cure::Retake && attempt < LOCK_ATTEMPTS {
                 // The transaction began and is aborted: end it, then again.
                 let _ = round_trip(self.client().batch_execute("ROLLBACK"));
             } else {
@@ -363,15 +373,14 @@ impl<'a> PgRows<'a> {
     }
 
     /// One sending of a request (see [`PgRows::send`]), `begins` with
-    /// `BEGIN` and the lock; a failure says whether it is one that taking
-    /// the lock again cures.
+    /// `BEGIN` and the lock; a failure says what would cure it.
     fn send_once(
         &self,
         begins: bool,
         deferred: &[Deferred],
         last: &[Last<'_>],
-    ) -> std::result::Result<Vec<Answer>, (Error, bool)> {
-        let unretryable = |e: Error| (e, false);
+    ) -> std::result::Result<Vec<Answer>, (Error, Cure)> {
+        let unretryable = |e: Error| (e, Cure::None);
         let client = self.client();
         // Every statement prepared on this connection before any is sent.
         let mut outgoing = Vec::with_capacity(deferred.len() + last.len());
@@ -423,7 +432,7 @@ impl<'a> PgRows<'a> {
         let mut answers = round_trip(in_order(requests)).into_iter();
         if begins {
             match answers.next() {
-                Some(Ok(Answer::Messages(messages))) => match locked(&messages) {
+                Some(Ok(Answer::Messages(messages))) => match lock_answer(&messages) {
                     Some(Locked { now, head }) => {
                         self.now.set(Some(now));
                         *self.head.borrow_mut() = Some(head);
@@ -434,7 +443,7 @@ impl<'a> PgRows<'a> {
                         }));
                     }
                 },
-                Some(Err(e)) => return Err((pg_error(&e), is_retryable(&e))),
+                Some(Err(e)) => return Err((pg_error(&e), Cure::of(&e))),
                 _ => {
                     return Err(unretryable(Error::Internal {
                         detail: "the chain head's lock was not answered".into(),
@@ -445,7 +454,7 @@ impl<'a> PgRows<'a> {
         let first_wanted = deferred.len();
         let mut wanted = Vec::with_capacity(last.len());
         for (i, answer) in answers.enumerate() {
-            let answer = answer.map_err(|e| unretryable(pg_error(&e)))?;
+            let answer = answer.map_err(|e| (pg_error(&e), Cure::of(&e)))?;
             if let (Some(Deferred::Prepared(_, _, Some(what))), Answer::Count(n)) =
                 (deferred.get(i), &answer)
                 && *n != 1
@@ -557,6 +566,30 @@ enum Last<'s> {
     Query(&'s str, &'s [Param]),
     Execute(&'s str, &'s [Param]),
     Simple(&'s str),
+}
+
+/// What cures a failed first request of a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cure {
+    /// Taking the lock again (a serialization failure, a broken deadlock).
+    Retake,
+    /// Another connection: this one is gone, whether or not the client
+    /// noticed yet.
+    Reconnect,
+    /// Nothing: the failure is the answer.
+    None,
+}
+
+impl Cure {
+    fn of(e: &tokio_postgres::Error) -> Cure {
+        if connection_gone(e) {
+            Cure::Reconnect
+        } else if is_retryable(e) {
+            Cure::Retake
+        } else {
+            Cure::None
+        }
+    }
 }
 
 /// A statement of a request, ready to go on one connection.
