@@ -25,9 +25,13 @@
 //!   crate version; the MSRV; the tags a release would create.
 //! - `release CRATE VERSION`: one crate's version, the pins that follow it,
 //!   its changelog section and the lock, in a clean tree.
+//! - `fuzz [--cases N] [--seed S] [PACKAGE...]`: every package's `fuzz`
+//!   test target (the parsers that read outside input) in release mode
+//!   with many more cases than `cargo test` runs (see `fuzz`).
 //! - `mutants`: cargo-mutants over the files that hold the controls that
 //!   matter most. Slow on two cores, so it is run by hand, not in CI.
 
+mod fuzz;
 mod install_test;
 mod postgres;
 mod release;
@@ -83,6 +87,12 @@ tasks:
            nothing
   ci       format check, clippy -D warnings, release-check, the whole
            test suite (test)
+  fuzz [--cases N] [--seed S] [PACKAGE...]
+           every package's `fuzz` test target (property tests over the
+           parsers that read outside input; each runs 10 000 cases in
+           `cargo test`), in release mode with N cases per property
+           (default 200 000) and seed S (a fresh one, printed, by
+           default); only the PACKAGEs named when some are
   mutants  cargo mutants -p agentrt over the control files, with only the
            core's tests, reusing target/ (--copy-target=true); any further
            arguments go to cargo mutants. With --file only the files named
@@ -673,6 +683,7 @@ fn main() -> ExitCode {
             _ => usage_error(),
         },
         "mutants" => mutants(&args[1..]),
+        "fuzz" => exit(fuzz::fuzz(&args[1..])),
         "postgres" => postgres::task(&args[1..]).unwrap_or_else(usage_error),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");

@@ -127,6 +127,7 @@ mod tests {
             manifest: PathBuf::new(),
             has_lib: true,
             has_bins: false,
+            test_targets: Vec::new(),
             dependencies: deps
                 .iter()
                 .map(|(n, req, dev)| Dependency {

@@ -6,7 +6,7 @@
 mod changelog;
 mod check;
 mod manifest;
-mod workspace;
+pub(crate) mod workspace;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -24,6 +24,8 @@ pub struct Package {
     pub manifest: PathBuf,
     pub has_lib: bool,
     pub has_bins: bool,
+    /// The names of its integration test targets (`tests/*.rs`).
+    pub test_targets: Vec<String>,
     pub dependencies: Vec<Dependency>,
     /// The crates.io fields this package leaves empty, of those a user
     /// finds it by (description, license, repository, readme, keywords,
@@ -112,6 +114,20 @@ fn package(value: &Value) -> Result<Package, String> {
         _ => true,
     })
     .collect();
+    let test_targets = value["targets"]
+        .as_array()
+        .map(|targets| {
+            targets
+                .iter()
+                .filter(|t| {
+                    t["kind"]
+                        .as_array()
+                        .is_some_and(|kinds| kinds.iter().any(|k| k.as_str() == Some("test")))
+                })
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(Package {
         name: text(value, "name")?,
         version: text(value, "version")?,
@@ -119,6 +135,7 @@ fn package(value: &Value) -> Result<Package, String> {
         manifest: PathBuf::from(text(value, "manifest_path")?),
         has_lib: has_kind("lib"),
         has_bins: has_kind("bin"),
+        test_targets,
         dependencies,
         missing_fields,
     })
