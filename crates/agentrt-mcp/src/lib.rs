@@ -43,7 +43,7 @@ pub use load::{Loaded, load};
 pub use manifest::{
     ListedTool, Manifest, PinnedTool, description_hash, parse_manifest, read_manifest,
 };
-pub use private_file::{read_private, write_private};
+pub use private_file::{read_private, read_secret, write_private};
 pub use report::{Registered, Report};
 pub use rules::{Rule, RuleEntry, Rules, parse_rules, read_rules};
 pub use server::{DEFAULT_CONNECT_TIMEOUT, Endpoint, Server};

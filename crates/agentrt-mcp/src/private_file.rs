@@ -25,6 +25,39 @@ use crate::error::McpError;
 /// # }
 /// ```
 pub fn read_private(path: &Path) -> Result<Vec<u8>, McpError> {
+    read_owned(path, Access::NoSharedWrite)
+}
+
+/// The bytes of `path`, if it is a secret: as [`read_private`], and
+/// neither group nor others may read it either (a bearer token, a key).
+///
+/// ```
+/// # #[cfg(unix)] {
+/// use std::os::unix::fs::PermissionsExt;
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("token");
+/// std::fs::write(&path, "t0ken").unwrap();
+/// std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+/// assert_eq!(agentrt_mcp::read_secret(&path).unwrap(), b"t0ken");
+/// std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+/// let refused = agentrt_mcp::read_secret(&path).unwrap_err().to_string();
+/// assert!(refused.contains("chmod go-rwx"), "{refused}");
+/// # }
+/// ```
+pub fn read_secret(path: &Path) -> Result<Vec<u8>, McpError> {
+    read_owned(path, Access::OwnerOnly)
+}
+
+/// Who besides the owner may have a file a reader accepts.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    /// Group and others may read it, not write it.
+    NoSharedWrite,
+    /// Group and others may neither read nor write it.
+    OwnerOnly,
+}
+
+fn read_owned(path: &Path, access: Access) -> Result<Vec<u8>, McpError> {
     let file_error = |detail: String| McpError::File {
         path: path.to_owned(),
         detail,
@@ -49,13 +82,19 @@ pub fn read_private(path: &Path) -> Result<Vec<u8>, McpError> {
             )));
         }
         let mode = meta.mode() & 0o7777;
-        if mode & 0o022 != 0 {
+        let (forbidden, who, fix) = match access {
+            Access::NoSharedWrite => (0o022, "writable", "go-w"),
+            Access::OwnerOnly => (0o077, "readable or writable", "go-rwx"),
+        };
+        if mode & forbidden != 0 {
             return Err(not_private(format!(
-                "it is writable by group or others (mode {mode:04o}); fix it with: chmod go-w {}",
+                "it is {who} by group or others (mode {mode:04o}); fix it with: chmod {fix} {}",
                 path.display()
             )));
         }
     }
+    #[cfg(not(unix))]
+    let _ = access;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
         .map_err(|e| file_error(e.to_string()))?;
@@ -135,6 +174,18 @@ mod tests {
             let e = read_private(&path).unwrap_err();
             assert!(matches!(e, McpError::NotPrivate { .. }), "{mode:o}: {e}");
             assert!(e.to_string().contains(&format!("{mode:04o}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_secret_is_read_only_when_group_and_others_have_no_access() {
+        let (_d, path) = file(0o600);
+        assert_eq!(read_secret(&path).unwrap(), b"{}");
+        for mode in [0o640, 0o604, 0o620, 0o610, 0o644] {
+            let (_d, path) = file(mode);
+            let e = read_secret(&path).unwrap_err();
+            assert!(matches!(e, McpError::NotPrivate { .. }), "{mode:o}: {e}");
+            assert!(e.to_string().contains("chmod go-rwx"), "{e}");
         }
     }
 

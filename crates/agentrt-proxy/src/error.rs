@@ -42,6 +42,22 @@ pub enum ProxyError {
     /// From the core: the store.
     #[error(transparent)]
     Core(#[from] agentrt::Error),
+    /// The HTTP door's bearer token cannot be read or made.
+    #[error("token file {}: {detail}", path.display())]
+    Token {
+        /// The token file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Serving over HTTP failed: the address, or the server itself.
+    #[error("serving on {addr}: {detail}")]
+    Http {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// What failed.
+        detail: String,
+    },
     /// Writing a file or the output failed.
     #[error("{}: {detail}", path.display())]
     Write {

@@ -46,7 +46,9 @@ pub use config::{
 };
 pub use database::Database;
 pub use error::ProxyError;
-pub use http_serve::{HttpOptions, serve_http};
+pub use http_serve::{
+    DEFAULT_MAX_REQUESTS_PER_SESSION, DEFAULT_MAX_SESSIONS, HttpOptions, MAX_HTTP_BODY, serve_http,
+};
 pub use index::{CALLS_TABLE, CallRow, INDEX, request_key};
 pub use key_state::{KeyState, OnCall, RowFacts, classify, on_call};
 pub use pin::{pin_all, write_listing};

@@ -77,12 +77,17 @@ impl Protected {
     /// The configuration file, the database and each manifest of `config`,
     /// and every directory above each, as written and resolved.
     pub fn of(config: &Config, cwd: &Path) -> Protected {
-        let mut protected = Protected::default();
         // A database on a server is no file a server's arguments reach.
         let files = [Some(config.path.as_path()), config.database.file()]
             .into_iter()
             .flatten()
             .chain(config.servers.iter().map(|s| s.manifest.as_path()));
+        Protected::files(files, cwd)
+    }
+
+    /// `files` and every directory above each, as written and resolved.
+    pub fn files<'a>(files: impl IntoIterator<Item = &'a Path>, cwd: &Path) -> Protected {
+        let mut protected = Protected::default();
         for file in files {
             let written = absolute(cwd, file);
             let spellings = [Some(written.clone()), resolved(&written)];
@@ -199,6 +204,22 @@ pub fn check_reach(config: &Config) -> Result<(), ProxyError> {
     })?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let protected = Protected::of(config, &cwd);
+    for server in &config.servers {
+        check_server(server, &protected, &cwd, home.as_deref())?;
+    }
+    Ok(())
+}
+
+/// Refuses a configuration whose stdio servers reach one of `files`
+/// (files of the proxy's own beyond the configuration's, such as the HTTP
+/// door's token), by the same rule as [`check_reach`].
+pub fn check_extra_files(config: &Config, files: &[PathBuf]) -> Result<(), ProxyError> {
+    let cwd = std::env::current_dir().map_err(|e| ProxyError::Config {
+        path: config.path.clone(),
+        detail: format!("the working directory: {e}"),
+    })?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let protected = Protected::files(files.iter().map(PathBuf::as_path), &cwd);
     for server in &config.servers {
         check_server(server, &protected, &cwd, home.as_deref())?;
     }

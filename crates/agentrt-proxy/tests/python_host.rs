@@ -379,6 +379,13 @@ impl Drop for HttpProxy {
     }
 }
 
+/// The token file `serve --http` makes beside `config` when none is given.
+fn token_file_of(config: &Path) -> PathBuf {
+    let mut name = config.as_os_str().to_owned();
+    name.push(".token");
+    PathBuf::from(name)
+}
+
 fn serve_http(proxy: &Path, config: &Path) -> (HttpProxy, String) {
     use std::io::BufRead as _;
     let mut child = Command::new(proxy)
@@ -462,7 +469,12 @@ fn through_the_proxy(over: Over) {
                 "--config".into(),
                 config.clone().into(),
             ],
-            Some((_, url)) => vec!["--http".into(), url.into()],
+            Some((_, url)) => vec![
+                "--http".into(),
+                url.into(),
+                "--token-file".into(),
+                token_file_of(&config).into(),
+            ],
         };
         std::thread::spawn(move || host(&target, &script))
     };

@@ -36,8 +36,29 @@ impl Command {
 pub struct ServeOptions {
     /// Serve over streamable HTTP on this address (else stdio).
     pub http: Option<std::net::SocketAddr>,
-    /// The owner-only file holding the bearer token (HTTP).
+    /// The owner-only file holding the bearer token (HTTP); one is made
+    /// beside the configuration when none is given.
     pub token_file: Option<PathBuf>,
+    /// `--allow-host NAME`, each time given (HTTP).
+    pub allowed_hosts: Vec<String>,
+    /// `--allow-origin ORIGIN`, each time given (HTTP).
+    pub allowed_origins: Vec<String>,
+    /// `--max-sessions N` (HTTP).
+    pub max_sessions: Option<usize>,
+    /// `--max-requests-per-session N` (HTTP).
+    pub max_requests_per_session: Option<usize>,
+}
+
+impl ServeOptions {
+    /// Whether any option of serving over HTTP is given.
+    fn names_http(&self) -> bool {
+        self.http.is_some()
+            || self.token_file.is_some()
+            || !self.allowed_hosts.is_empty()
+            || !self.allowed_origins.is_empty()
+            || self.max_sessions.is_some()
+            || self.max_requests_per_session.is_some()
+    }
 }
 
 /// What the command line asks for.
@@ -65,7 +86,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, UsageError> {
     let mut config: Option<PathBuf> = None;
     let (mut run, mut session, mut limit, mut current_tools, mut json) =
         (None, None, None, false, false);
-    let (mut http, mut token_file) = (None, None);
+    let mut serve = ServeOptions::default();
     let mut i = 0;
     while i < args.len() {
         let arg = args[i].as_str();
@@ -121,14 +142,28 @@ pub fn parse(args: &[String]) -> Result<Parsed, UsageError> {
                         "--http {v:?} is not an address like 127.0.0.1:8080"
                     ))
                 })?;
-                http = Some(addr);
+                serve.http = Some(addr);
             }
             "--token-file" => {
                 let v = value("--token-file")?;
                 if v.is_empty() {
                     return bad("--token-file is empty".into());
                 }
-                token_file = Some(PathBuf::from(v));
+                serve.token_file = Some(PathBuf::from(v));
+            }
+            "--allow-host" => serve.allowed_hosts.push(value("--allow-host")?),
+            "--allow-origin" => serve.allowed_origins.push(value("--allow-origin")?),
+            "--max-sessions" | "--max-requests-per-session" => {
+                let v = value(flag)?;
+                let n =
+                    v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        UsageError(format!("{flag} {v:?}: give a positive number"))
+                    })?;
+                if flag == "--max-sessions" {
+                    serve.max_sessions = Some(n);
+                } else {
+                    serve.max_requests_per_session = Some(n);
+                }
             }
             "--current-tools" if inline.is_none() => current_tools = true,
             "--json" if inline.is_none() => json = true,
@@ -137,13 +172,10 @@ pub fn parse(args: &[String]) -> Result<Parsed, UsageError> {
     }
     let command = match command.unwrap_or("serve") {
         "serve" => {
-            if token_file.is_some() && http.is_none() {
-                return bad("--token-file goes with --http".into());
+            if serve.http.is_none() && serve.names_http() {
+                return bad("--token-file, --allow-host, --allow-origin, --max-sessions and --max-requests-per-session go with --http".into());
             }
-            Command::Serve(ServeOptions {
-                http: http.take(),
-                token_file: token_file.take(),
-            })
+            Command::Serve(std::mem::take(&mut serve))
         }
         "pin" => Command::Pin,
         "check" => Command::Check,
@@ -169,9 +201,9 @@ pub fn parse(args: &[String]) -> Result<Parsed, UsageError> {
             command.name()
         ));
     }
-    if http.is_some() || token_file.is_some() {
+    if serve.names_http() {
         return bad(format!(
-            "--http and --token-file belong to serve, not {}",
+            "--http and its options belong to serve, not {}",
             command.name()
         ));
     }
@@ -209,11 +241,24 @@ mod tests {
                 "--http",
                 "127.0.0.1:0",
                 "--token-file",
-                "t"
+                "t",
+                "--allow-host",
+                "proxy.example",
+                "--allow-origin=https://app.example",
+                "--allow-host",
+                "other.example",
+                "--max-sessions",
+                "3",
+                "--max-requests-per-session",
+                "4"
             ]),
             run(Command::Serve(ServeOptions {
                 http: Some("127.0.0.1:0".parse().unwrap()),
                 token_file: Some(PathBuf::from("t")),
+                allowed_hosts: vec!["proxy.example".into(), "other.example".into()],
+                allowed_origins: vec!["https://app.example".into()],
+                max_sessions: Some(3),
+                max_requests_per_session: Some(4),
             }))
         );
         assert_eq!(p(&["pin", "--config", "c.json"]), run(Command::Pin));
@@ -271,6 +316,26 @@ mod tests {
             (
                 &["check", "--config", "c", "--json"][..],
                 "belong to recheck",
+            ),
+            (
+                &["serve", "--config", "c", "--allow-origin", "x"][..],
+                "go with --http",
+            ),
+            (
+                &[
+                    "serve",
+                    "--config",
+                    "c",
+                    "--http",
+                    "127.0.0.1:1",
+                    "--max-sessions",
+                    "0",
+                ][..],
+                "--max-sessions \"0\": give a positive number",
+            ),
+            (
+                &["check", "--config", "c", "--token-file", "t"][..],
+                "belong to serve, not check",
             ),
         ] {
             match p(args) {

@@ -43,13 +43,25 @@ pub async fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u
             Command::Serve(ServeOptions {
                 http: Some(addr),
                 token_file,
-            }) => crate::http_serve::serve_http(
-                config,
-                crate::http_serve::HttpOptions { addr, token_file },
-                err,
-            )
-            .await
-            .map(|()| true),
+                allowed_hosts,
+                allowed_origins,
+                max_sessions,
+                max_requests_per_session,
+            }) => {
+                let defaults = crate::http_serve::HttpOptions::new(addr);
+                let options = crate::http_serve::HttpOptions {
+                    token_file,
+                    allowed_hosts,
+                    allowed_origins,
+                    max_sessions: max_sessions.unwrap_or(defaults.max_sessions),
+                    max_requests_per_session: max_requests_per_session
+                        .unwrap_or(defaults.max_requests_per_session),
+                    ..defaults
+                };
+                crate::http_serve::serve_http(config, options, err)
+                    .await
+                    .map(|()| true)
+            }
             Command::Recheck(options) => crate::recheck::recheck(&config, &options, out, err).await,
         }
     }

@@ -6,7 +6,7 @@ streamable HTTP, runs the steps of a JSON script read from standard input
 and prints one JSON line per step on standard output:
 
     python host.py [--mode auto|legacy|2026-07-28] [--timeout SECONDS] \\
-        (--stdio -- CMD ARGS... | --http URL) < script.json
+        (--stdio -- CMD ARGS... | --http URL [--token-file FILE]) < script.json
 
 The connection is what a host built on the SDK makes: `mcp.Client` over the
 SDK's own transports (`mcp.client.stdio.stdio_client` with
@@ -50,6 +50,7 @@ from typing import Any
 import mcp
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 class HarnessError(Exception):
@@ -166,6 +167,9 @@ def main(argv: list[str]) -> int:
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--stdio", action="store_true", help="start the server given after --")
     target.add_argument("--http", metavar="URL", help="a streamable HTTP endpoint")
+    parser.add_argument(
+        "--token-file", metavar="FILE", help="(--http) send the bearer token this file holds"
+    )
     parser.add_argument("--mode", default="auto", help="the SDK's Client.mode (default: auto)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     options = parser.parse_args(argv)
@@ -173,13 +177,21 @@ def main(argv: list[str]) -> int:
         parser.error("--stdio needs the server's command after --")
     if options.http and command:
         parser.error("--http takes no command")
+    if options.token_file and not options.http:
+        parser.error("--token-file goes with --http")
 
     try:
         steps = parse_script(sys.stdin.read())
         if options.stdio:
             transport = stdio_client(StdioServerParameters(command=command[0], args=command[1:]))
         else:
-            transport = streamable_http_client(options.http)
+            http_client = None
+            if options.token_file:
+                with open(options.token_file, encoding="utf-8") as f:
+                    token = f.read().strip()
+                # The SDK's own client, with its timeouts, and the header.
+                http_client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            transport = streamable_http_client(options.http, http_client=http_client)
         asyncio.run(run(transport, options.mode, options.timeout, steps))
     except Exception as e:  # the harness failed: say why, exit non-zero
         print(f"host.py: {describe(e)}", file=sys.stderr)
