@@ -25,6 +25,8 @@
 
 mod decision;
 mod error;
+mod extension;
+mod login_nonces;
 pub mod page;
 mod pending;
 pub mod serve;
@@ -33,10 +35,11 @@ mod signatures;
 mod store_backed;
 pub mod webhook;
 
-pub use decision::{Cancellation, Decision};
+pub use decision::{Cancellation, Decision, SignIn};
 pub use error::ApproverError;
+pub use extension::{EXTENSION, LOGIN_NONCES_TABLE, SIGNATURES_TABLE};
+pub use login_nonces::SIGNED_IN_EVENT;
 pub use pending::Pending;
-pub use signatures::{EXTENSION, SIGNATURES_TABLE};
 pub use store_backed::StoreApprover;
 
 use agentrt::{Approval, Run};
@@ -64,4 +67,11 @@ pub trait Approver: Send + Sync {
     /// Ends a run that has not finished (`operator_cancelled`) without
     /// deciding its approvals.
     fn cancel(&self, cancellation: &Cancellation) -> Result<Run, ApproverError>;
+
+    /// Takes a login link for the run it names: its nonce is recorded
+    /// once, durably, so a link signs in once, ever (also across a
+    /// restart and across processes on one database).
+    /// [`ApproverError::LinkUsed`] when it was taken before;
+    /// [`ApproverError::is_not_found`] for a missing run.
+    fn sign_in(&self, sign_in: &SignIn) -> Result<(), ApproverError>;
 }
