@@ -121,12 +121,14 @@ impl Link {
     }
 }
 
-/// Decimal digits only (no sign, no space), as an `i64`.
+/// Decimal digits only (no sign, no space, no leading zero), as an
+/// `i64`: a token has one spelling.
 fn decimal(text: &str) -> Option<i64> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    text.parse().ok()
+    let value: i64 = text.parse().ok()?;
+    (value.to_string() == text).then_some(value)
 }
 
 /// Non-empty lowercase hex of UTF-8 text, decoded.
@@ -261,7 +263,15 @@ mod tests {
         let other = Secret::new([6u8; 32]).unwrap();
         let forged = login_token(&other, "alice", "r1", 1000, "n3");
         assert_eq!(Link::read(&secret(), &forged, 10), Err(LinkRefusal::Forged));
-        for bad in ["", "a.b.c", "x.y.z.w.v", "1.2.3.4.5.6", "1.61.72.n.t"] {
+        let padded = format!("0{token}");
+        for bad in [
+            "",
+            "a.b.c",
+            "x.y.z.w.v",
+            "1.2.3.4.5.6",
+            "1.61.72.n.t",
+            padded.as_str(),
+        ] {
             assert!(Link::read(&secret(), bad, 10).is_err(), "{bad}");
         }
     }
