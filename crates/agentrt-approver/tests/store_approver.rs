@@ -522,3 +522,63 @@ fn a_sign_in_to_no_run_or_incomplete_takes_nothing() {
     );
     approver.sign_in(&sign_in("r1", "n-1")).unwrap();
 }
+
+/// The approver's extension as it was released first: the signatures'
+/// table only (migration 1).
+const FIRST_EXTENSION: agentrt::store::Extension = agentrt::store::Extension {
+    name: "approver",
+    // Its text exactly as released: an edited migration 1 would be
+    // refused when the approver opens this database.
+    migrations: &[(
+        1,
+        "CREATE TABLE approver_signatures (
+             signature   TEXT NOT NULL PRIMARY KEY,
+             run_id      TEXT NOT NULL,
+             used_at     TEXT NOT NULL,
+             written_seq INTEGER NOT NULL DEFAULT 0
+         )",
+    )],
+    tables: &[agentrt_approver::EXTENSION.tables[0]],
+};
+
+/// A database the approver opened before login nonces were kept (its
+/// extension at migration 1, a signature recorded) gets migration 2 when
+/// the approver opens it: the signature is still refused, a link is taken
+/// once, and the chain verifies.
+#[test]
+fn a_database_at_the_first_migration_gains_the_login_nonces_and_keeps_its_signatures() {
+    let world = World::new();
+    world.waiting("r1", "{}", Limits::default());
+    world.waiting("r2", "{}", Limits::default());
+    let first = Store::open_with(
+        &world.db,
+        agentrt::StoreOptions {
+            extensions: vec![FIRST_EXTENSION],
+            ..agentrt::StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let old = StoreApprover::new(first, None).with_clock(world.clock.clock());
+    let approval = old.pending("r1", 0).unwrap().remove(0).approval;
+    old.approve(&Decision {
+        request_signature: Some("v1=old".into()),
+        ..decision("r1", &approval.id, &approval.hash)
+    })
+    .unwrap();
+    drop(old);
+
+    let approver = world.approver();
+    let second = approver.pending("r2", 0).unwrap().remove(0).approval;
+    let replayed = approver
+        .approve(&Decision {
+            request_signature: Some("v1=old".into()),
+            ..decision("r2", &second.id, &second.hash)
+        })
+        .unwrap_err();
+    assert!(matches!(replayed, ApproverError::Replayed), "{replayed:?}");
+    approver.sign_in(&sign_in("r2", "n-1")).unwrap();
+    let again = approver.sign_in(&sign_in("r2", "n-1")).unwrap_err();
+    assert!(matches!(again, ApproverError::LinkUsed), "{again:?}");
+    let report = agentrt::verify::verify(&world.store(), &Default::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+}
