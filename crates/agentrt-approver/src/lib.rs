@@ -10,6 +10,23 @@
 //! run stays waiting until its owner resumes it (the policy is asked again
 //! then).
 //!
+//! Two channels decide through it, served together by
+//! `agentrt-approver serve` ([`serve`]; its database from `--db` or
+//! `$AGENTRT_DB`, where a URL with a password belongs):
+//!
+//! - the signed webhook ([`webhook`], periphery §5.2): every request
+//!   HMAC-signed with the shared secret; verified requests to a route
+//!   spend a rate bucket of their own, everything else (unsigned, forged,
+//!   replayed, misrouted) another, so a flood cannot use up the
+//!   operator's budget;
+//! - the approval page ([`page`], beyond the spec): a one-time login link
+//!   bound by its MAC to one run and one person, its nonce taken once in
+//!   the run's database ([`Approver::sign_in`]), opens a session that sees
+//!   and decides that run only; the session cookie is `HttpOnly`,
+//!   `SameSite=Strict`, and `Secure` when asked ([`page::SecureCookie`]:
+//!   `--cookie-secure`, or `--trust-forwarded-proto HEADER` behind a
+//!   TLS-terminating proxy).
+//!
 //! ```
 //! use agentrt::Store;
 //! use agentrt_approver::{Approver, Decision, StoreApprover};

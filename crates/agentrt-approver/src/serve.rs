@@ -1,6 +1,11 @@
 //! `agentrt-approver serve`: the webhook and the approval page over a
 //! database, on a loopback address unless another is asked for
-//! explicitly, until a signal; `login-link` for the page.
+//! explicitly, until a signal; `login-link` for the page (a link to one
+//! run's page, for one person, usable once). The binary reads the
+//! database from `--db` or else `$AGENTRT_DB` (a URL with a password
+//! belongs there: a command line is visible to every process), and sets
+//! the page's cookie `Secure` with `--cookie-secure` or
+//! `--trust-forwarded-proto HEADER` ([`ServeOptions::secure_cookie`]).
 
 use std::future::Future;
 use std::io::Read;

@@ -2,8 +2,8 @@
 //!
 //! A link's token is `<expires>.<by>.<run>.<nonce>.<mac>`: when it stops
 //! working (Unix seconds, decimal), who it signs in and the run it opens
-//! (each the lowercase hex of its UTF-8), a nonce (1 to 64 of `A-Z a-z 0-9
-//! - _`), and the HMAC-SHA256 of the four under the webhook's secret,
+//! (each the lowercase hex of its UTF-8), a nonce (1 to 64 ASCII letters,
+//! digits, `-` or `_`), and the HMAC-SHA256 of the four under the webhook's secret,
 //! domain-separated from request signatures (`agentrt-approver login v2`).
 //! The run and the decider are under the MAC: a link cannot be pointed at
 //! another run or person. A token of the first format (no run) is
@@ -49,7 +49,7 @@ fn mac(secret: &Secret, expires: i64, by_hex: &str, run_hex: &str, nonce: &str) 
 
 /// The token of a login link that signs `by` in to the page of `run`,
 /// good until `expires` (Unix seconds), with `nonce` (random, from the
-/// caller: 1 to 64 of `A-Z a-z 0-9 - _`).
+/// caller: 1 to 64 ASCII letters, digits, `-` or `_`).
 pub fn login_token(secret: &Secret, by: &str, run: &str, expires: i64, nonce: &str) -> String {
     let (by_hex, run_hex) = (hex(by.as_bytes()), hex(run.as_bytes()));
     let tag = mac(secret, expires, &by_hex, &run_hex, nonce);

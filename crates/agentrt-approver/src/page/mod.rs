@@ -252,19 +252,35 @@ fn signed_out() -> Response {
     )
 }
 
-/// The session of `headers` if it is `run`'s; else the answer: 401
-/// without a session, 403 with one for another run.
-fn session_for(state: &PageState, headers: &HeaderMap, run: &str) -> Result<Session, Response> {
-    let session = session(state, headers).ok_or_else(signed_out)?;
-    if session.run_id != run {
-        return Err(notice(
-            StatusCode::FORBIDDEN,
-            "Refused",
-            &format!(
-                "You are signed in for run {} only; this is run {run}. Ask for a login link for it (agentrt-approver login-link --run {run}).",
-                session.run_id
+/// Why a request may not see a run's page.
+enum NotYours {
+    /// No session.
+    SignedOut,
+    /// A session for this other run.
+    OtherRun(String),
+}
+
+impl NotYours {
+    /// 401 without a session, 403 with one for another run.
+    fn answer(self, run: &str) -> Response {
+        match self {
+            NotYours::SignedOut => signed_out(),
+            NotYours::OtherRun(theirs) => notice(
+                StatusCode::FORBIDDEN,
+                "Refused",
+                &format!(
+                    "You are signed in for run {theirs} only; this is run {run}. Ask for a login link for it (agentrt-approver login-link --run {run})."
+                ),
             ),
-        ));
+        }
+    }
+}
+
+/// The session of `headers` if it is `run`'s.
+fn session_for(state: &PageState, headers: &HeaderMap, run: &str) -> Result<Session, NotYours> {
+    let session = session(state, headers).ok_or(NotYours::SignedOut)?;
+    if session.run_id != run {
+        return Err(NotYours::OtherRun(session.run_id));
     }
     Ok(session)
 }
@@ -309,7 +325,7 @@ async fn run_page(
 ) -> Response {
     let session = match session_for(&state, &headers, &run) {
         Ok(session) => session,
-        Err(refused) => return refused,
+        Err(not_yours) => return not_yours.answer(&run),
     };
     let approver = Arc::clone(&state.config.approver);
     let run_id = run.clone();
@@ -349,7 +365,7 @@ async fn decide(
     };
     let session = match session_for(&state, &headers, &run) {
         Ok(session) => session,
-        Err(refused) => return refused,
+        Err(not_yours) => return not_yours.answer(&run),
     };
     if body.len() > MAX_FORM {
         return notice(

@@ -289,8 +289,8 @@ async fn pipeline(
         Err(response) => return (refuse(shared, now, charged, response), None),
     };
     let route = match admit(shared, now, seconds, charged, &parts, &body) {
-        Ok(route) => route,
-        Err(refused) => return (refused, None),
+        Admitted::Route(route) => route,
+        Admitted::Refused(refused) => return (refused, None),
     };
     // Only an observer is told who asked: no second read of the body
     // otherwise.
@@ -304,6 +304,14 @@ async fn pipeline(
     (answer(shared, route, &parts, body, signature).await, asked)
 }
 
+/// What steps 3 to 5 of the pipeline made of a request.
+enum Admitted<'a> {
+    /// Its route, to run.
+    Route(Route<'a>),
+    /// The answer that refuses it.
+    Refused(Response),
+}
+
 /// Steps 3 to 5 of the pipeline for a request whose body was read: its
 /// route, once its signature is remembered and its token taken; else the
 /// answer.
@@ -314,7 +322,7 @@ fn admit<'a>(
     charged: bool,
     parts: &'a Parts,
     body: &[u8],
-) -> Result<Route<'a>, Response> {
+) -> Admitted<'a> {
     let (method, path) = (parts.method.as_str(), parts.uri.path());
     let headers = signature_headers(&parts.headers);
     // One borrow of the verifier from the check to remembering: two
@@ -329,19 +337,19 @@ fn admit<'a>(
                 "unauthorized",
                 &refusal.to_string(),
             );
-            return Err(refuse(shared, now, charged, refused));
+            return Admitted::Refused(refuse(shared, now, charged, refused));
         }
     };
     let Some(route) = routes::route(method, path) else {
         drop(verifier);
         let refused = error(StatusCode::NOT_FOUND, "not_found", "no such route");
-        return Err(refuse(shared, now, charged, refused));
+        return Admitted::Refused(refuse(shared, now, charged, refused));
     };
     if !locked(&shared.signed).take(now) {
-        return Err(rate_limited());
+        return Admitted::Refused(rate_limited());
     }
     verifier.remember(accepted);
-    Ok(route)
+    Admitted::Route(route)
 }
 
 /// What a decision route was asked (`by` read leniently from the body).
