@@ -155,7 +155,12 @@ async fn serve_takes_the_database_from_agentrt_db_when_no_db_is_given() {
 fn serve_help_says_a_password_belongs_in_agentrt_db_not_on_the_command_line() {
     let out = approver().args(["serve", "--help"]).output().unwrap();
     assert!(out.status.success());
-    let help = String::from_utf8(out.stdout).unwrap();
+    // Its words, however clap wraps them to the terminal.
+    let help = String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(
         help.contains(
             "A URL with a password belongs in $AGENTRT_DB, not here: a command line is visible to every process"
