@@ -1,4 +1,5 @@
-//! What a person decided, as a channel hands it over.
+//! What a channel hands over: a person's decision, a cancellation, a
+//! sign-in with a login link.
 
 use serde::Deserialize;
 
@@ -55,6 +56,29 @@ pub struct Cancellation {
     /// As [`Decision::request_signature`].
     #[serde(skip)]
     pub request_signature: Option<String>,
+}
+
+/// A login link being taken: the run it opens, who it signs in, and its
+/// nonce (each link's own, random). All three are required.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SignIn {
+    /// The run the link opens (and the only run its session may decide).
+    pub run_id: String,
+    /// Who signs in (recorded as the decider).
+    pub by: String,
+    /// The link's nonce: taken once, ever.
+    pub nonce: String,
+}
+
+impl SignIn {
+    /// Refuses a sign-in missing its run, author or nonce.
+    pub(crate) fn check(&self) -> Result<(), ApproverError> {
+        required(&[
+            (&self.run_id, "run_id"),
+            (&self.by, "by"),
+            (&self.nonce, "nonce"),
+        ])
+    }
 }
 
 impl Cancellation {

@@ -1,4 +1,4 @@
-//! The approver's errors: the core's, kept whole, and two of its own.
+//! The approver's errors: the core's, kept whole, and a few of its own.
 
 /// Why an approver call did nothing, or (for [`ApproverError::Expired`])
 /// did only the expiry.
@@ -22,6 +22,10 @@ pub enum ApproverError {
     /// nothing was decided.
     #[error("signature already used")]
     Replayed,
+    /// The login link's nonce was taken before (also by another process
+    /// on the same database, or before a restart); nobody was signed in.
+    #[error("login link already used")]
+    LinkUsed,
     /// What the core refused or failed (not found, run state, not pending,
     /// approval changed, approval hash, the database).
     #[error(transparent)]
@@ -35,6 +39,9 @@ impl From<agentrt::Error> for ApproverError {
             agentrt::Error::InvalidInput { what, .. } if what == crate::signatures::USED => {
                 ApproverError::Replayed
             }
+            agentrt::Error::InvalidInput { what, .. } if what == crate::login_nonces::LINK_USED => {
+                ApproverError::LinkUsed
+            }
             core => ApproverError::Core(core),
         }
     }
@@ -45,7 +52,9 @@ impl ApproverError {
     /// approval-expired error); `None` for an incomplete decision.
     pub fn core(&self) -> Option<&agentrt::Error> {
         match self {
-            ApproverError::Incomplete { .. } | ApproverError::Replayed => None,
+            ApproverError::Incomplete { .. }
+            | ApproverError::Replayed
+            | ApproverError::LinkUsed => None,
             ApproverError::Expired { core } | ApproverError::Core(core) => Some(core),
         }
     }

@@ -10,6 +10,23 @@
 //! run stays waiting until its owner resumes it (the policy is asked again
 //! then).
 //!
+//! Two channels decide through it, served together by
+//! `agentrt-approver serve` ([`serve`]; its database from `--db` or
+//! `$AGENTRT_DB`, where a URL with a password belongs):
+//!
+//! - the signed webhook ([`webhook`], periphery §5.2): every request
+//!   HMAC-signed with the shared secret; verified requests to a route
+//!   spend a rate bucket of their own, everything else (unsigned, forged,
+//!   replayed, misrouted) another, so a flood cannot use up the
+//!   operator's budget;
+//! - the approval page ([`page`], beyond the spec): a one-time login link
+//!   bound by its MAC to one run and one person, its nonce taken once in
+//!   the run's database ([`Approver::sign_in`]), opens a session that sees
+//!   and decides that run only; the session cookie is `HttpOnly`,
+//!   `SameSite=Strict`, and `Secure` when asked ([`page::SecureCookie`]:
+//!   `--cookie-secure`, or `--trust-forwarded-proto HEADER` behind a
+//!   TLS-terminating proxy).
+//!
 //! ```
 //! use agentrt::Store;
 //! use agentrt_approver::{Approver, Decision, StoreApprover};
@@ -25,6 +42,8 @@
 
 mod decision;
 mod error;
+mod extension;
+mod login_nonces;
 pub mod page;
 mod pending;
 pub mod serve;
@@ -33,10 +52,11 @@ mod signatures;
 mod store_backed;
 pub mod webhook;
 
-pub use decision::{Cancellation, Decision};
+pub use decision::{Cancellation, Decision, SignIn};
 pub use error::ApproverError;
+pub use extension::{EXTENSION, LOGIN_NONCES_TABLE, SIGNATURES_TABLE};
+pub use login_nonces::SIGNED_IN_EVENT;
 pub use pending::Pending;
-pub use signatures::{EXTENSION, SIGNATURES_TABLE};
 pub use store_backed::StoreApprover;
 
 use agentrt::{Approval, Run};
@@ -64,4 +84,11 @@ pub trait Approver: Send + Sync {
     /// Ends a run that has not finished (`operator_cancelled`) without
     /// deciding its approvals.
     fn cancel(&self, cancellation: &Cancellation) -> Result<Run, ApproverError>;
+
+    /// Takes a login link for the run it names: its nonce is recorded
+    /// once, durably, so a link signs in once, ever (also across a
+    /// restart and across processes on one database).
+    /// [`ApproverError::LinkUsed`] when it was taken before;
+    /// [`ApproverError::is_not_found`] for a missing run.
+    fn sign_in(&self, sign_in: &SignIn) -> Result<(), ApproverError>;
 }

@@ -5,8 +5,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use agentrt_approver::page::SecureCookie;
 use agentrt_approver::serve::{ServeOptions, login_link, serve};
+use axum::http::HeaderName;
 use clap::{Parser, Subcommand};
+
+/// Where `serve` finds the database when `--db` is not given.
+const DB_VARIABLE: &str = "AGENTRT_DB";
 
 #[derive(Parser)]
 #[command(
@@ -21,12 +26,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the signed webhook over a database until SIGINT or SIGTERM.
+    /// Serve the signed webhook and the approval page over a database
+    /// until SIGINT or SIGTERM.
     Serve {
         /// The database the runs are in (it must exist): a SQLite file, or
-        /// a `postgres://` URL.
-        #[arg(long)]
-        db: PathBuf,
+        /// a `postgres://` URL. Default: $AGENTRT_DB. A URL with a password
+        /// belongs in $AGENTRT_DB, not here: a command line is visible to
+        /// every process on the machine.
+        #[arg(long, value_name = "PATH|URL")]
+        db: Option<PathBuf>,
         /// Where to listen.
         #[arg(long, default_value = "127.0.0.1:8787")]
         listen: SocketAddr,
@@ -37,6 +45,17 @@ enum Command {
         /// HTTP: put TLS in front).
         #[arg(long)]
         allow_remote: bool,
+        /// Mark the page's session cookie Secure (a browser then sends it
+        /// over HTTPS only): for a server every browser reaches through
+        /// TLS in front of it. Without this flag or the next, the cookie
+        /// is not Secure (plain HTTP on loopback).
+        #[arg(long, conflicts_with = "trust_forwarded_proto")]
+        cookie_secure: bool,
+        /// Mark the cookie Secure when the request's header HEADER, set by
+        /// the proxy that terminates TLS (e.g. X-Forwarded-Proto), says
+        /// https; requests without it get a cookie that is not Secure.
+        #[arg(long, value_name = "HEADER", value_parser = header_name)]
+        trust_forwarded_proto: Option<HeaderName>,
     },
     /// Print a one-time login link for the approval page of a run.
     LoginLink {
@@ -60,13 +79,39 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let (db, listen, secret_file, allow_remote) = match cli.command {
+    let options = match cli.command {
         Command::Serve {
             db,
             listen,
             secret_file,
             allow_remote,
-        } => (db, listen, secret_file, allow_remote),
+            cookie_secure,
+            trust_forwarded_proto,
+        } => {
+            let db = db.filter(|d| !d.as_os_str().is_empty()).or_else(|| {
+                std::env::var_os(DB_VARIABLE)
+                    .filter(|d| !d.is_empty())
+                    .map(PathBuf::from)
+            });
+            let Some(db) = db else {
+                eprintln!(
+                    "agentrt-approver: error: no database: pass --db PATH or set {DB_VARIABLE}"
+                );
+                return ExitCode::from(2);
+            };
+            let secure_cookie = match (cookie_secure, trust_forwarded_proto) {
+                (true, _) => SecureCookie::Always,
+                (false, Some(header)) => SecureCookie::WhenForwardedProto(header),
+                (false, None) => SecureCookie::Never,
+            };
+            ServeOptions {
+                db,
+                listen,
+                secret_file,
+                allow_remote,
+                secure_cookie,
+            }
+        }
         Command::LoginLink {
             secret_file,
             base,
@@ -90,12 +135,6 @@ fn main() -> ExitCode {
                 }
             };
         }
-    };
-    let options = ServeOptions {
-        db,
-        listen,
-        secret_file,
-        allow_remote,
     };
     // Before any thread allocates: SQLite's statement memory stays ours.
     agentrt::store::retain_freed_heap();
@@ -121,6 +160,11 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// A header name as given (any case).
+fn header_name(text: &str) -> Result<HeaderName, String> {
+    HeaderName::from_bytes(text.as_bytes()).map_err(|_| format!("{text:?} is not a header name"))
 }
 
 /// Completes at SIGINT or SIGTERM.

@@ -1,6 +1,11 @@
 //! `agentrt-approver serve`: the webhook and the approval page over a
 //! database, on a loopback address unless another is asked for
-//! explicitly, until a signal; `login-link` for the page.
+//! explicitly, until a signal; `login-link` for the page (a link to one
+//! run's page, for one person, usable once). The binary reads the
+//! database from `--db` or else `$AGENTRT_DB` (a URL with a password
+//! belongs there: a command line is visible to every process), and sets
+//! the page's cookie `Secure` with `--cookie-secure` or
+//! `--trust-forwarded-proto HEADER` ([`ServeOptions::secure_cookie`]).
 
 use std::future::Future;
 use std::io::Read;
@@ -24,6 +29,8 @@ pub struct ServeOptions {
     pub secret_file: PathBuf,
     /// Listen on an address other than loopback.
     pub allow_remote: bool,
+    /// When the page's session cookie is `Secure`.
+    pub secure_cookie: crate::page::SecureCookie,
 }
 
 /// Why `serve` did not start or stopped.
@@ -120,11 +127,10 @@ pub async fn serve(
         source: std::io::Error::other(e.to_string()),
     })??;
     let approver: Arc<dyn crate::Approver> = Arc::new(approver);
-    let page = crate::page::router(
-        Arc::clone(&approver),
-        secret.clone(),
-        agentrt::system_clock(),
-    );
+    let page = crate::page::router(crate::page::PageConfig {
+        secure_cookie: options.secure_cookie.clone(),
+        ..crate::page::PageConfig::new(Arc::clone(&approver), secret.clone())
+    });
     let config = WebhookConfig::new(approver, secret);
     let listen_error = |source| ServeError::Listen {
         addr: options.listen,
@@ -145,7 +151,8 @@ pub async fn serve(
 }
 
 /// A login link for the page at `base` (the server's address as the
-/// browser reaches it), for `by`, opening `run`, usable once within `ttl`.
+/// browser reaches it) that signs `by` in to `run`'s page (and no other
+/// run's), usable once within `ttl`.
 pub fn login_link(
     secret_file: &Path,
     base: &str,
@@ -164,10 +171,10 @@ pub fn login_link(
         path: secret_file.to_owned(),
         detail: format!("no randomness for the link: {e}"),
     })?;
-    let token = crate::page::login_token(&secret, by, expires, &crate::signature::hex(&nonce));
-    let run = crate::page::percent(run);
+    let nonce = crate::signature::hex(&nonce);
+    let token = crate::page::login_token(&secret, by, run, expires, &nonce);
     Ok(format!(
-        "{}/ui/login?token={token}&run={run}",
+        "{}/ui/login?token={token}",
         base.trim_end_matches('/')
     ))
 }

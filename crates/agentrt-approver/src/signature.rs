@@ -162,11 +162,31 @@ impl Verifier {
         self.capacity
     }
 
+    /// Whether `headers` could carry a valid signature at `now` (Unix
+    /// seconds): all three present, the timestamp decimal and within the
+    /// window, the nonce of an accepted length, the signature `v1=` and 64
+    /// lowercase hex digits. Cheap: no body, no MAC; the webhook uses it
+    /// to choose a request's rate bucket before reading it.
+    pub fn plausible(&self, now: i64, headers: &SignedHeaders<'_>) -> bool {
+        let timestamp = headers
+            .timestamp
+            .and_then(parse_seconds)
+            .is_some_and(|t| now.abs_diff(t) <= self.skew.unsigned_abs());
+        let nonce = headers
+            .nonce
+            .is_some_and(|n| !n.is_empty() && n.chars().count() <= MAX_NONCE_CHARS);
+        let signature = headers
+            .signature
+            .and_then(|s| s.strip_prefix("v1="))
+            .is_some_and(|h| {
+                h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            });
+        timestamp && nonce && signature
+    }
+
     /// Checks a request at `now` (Unix seconds) and, when it holds,
-    /// remembers its signature until its timestamp plus the skew. In
-    /// order: the timestamp, the nonce, the signature (compared in constant
-    /// time over the whole header value), a signature already used, a full
-    /// set. Expired signatures are forgotten first.
+    /// remembers its signature until its timestamp plus the skew:
+    /// [`Verifier::check`], then [`Verifier::remember`].
     pub fn verify(
         &mut self,
         now: i64,
@@ -175,6 +195,23 @@ impl Verifier {
         path: &str,
         body: &[u8],
     ) -> Result<(), Refusal> {
+        let accepted = self.check(now, headers, method, path, body)?;
+        self.remember(accepted);
+        Ok(())
+    }
+
+    /// Checks a request at `now` (Unix seconds) without remembering it. In
+    /// order: the timestamp, the nonce, the signature (compared in
+    /// constant time over the whole header value), a signature already
+    /// used, a full set. Expired signatures are forgotten first.
+    pub fn check(
+        &mut self,
+        now: i64,
+        headers: &SignedHeaders<'_>,
+        method: &str,
+        path: &str,
+        body: &[u8],
+    ) -> Result<Accepted, Refusal> {
         self.purge(now);
         let timestamp = headers
             .timestamp
@@ -196,10 +233,19 @@ impl Verifier {
         if self.seen.len() >= self.capacity {
             return Err(Refusal::Full);
         }
-        self.seen.insert(given.to_owned());
-        self.expiry
-            .insert((timestamp.saturating_add(self.skew), given.to_owned()));
-        Ok(())
+        Ok(Accepted {
+            signature: given.to_owned(),
+            until: timestamp.saturating_add(self.skew),
+        })
+    }
+
+    /// Remembers a signature [`Verifier::check`] accepted (call both under
+    /// one borrow: nothing else may be checked in between), so that it is
+    /// refused as used until its window ends.
+    pub fn remember(&mut self, accepted: Accepted) {
+        if self.seen.insert(accepted.signature.clone()) {
+            self.expiry.insert((accepted.until, accepted.signature));
+        }
     }
 
     /// Forgets the signatures whose window ended before `now`.
@@ -213,6 +259,14 @@ impl Verifier {
             }
         }
     }
+}
+
+/// A signature [`Verifier::check`] accepted, not yet remembered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    signature: String,
+    /// When its window ends, Unix seconds.
+    until: i64,
 }
 
 /// Decimal Unix seconds: ASCII digits only, no sign, no spaces.
@@ -474,6 +528,38 @@ mod tests {
         // At NOW + 2 it has: they are forgotten, a new one fits.
         assert_eq!(check(&mut v, NOW + 2, NOW + 2, "n-4"), Ok(()));
         assert_eq!(v.seen.len(), 1);
+    }
+
+    #[test]
+    fn only_headers_that_could_hold_a_signature_are_plausible() {
+        let v = verifier();
+        let now = NOW.to_string();
+        let good = sign(&secret(), NOW, "n", "POST", PATH, BODY);
+        assert!(v.plausible(NOW, &headers(&now, "n", &good)));
+        let forged = format!("v1={}", "0".repeat(64));
+        assert!(
+            v.plausible(NOW, &headers(&now, "n", &forged)),
+            "the form only: no MAC"
+        );
+        let stale = (NOW - 301).to_string();
+        let long = "n".repeat(65);
+        for (timestamp, nonce, signature) in [
+            (stale.as_str(), "n", good.as_str()),
+            ("x", "n", good.as_str()),
+            (now.as_str(), "", good.as_str()),
+            (now.as_str(), long.as_str(), good.as_str()),
+            (now.as_str(), "n", &good[..66]),
+            (now.as_str(), "n", &good[3..]),
+        ] {
+            let shown = (timestamp, nonce, signature);
+            assert!(
+                !v.plausible(NOW, &headers(timestamp, nonce, signature)),
+                "{shown:?}"
+            );
+        }
+        let upper = good.to_uppercase().replacen("V1=", "v1=", 1);
+        assert!(!v.plausible(NOW, &headers(&now, "n", &upper)));
+        assert!(!v.plausible(NOW, &SignedHeaders::default()));
     }
 
     #[test]

@@ -3,32 +3,10 @@
 //! in the transaction of the decision it carried and explained by that
 //! decision's event: a restart does not forget them.
 
-use agentrt::store::{Extension, ExtensionTable, SqlValue};
+use agentrt::store::SqlValue;
 use agentrt::{SatelliteRows, Timestamp};
 
-/// The table.
-pub const SIGNATURES_TABLE: &str = "approver_signatures";
-
-/// The approver's extension: hand it to the store's options when the
-/// store is opened for a [`crate::StoreApprover`] built with
-/// [`crate::StoreApprover::new`] (`open` does it itself).
-pub const EXTENSION: Extension = Extension {
-    name: "approver",
-    migrations: &[(
-        1,
-        "CREATE TABLE approver_signatures (
-             signature   TEXT NOT NULL PRIMARY KEY,
-             run_id      TEXT NOT NULL,
-             used_at     TEXT NOT NULL,
-             written_seq INTEGER NOT NULL DEFAULT 0
-         )",
-    )],
-    tables: &[ExtensionTable {
-        name: SIGNATURES_TABLE,
-        key_column: "signature",
-        columns: &["signature", "run_id", "used_at"],
-    }],
-};
+use crate::extension::SIGNATURES_TABLE;
 
 /// What a refusal of a used signature names (mapped to
 /// [`crate::ApproverError::Replayed`]).

@@ -9,8 +9,9 @@ use agentrt::{
     StoreOptions, system_clock,
 };
 
-use crate::signatures::{EXTENSION, record};
-use crate::{Approver, ApproverError, Cancellation, Decision, Pending};
+use crate::extension::EXTENSION;
+use crate::signatures::record;
+use crate::{Approver, ApproverError, Cancellation, Decision, Pending, SignIn};
 
 /// Steps read at a time while looking for an approval's step.
 const STEP_PAGE: u64 = 128;
@@ -35,9 +36,10 @@ impl std::fmt::Debug for StoreApprover {
 
 impl StoreApprover {
     /// An approver on a store the caller owns; `observer` is told every
-    /// event a decision commits. Decisions that carry a request signature
-    /// need the store opened with [`EXTENSION`](crate::EXTENSION) among its
-    /// options (their signature is recorded in its table).
+    /// event a decision commits. Decisions that carry a request signature,
+    /// and sign-ins, need the store opened with
+    /// [`EXTENSION`](crate::EXTENSION) among its options (their signature
+    /// or nonce is recorded in its tables).
     pub fn new(store: Store, observer: Option<Arc<dyn Observer>>) -> StoreApprover {
         let mut operator = Operator::new(store.clone());
         if let Some(observer) = observer {
@@ -52,12 +54,13 @@ impl StoreApprover {
 
     /// An approver on the database at `path`, which must exist, be at this
     /// build's schema and not be a symbolic link (the core's
-    /// `open_existing`); nothing is created, and the only thing migrated is
-    /// the approver's own table of used signatures, added if missing.
+    /// `open_existing`); nothing is created, and the only things migrated
+    /// are the approver's own tables (used signatures, used login-link
+    /// nonces), added if missing.
     ///
     /// With the `postgres` feature (on by default), a `postgres://` URL
     /// names a PostgreSQL database instead, held to the same rules (its
-    /// schema must be there; the signatures' table is added if missing);
+    /// schema must be there; the approver's tables are added if missing);
     /// its password never appears in an error.
     pub fn open(
         path: impl AsRef<Path>,
@@ -201,5 +204,14 @@ impl Approver for StoreApprover {
         } = cancellation;
         let rows = self.signature_rows(cancellation.request_signature.as_ref(), run_id);
         Ok(self.operator.cancel_with_rows(run_id, by, note, rows)?)
+    }
+
+    fn sign_in(&self, sign_in: &SignIn) -> Result<(), ApproverError> {
+        sign_in.check()?;
+        Ok(crate::login_nonces::take(
+            &self.store,
+            sign_in,
+            (self.clock)(),
+        )?)
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use agentrt::{ApprovalStatus, Limits, Store};
 use agentrt_approver::StoreApprover;
-use agentrt_approver::page::{login_token, router};
+use agentrt_approver::page::{PageConfig, login_token, router};
 use agentrt_approver::signature::Secret;
 use webdriver::Browser;
 
@@ -31,11 +31,10 @@ impl World {
         let db = dir.path().join("runs.db");
         drop(Store::open(&db).unwrap());
         let approver = StoreApprover::open(&db, None).unwrap();
-        let app = router(
+        let app = router(PageConfig::new(
             Arc::new(approver),
             Secret::new(SECRET).unwrap(),
-            agentrt::system_clock(),
-        );
+        ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
@@ -59,10 +58,11 @@ impl World {
         let token = login_token(
             &Secret::new(SECRET).unwrap(),
             "alice",
+            run,
             expires,
             &format!("nonce-{run}"),
         );
-        format!("{}/ui/login?token={token}&run={run}", self.base)
+        format!("{}/ui/login?token={token}", self.base)
     }
 
     fn approval(&self, run: &str) -> agentrt::Approval {

@@ -1,7 +1,9 @@
 //! The approval page over real HTTP on 127.0.0.1, as a browser would use
-//! it but driven by hand: the one-time link, the session cookie, the CSRF
-//! token, the page's headers and escaping, a decision bound to the hash
-//! shown and a changed approval decided not at all.
+//! it but driven by hand: the one-time link (bound to its run and person,
+//! used once ever, across restarts and processes), the session cookie (for
+//! one run; `Secure` when asked), the CSRF token, the page's headers and
+//! escaping, a decision bound to the hash shown and a changed approval
+//! decided not at all.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use agentrt::{ApprovalStatus, Limits, ManualClock, Store, Timestamp};
 use agentrt_approver::StoreApprover;
 
 mod support;
-use agentrt_approver::page::{login_token, router};
+use agentrt_approver::page::{PageConfig, SecureCookie, login_token, router};
 use agentrt_approver::signature::Secret;
 
 const SECRET: [u8; 32] = [11; 32];
@@ -31,23 +33,35 @@ struct World {
     http: reqwest::Client,
 }
 
+/// Serves the page over the database at `db` on a loopback port (a
+/// process of its own as far as the page knows: its own store handle and
+/// sessions): its base URL.
+async fn serve(db: &std::path::Path, clock: &ManualClock, secure_cookie: SecureCookie) -> String {
+    let approver = StoreApprover::open(db, None)
+        .unwrap()
+        .with_clock(clock.clock());
+    let app = router(PageConfig {
+        clock: clock.clock(),
+        secure_cookie,
+        ..PageConfig::new(Arc::new(approver), Secret::new(SECRET).unwrap())
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
 impl World {
     async fn new() -> World {
+        World::with_cookie(SecureCookie::Never).await
+    }
+
+    async fn with_cookie(secure_cookie: SecureCookie) -> World {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("runs.db");
         drop(Store::open(&db).unwrap());
         let clock = ManualClock::new(start());
-        let approver = StoreApprover::open(&db, None)
-            .unwrap()
-            .with_clock(clock.clock());
-        let app = router(
-            Arc::new(approver),
-            Secret::new(SECRET).unwrap(),
-            clock.clock(),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let base = serve(&db, &clock, secure_cookie).await;
         let http = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
@@ -68,17 +82,30 @@ impl World {
         support::pause_on_push(&self.db, id, args, Limits::default(), clock).await
     }
 
+    /// Another server on the same database: a restart, or a second
+    /// process.
+    async fn another_server(&self) -> String {
+        serve(&self.db, &self.clock, SecureCookie::Never).await
+    }
+
+    /// A link to run r1's page.
     fn link(&self, nonce: &str) -> String {
+        self.link_to(&self.base, "r1", nonce)
+    }
+
+    /// A link to `run`'s page on the server at `base`.
+    fn link_to(&self, base: &str, run: &str, nonce: &str) -> String {
         let token = login_token(
             &Secret::new(SECRET).unwrap(),
             "alice",
+            run,
             now_seconds() + 600,
             nonce,
         );
-        format!("{}/ui/login?token={token}&run=r1", self.base)
+        format!("{base}/ui/login?token={token}")
     }
 
-    /// Signs in with a fresh link: the session cookie.
+    /// Signs in to r1 with a fresh link: the session cookie.
     async fn sign_in(&self, nonce: &str) -> String {
         let response = self.http.get(self.link(nonce)).send().await.unwrap();
         assert_eq!(response.status(), 303);
@@ -95,7 +122,15 @@ impl World {
     }
 
     async fn page(&self, cookie: Option<&str>) -> (u16, reqwest::header::HeaderMap, String) {
-        let mut request = self.http.get(format!("{}/ui/runs/r1", self.base));
+        self.page_of("r1", cookie).await
+    }
+
+    async fn page_of(
+        &self,
+        run: &str,
+        cookie: Option<&str>,
+    ) -> (u16, reqwest::header::HeaderMap, String) {
+        let mut request = self.http.get(format!("{}/ui/runs/{run}", self.base));
         if let Some(cookie) = cookie {
             request = request.header("cookie", cookie);
         }
@@ -124,9 +159,13 @@ impl World {
     }
 
     fn approval(&self) -> agentrt::Approval {
+        self.approval_of("r1")
+    }
+
+    fn approval_of(&self, run: &str) -> agentrt::Approval {
         Store::open_existing(&self.db, true)
             .unwrap()
-            .list_approvals("r1")
+            .list_approvals(run)
             .unwrap()
             .pop()
             .unwrap()
@@ -150,7 +189,7 @@ async fn a_link_signs_in_once_and_the_page_shows_the_approval_escaped_under_a_st
     let cookie = world.sign_in("n1").await;
     let again = world.http.get(world.link("n1")).send().await.unwrap();
     assert_eq!(again.status(), 401, "a link signs in once");
-    let forged = world.link("n2").replace("&run", "0&run");
+    let forged = format!("{}0", world.link("n2"));
     assert_eq!(world.http.get(forged).send().await.unwrap().status(), 401);
 
     let (status, headers, body) = world.page(Some(&cookie)).await;
@@ -251,4 +290,138 @@ async fn a_form_decides_only_with_the_sessions_token_and_the_hash_still_stored()
         ("alice", "looks fine")
     );
     assert_eq!(decided.hash, hash);
+}
+
+/// The set-cookie header of a sign-in to r1 with `nonce`, sent with
+/// `headers`.
+async fn set_cookie(world: &World, nonce: &str, headers: &[(&str, &str)]) -> String {
+    let mut request = world.http.get(world.link(nonce));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_session_sees_and_decides_only_the_run_of_its_link() {
+    let world = World::new().await;
+    world.waiting("r1", r#"{"ref":"main"}"#).await;
+    let (id2, hash2) = world.waiting("r2", r#"{"ref":"main"}"#).await;
+    let cookie = world.sign_in("n1").await;
+    let (status, _, body) = world.page(Some(&cookie)).await;
+    assert_eq!(status, 200, "{body}");
+    let csrf = csrf_of(&body);
+
+    let (status, _, body) = world.page_of("r2", Some(&cookie)).await;
+    assert_eq!(status, 403, "another run's page: {body}");
+    assert!(!body.contains(&hash2), "nothing of r2 is shown");
+    let (status, _) = world
+        .post(
+            &cookie,
+            &format!("/ui/runs/r2/approvals/{id2}/approve"),
+            &format!("csrf={csrf}&hash={hash2}"),
+        )
+        .await;
+    assert_eq!(status, 403, "a decision on another run");
+    assert_eq!(
+        world.approval_of("r2").status,
+        ApprovalStatus::Pending,
+        "nothing decided"
+    );
+    let index = world
+        .http
+        .get(format!("{}/ui/", world.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(index.headers()["location"], "/ui/runs/r1", "to its own run");
+}
+
+#[tokio::test]
+async fn a_link_names_its_run_and_a_link_to_no_run_signs_nobody_in() {
+    let world = World::new().await;
+    world.waiting("r2", "{}").await;
+    let to_r2 = world.link_to(&world.base, "r2", "n1");
+    let response = world.http.get(&to_r2).send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    assert_eq!(response.headers()["location"], "/ui/runs/r2");
+    let nowhere = world.link_to(&world.base, "missing", "n2");
+    let response = world.http.get(&nowhere).send().await.unwrap();
+    assert_eq!(response.status(), 404);
+    assert!(response.headers().get("set-cookie").is_none());
+}
+
+#[tokio::test]
+async fn a_used_link_stays_used_after_a_restart() {
+    let world = World::new().await;
+    world.waiting("r1", "{}").await;
+    world.sign_in("n1").await;
+    let restarted = world.another_server().await;
+    let again = world.http.get(world.link_to(&restarted, "r1", "n1"));
+    let response = again.send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    assert!(response.headers().get("set-cookie").is_none());
+    let said = response.text().await.unwrap();
+    assert!(said.contains("used already"), "{said}");
+    // The nonce is in the run's database, on the chain with its event.
+    let approver = StoreApprover::open(&world.db, None).unwrap();
+    let store = approver.store();
+    let row = store
+        .row(agentrt_approver::LOGIN_NONCES_TABLE, "n1")
+        .unwrap()
+        .expect("the nonce is recorded");
+    assert_eq!(row.text("signed_in"), Some("alice"));
+    let events = store.list_events("r1").unwrap();
+    let signed_in = events.last().unwrap();
+    assert_eq!(
+        signed_in.event_type.as_str(),
+        agentrt_approver::SIGNED_IN_EVENT
+    );
+    assert_eq!(signed_in.payload, r#"{"by":"alice"}"#);
+}
+
+#[tokio::test]
+async fn a_link_opened_on_two_servers_of_one_database_at_once_signs_in_once() {
+    let world = World::new().await;
+    world.waiting("r1", "{}").await;
+    let second = world.another_server().await;
+    let (a, b) = tokio::join!(
+        world
+            .http
+            .get(world.link_to(&world.base, "r1", "n1"))
+            .send(),
+        world.http.get(world.link_to(&second, "r1", "n1")).send(),
+    );
+    let mut statuses = [a.unwrap().status().as_u16(), b.unwrap().status().as_u16()];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [303, 401]);
+}
+
+#[tokio::test]
+async fn the_cookie_is_secure_only_when_asked() {
+    let plain = World::new().await;
+    plain.waiting("r1", "{}").await;
+    let cookie = set_cookie(&plain, "n1", &[("x-forwarded-proto", "https")]).await;
+    assert!(!cookie.contains("Secure"), "{cookie}");
+
+    let always = World::with_cookie(SecureCookie::Always).await;
+    always.waiting("r1", "{}").await;
+    let cookie = set_cookie(&always, "n1", &[]).await;
+    assert!(cookie.ends_with("; Secure"), "{cookie}");
+
+    let header = axum::http::HeaderName::from_static("x-forwarded-proto");
+    let forwarded = World::with_cookie(SecureCookie::WhenForwardedProto(header)).await;
+    forwarded.waiting("r1", "{}").await;
+    let cookie = set_cookie(&forwarded, "n1", &[("X-Forwarded-Proto", "https")]).await;
+    assert!(cookie.ends_with("; Secure"), "{cookie}");
+    let cookie = set_cookie(&forwarded, "n2", &[("X-Forwarded-Proto", "http")]).await;
+    assert!(!cookie.contains("Secure"), "{cookie}");
+    let cookie = set_cookie(&forwarded, "n3", &[]).await;
+    assert!(!cookie.contains("Secure"), "{cookie}");
 }

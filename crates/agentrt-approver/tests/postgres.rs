@@ -1,7 +1,10 @@
 //! The approver over runs held in PostgreSQL: `agentrt-approver serve --db
 //! postgres://…` decides the approval a host's run waits for, in the
 //! database that host shares, records the request's signature in its own
-//! table there (a replay is refused), and never shows the URL's password.
+//! table there (a replay is refused), and never shows the URL's password;
+//! a login link's nonce is taken there once, also by two approvers at
+//! once, and a database at the extension's first migration gains the
+//! nonces' table.
 //!
 //! Needs `AGENTRT_TEST_POSTGRES` (as `cargo xtask postgres -- …` sets it).
 
@@ -9,7 +12,9 @@ use std::io::Read;
 
 use agentrt::verify::{self, VerifyOptions};
 use agentrt::{ApprovalStatus, Limits};
-use agentrt_approver::{SIGNATURES_TABLE, StoreApprover};
+use agentrt_approver::{
+    Approver, ApproverError, LOGIN_NONCES_TABLE, SIGNATURES_TABLE, SignIn, StoreApprover,
+};
 
 mod support;
 
@@ -97,4 +102,99 @@ fn a_database_without_the_schema_is_refused_and_left_without_one() {
             .get(0)
     });
     assert_eq!(tables, 0);
+}
+
+/// The approver's extension as it was released first (migration 1).
+const FIRST_EXTENSION: agentrt::store::Extension = agentrt::store::Extension {
+    name: "approver",
+    // Its text exactly as released: an edited migration 1 would be
+    // refused when the approver opens this database.
+    migrations: &[(
+        1,
+        "CREATE TABLE approver_signatures (
+             signature   TEXT NOT NULL PRIMARY KEY,
+             run_id      TEXT NOT NULL,
+             used_at     TEXT NOT NULL,
+             written_seq INTEGER NOT NULL DEFAULT 0
+         )",
+    )],
+    tables: &[agentrt_approver::EXTENSION.tables[0]],
+};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_login_link_is_taken_once_by_two_approvers_on_postgresql() {
+    let name = backends::fresh_database_name();
+    let url = backends::url(&name);
+    let host = agentrt_postgres::open(&url).unwrap();
+    support::pause_on_push_in(&host, "r1", "{}", Limits::default(), None).await;
+    // An approver of the first release opened it: migration 1 only.
+    let first = {
+        let url = url.clone();
+        on_plain_thread(move || {
+            agentrt_postgres::open_with(
+                &url,
+                agentrt_postgres::PgOptions {
+                    store: agentrt::StoreOptions {
+                        extensions: vec![FIRST_EXTENSION],
+                        ..agentrt::StoreOptions::default()
+                    },
+                    ..agentrt_postgres::PgOptions::default()
+                },
+            )
+            .map(drop)
+        })
+    };
+    first.unwrap();
+
+    let outcomes: Vec<Result<(), ApproverError>> = on_plain_thread(move || {
+        let approvers: Vec<StoreApprover> = (0..2)
+            .map(|_| StoreApprover::open(&url, None).unwrap())
+            .collect();
+        let barrier = std::sync::Barrier::new(approvers.len());
+        std::thread::scope(|scope| {
+            let racing: Vec<_> = approvers
+                .iter()
+                .map(|approver| {
+                    let barrier = &barrier;
+                    scope.spawn(move || {
+                        barrier.wait();
+                        approver.sign_in(&SignIn {
+                            run_id: "r1".into(),
+                            by: "alice".into(),
+                            nonce: "n-1".into(),
+                        })
+                    })
+                })
+                .collect();
+            racing.into_iter().map(|t| t.join().unwrap()).collect()
+        })
+    });
+    assert_eq!(
+        outcomes.iter().filter(|o| o.is_ok()).count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| matches!(o, Err(ApproverError::LinkUsed))),
+        "{outcomes:?}"
+    );
+    let nonces: i64 = on_plain_thread(|| {
+        client(&location(&name))
+            .query_one(&format!("SELECT COUNT(*) FROM {LOGIN_NONCES_TABLE}"), &[])
+            .unwrap()
+            .get(0)
+    });
+    assert_eq!(nonces, 1);
+    let events = host.list_events("r1").unwrap();
+    assert_eq!(
+        events.last().unwrap().event_type.as_str(),
+        agentrt_approver::SIGNED_IN_EVENT
+    );
+    assert!(
+        verify::verify(&host, &VerifyOptions::default())
+            .unwrap()
+            .intact()
+    );
 }

@@ -120,3 +120,139 @@ fn a_remote_address_needs_its_flag_and_the_secret_must_be_private_and_long() {
     let (code, stderr) = run("127.0.0.1:0", &dir.path().join("missing"));
     assert_eq!(code, Some(1), "{stderr}");
 }
+
+#[tokio::test]
+async fn serve_takes_the_database_from_agentrt_db_when_no_db_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let (_, hash) = waiting_run(&db).await;
+    let secret = dir.path().join("secret");
+    write_secret(&secret, 0o600);
+
+    let mut command = approver();
+    command.arg("serve").env("AGENTRT_DB", &db);
+    let (child, _stderr, base) = support::serve_with(command, &secret);
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let (status, listed) = send(&http, &base, reqwest::Method::GET, "/runs/r1/approvals", "").await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["pending"][0]["hash"], hash.as_str());
+    support::stop(child);
+
+    let mut command = approver();
+    command
+        .args(["serve", "--secret-file"])
+        .arg(&secret)
+        .env_remove("AGENTRT_DB");
+    let (code, stderr) = refused_within(command, std::time::Duration::from_secs(20));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("pass --db PATH or set AGENTRT_DB"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn serve_help_says_a_password_belongs_in_agentrt_db_not_on_the_command_line() {
+    let out = approver().args(["serve", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    // Its words, however clap wraps them to the terminal.
+    let help = String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains(
+            "A URL with a password belongs in $AGENTRT_DB, not here: a command line is visible to every process"
+        ),
+        "{help}"
+    );
+    assert!(help.contains("Default: $AGENTRT_DB"), "{help}");
+}
+
+/// Serves `db` with `flags`, signs in to r1 with a link from `login-link`
+/// sending `headers`: the session cookie as set.
+async fn cookie_served_with(
+    db: &Path,
+    secret: &Path,
+    flags: &[&str],
+    headers: &[(&str, &str)],
+) -> String {
+    let mut command = approver();
+    command.args(["serve", "--db"]).arg(db).args(flags);
+    let (child, _stderr, base) = support::serve_with(command, secret);
+    let link = approver()
+        .args([
+            "login-link",
+            "--run",
+            "r1",
+            "--by",
+            "alice",
+            "--base",
+            &base,
+        ])
+        .arg("--secret-file")
+        .arg(secret)
+        .output()
+        .unwrap();
+    assert!(link.status.success(), "{link:?}");
+    let link = String::from_utf8(link.stdout).unwrap();
+    assert!(
+        link.starts_with(&format!("{base}/ui/login?token=")),
+        "{link}"
+    );
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut request = http.get(link.trim());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    assert_eq!(response.headers()["location"], "/ui/runs/r1");
+    let cookie = response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    support::stop(child);
+    cookie
+}
+
+#[tokio::test]
+async fn the_cookie_is_secure_with_cookie_secure_or_a_trusted_forwarded_https_and_not_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    waiting_run(&db).await;
+    let secret = dir.path().join("secret");
+    write_secret(&secret, 0o600);
+    let https = [("X-Forwarded-Proto", "https")];
+
+    let plain = cookie_served_with(&db, &secret, &[], &https).await;
+    assert!(
+        plain.contains("HttpOnly") && !plain.contains("Secure"),
+        "{plain}"
+    );
+    let secure = cookie_served_with(&db, &secret, &["--cookie-secure"], &[]).await;
+    assert!(secure.ends_with("; Secure"), "{secure}");
+    let trusted = ["--trust-forwarded-proto", "X-Forwarded-Proto"];
+    let forwarded = cookie_served_with(&db, &secret, &trusted, &https).await;
+    assert!(forwarded.ends_with("; Secure"), "{forwarded}");
+    let direct = cookie_served_with(&db, &secret, &trusted, &[]).await;
+    assert!(!direct.contains("Secure"), "{direct}");
+
+    let mut both = approver();
+    both.args(["serve", "--db"])
+        .arg(&db)
+        .args([
+            "--cookie-secure",
+            "--trust-forwarded-proto",
+            "X-Forwarded-Proto",
+        ])
+        .arg("--secret-file")
+        .arg(&secret);
+    let (code, stderr) = refused_within(both, std::time::Duration::from_secs(20));
+    assert_eq!(code, Some(2), "one or the other: {stderr}");
+}

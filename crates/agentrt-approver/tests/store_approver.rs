@@ -11,7 +11,8 @@ use agentrt::{
     Timestamp, Tool, ToolResult, ToolSpec, tool_fn,
 };
 use agentrt_approver::{
-    Approver, ApproverError, Cancellation, Decision, SIGNATURES_TABLE, StoreApprover,
+    Approver, ApproverError, Cancellation, Decision, LOGIN_NONCES_TABLE, SIGNATURES_TABLE,
+    SIGNED_IN_EVENT, SignIn, StoreApprover,
 };
 
 fn start() -> Timestamp {
@@ -436,6 +437,148 @@ fn a_signature_recorded_with_a_decision_is_refused_again_after_a_restart() {
         world.store().get_run("r2").unwrap().status,
         RunStatus::WaitingForApproval
     );
+    let report = agentrt::verify::verify(&world.store(), &Default::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+}
+
+fn sign_in(run: &str, nonce: &str) -> SignIn {
+    SignIn {
+        run_id: run.into(),
+        by: "alice".into(),
+        nonce: nonce.into(),
+    }
+}
+
+/// A login link's nonce is taken in one transaction of the run's
+/// database: of approvers on one database (as two processes would be)
+/// taking the same link at once, exactly one signs in; the others are
+/// told it was used, and the chain covers the row.
+#[test]
+fn a_login_nonce_is_taken_once_by_approvers_racing_on_one_database() {
+    let world = World::new();
+    world.waiting("r1", "{}", Limits::default());
+    let approvers: Vec<StoreApprover> = (0..4).map(|_| world.approver()).collect();
+    let barrier = Arc::new(std::sync::Barrier::new(approvers.len()));
+    let outcomes: Vec<Result<(), ApproverError>> = std::thread::scope(|scope| {
+        let racing: Vec<_> = approvers
+            .iter()
+            .map(|approver| {
+                let barrier = Arc::clone(&barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    approver.sign_in(&sign_in("r1", "n-1"))
+                })
+            })
+            .collect();
+        racing.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    assert_eq!(
+        outcomes.iter().filter(|o| o.is_ok()).count(),
+        1,
+        "{outcomes:?}"
+    );
+    for outcome in outcomes.iter().filter(|o| o.is_err()) {
+        assert!(
+            matches!(outcome, Err(ApproverError::LinkUsed)),
+            "{outcome:?}"
+        );
+    }
+    let signed_in = world.events("r1").pop().unwrap();
+    assert_eq!(signed_in.event_type.as_str(), SIGNED_IN_EVENT);
+    let row = approvers[0]
+        .store()
+        .row(LOGIN_NONCES_TABLE, "n-1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.text("run_id"), Some("r1"));
+    assert_eq!(row.written_seq(), signed_in.seq, "explained by its event");
+    let report = agentrt::verify::verify(&world.store(), &Default::default()).unwrap();
+    assert!(report.intact(), "{report:?}");
+}
+
+/// A sign-in to a missing run, or without its run, person or nonce, takes
+/// nothing: the link stays usable.
+#[test]
+fn a_sign_in_to_no_run_or_incomplete_takes_nothing() {
+    let world = World::new();
+    world.waiting("r1", "{}", Limits::default());
+    let approver = world.approver();
+    let e = approver.sign_in(&sign_in("missing", "n-1")).unwrap_err();
+    assert!(e.is_not_found(), "{e:?}");
+    for incomplete in [
+        sign_in("", "n-1"),
+        sign_in("r1", ""),
+        SignIn {
+            by: String::new(),
+            ..sign_in("r1", "n-1")
+        },
+    ] {
+        let e = approver.sign_in(&incomplete).unwrap_err();
+        assert!(e.is_incomplete(), "{e:?}");
+    }
+    assert_eq!(
+        approver.store().row(LOGIN_NONCES_TABLE, "n-1").unwrap(),
+        None
+    );
+    approver.sign_in(&sign_in("r1", "n-1")).unwrap();
+}
+
+/// The approver's extension as it was released first: the signatures'
+/// table only (migration 1).
+const FIRST_EXTENSION: agentrt::store::Extension = agentrt::store::Extension {
+    name: "approver",
+    // Its text exactly as released: an edited migration 1 would be
+    // refused when the approver opens this database.
+    migrations: &[(
+        1,
+        "CREATE TABLE approver_signatures (
+             signature   TEXT NOT NULL PRIMARY KEY,
+             run_id      TEXT NOT NULL,
+             used_at     TEXT NOT NULL,
+             written_seq INTEGER NOT NULL DEFAULT 0
+         )",
+    )],
+    tables: &[agentrt_approver::EXTENSION.tables[0]],
+};
+
+/// A database the approver opened before login nonces were kept (its
+/// extension at migration 1, a signature recorded) gets migration 2 when
+/// the approver opens it: the signature is still refused, a link is taken
+/// once, and the chain verifies.
+#[test]
+fn a_database_at_the_first_migration_gains_the_login_nonces_and_keeps_its_signatures() {
+    let world = World::new();
+    world.waiting("r1", "{}", Limits::default());
+    world.waiting("r2", "{}", Limits::default());
+    let first = Store::open_with(
+        &world.db,
+        agentrt::StoreOptions {
+            extensions: vec![FIRST_EXTENSION],
+            ..agentrt::StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let old = StoreApprover::new(first, None).with_clock(world.clock.clock());
+    let approval = old.pending("r1", 0).unwrap().remove(0).approval;
+    old.approve(&Decision {
+        request_signature: Some("v1=old".into()),
+        ..decision("r1", &approval.id, &approval.hash)
+    })
+    .unwrap();
+    drop(old);
+
+    let approver = world.approver();
+    let second = approver.pending("r2", 0).unwrap().remove(0).approval;
+    let replayed = approver
+        .approve(&Decision {
+            request_signature: Some("v1=old".into()),
+            ..decision("r2", &second.id, &second.hash)
+        })
+        .unwrap_err();
+    assert!(matches!(replayed, ApproverError::Replayed), "{replayed:?}");
+    approver.sign_in(&sign_in("r2", "n-1")).unwrap();
+    let again = approver.sign_in(&sign_in("r2", "n-1")).unwrap_err();
+    assert!(matches!(again, ApproverError::LinkUsed), "{again:?}");
     let report = agentrt::verify::verify(&world.store(), &Default::default()).unwrap();
     assert!(report.intact(), "{report:?}");
 }

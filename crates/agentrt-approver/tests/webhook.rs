@@ -279,8 +279,8 @@ async fn every_route_answers_as_specified() {
 #[tokio::test]
 async fn the_pipeline_refuses_in_order_rate_then_size_then_signature_then_route() {
     let world = World::new(|c| {
-        c.rate = 0;
-        c.burst = 7;
+        c.unsigned_rate = 0;
+        c.unsigned_burst = 7;
         c.max_body = 64;
     })
     .await;
@@ -322,8 +322,9 @@ async fn the_pipeline_refuses_in_order_rate_then_size_then_signature_then_route(
         )
         .await;
     assert_eq!(stale.refused(), (401, "unauthorized".into()));
-    // Seven tokens are spent; the eighth request is refused before anything
-    // of it is read, oversized or not.
+    // Seven tokens of the unsigned bucket are spent (a signed request
+    // refused spends one too); the eighth unsigned request is refused
+    // before anything of it is read, oversized or not.
     let limited = world
         .unsigned("POST", "/runs/r1/cancel", vec![b'x'; 65])
         .await;
@@ -467,6 +468,8 @@ fn any_request_gets_an_answer_and_the_server_stays_up() {
     let world = runtime.block_on(World::new(|c| {
         c.rate = 1_000_000;
         c.burst = 1_000_000;
+        c.unsigned_rate = 1_000_000;
+        c.unsigned_burst = 1_000_000;
     }));
     runtime.block_on(world.waiting("r1", Limits::default()));
     let methods = prop::sample::select(vec!["GET", "POST", "PUT", "HEAD", "OPTIONS"]);
@@ -631,4 +634,80 @@ async fn an_approval_that_does_not_match_its_own_hash_is_refused() {
         .await;
     assert_eq!(reply.refused(), (409, "approval_hash".into()), "{reply:?}");
     assert_eq!(world.status("r1"), RunStatus::WaitingForApproval);
+}
+
+/// Requests that are not the operator's, however many, spend only the
+/// unsigned bucket: unsigned ones, forged ones that look signed, replays
+/// and signed requests to no route. The operator's signed decision still
+/// passes afterwards.
+#[tokio::test]
+async fn a_flood_of_unsigned_or_forged_requests_leaves_the_signed_budget_to_the_operator() {
+    let world = World::new(|c| {
+        c.rate = 0;
+        c.burst = 2;
+        c.unsigned_rate = 0;
+        c.unsigned_burst = 3;
+    })
+    .await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let mut statuses = Vec::new();
+    for _ in 0..20 {
+        let flood = world
+            .unsigned("GET", "/runs/r1/approvals", Vec::new())
+            .await;
+        statuses.push(flood.status);
+    }
+    assert_eq!(statuses[..3], [401; 3], "{statuses:?}");
+    assert!(statuses[3..].iter().all(|s| *s == 429), "{statuses:?}");
+    // Headers of the right form, a signature that is not the secret's.
+    let now = seconds(world.clock.peek()).to_string();
+    for n in 0..5 {
+        let forged = world
+            .http
+            .get(format!("{}/runs/r1/approvals", world.url))
+            .header("x-approval-timestamp", &now)
+            .header("x-approval-nonce", format!("forged-{n}"))
+            .header("x-approval-signature", format!("v1={}", "0".repeat(64)))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(forged.status(), 429);
+    }
+    let nowhere = world.signed("GET", "/nowhere", "").await;
+    assert_eq!(nowhere.refused(), (429, "rate_limited".into()));
+
+    let path = format!("/runs/r1/approvals/{a1}/approve");
+    let decided = world.signed("POST", &path, &decision("r1", &a1, &h1)).await;
+    assert_eq!(decided.status, 202, "{decided:?}");
+    let listing = world.signed("GET", "/runs/r1/approvals", "").await;
+    assert_eq!(listing.status, 200, "the burst of two");
+    let over = world.signed("GET", "/runs/r1/approvals", "").await;
+    assert_eq!(over.refused(), (429, "rate_limited".into()), "then none");
+}
+
+/// A signed request refused for want of a token was not let through: its
+/// signature is not remembered, and the same request sent again once the
+/// bucket refilled passes.
+#[tokio::test]
+async fn a_signed_request_refused_by_the_rate_may_be_sent_again() {
+    let world = World::new(|c| {
+        c.rate = 1;
+        c.burst = 1;
+    })
+    .await;
+    world.waiting("r1", Limits::default()).await;
+    let now = seconds(world.clock.peek());
+    let first = world
+        .signed_as(&world.url, "GET", "/runs/r1/approvals", "", now, "a")
+        .await;
+    assert_eq!(first.status, 200);
+    let over = world
+        .signed_as(&world.url, "GET", "/runs/r1/approvals", "", now, "b")
+        .await;
+    assert_eq!(over.refused(), (429, "rate_limited".into()));
+    world.clock.advance(Duration::from_secs(1));
+    let again = world
+        .signed_as(&world.url, "GET", "/runs/r1/approvals", "", now, "b")
+        .await;
+    assert_eq!(again.status, 200, "{again:?}");
 }

@@ -1,127 +1,142 @@
 //! One-time login links and the sessions they open.
 //!
-//! A link carries `<expires>.<by>.<nonce>.<mac>`: when it stops working
-//! (Unix seconds), who it logs in (hex of the name), a random nonce, and
-//! the HMAC-SHA256 of the three under the webhook's secret, domain-separated
-//! from request signatures. The server takes a link once (its nonce is
-//! remembered until it expires) and answers with a session: a random id in
-//! an `HttpOnly`, `SameSite=Strict` cookie, and a CSRF token every form
-//! carries. Sessions live in the server's memory: a restart logs everyone
-//! out, and a link not yet used stays usable until it expires.
+//! A link's token is `<expires>.<by>.<run>.<nonce>.<mac>`: when it stops
+//! working (Unix seconds, decimal), who it signs in and the run it opens
+//! (each the lowercase hex of its UTF-8), a nonce (1 to 64 ASCII letters,
+//! digits, `-` or `_`), and the HMAC-SHA256 of the four under the webhook's secret,
+//! domain-separated from request signatures (`agentrt-approver login v2`).
+//! The run and the decider are under the MAC: a link cannot be pointed at
+//! another run or person. A token of the first format (no run) is
+//! malformed.
+//!
+//! The server takes a link once, ever: its nonce is recorded in the run's
+//! database ([`Approver::sign_in`](crate::Approver::sign_in)), so a used
+//! link stays used after a restart and across processes. Taking it opens a
+//! session: a random id in an `HttpOnly`, `SameSite=Strict` cookie (with
+//! `Secure` when the page is reached over HTTPS, see [`SecureCookie`]), the
+//! person and the one run it may see and decide, and a CSRF token every
+//! form carries. Sessions live in the server's memory for 8 hours: a
+//! restart signs everyone out.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::HashMap;
 
+use axum::http::{HeaderMap, HeaderName, header};
 use hmac::Mac;
 
 use crate::signature::{Secret, constant_time_eq, hex};
 
-/// What a link's MAC covers before its fields: never a request signature.
-const DOMAIN: &str = "agentrt-approver login v1";
+/// What a link's MAC covers before its fields: never a request signature,
+/// nor a link of the first format.
+const DOMAIN: &str = "agentrt-approver login v2";
 
 /// How long a session lasts, in seconds.
 pub(crate) const SESSION_SECONDS: i64 = 8 * 3600;
 
-fn mac(secret: &Secret, expires: i64, by_hex: &str, nonce: &str) -> String {
+/// The longest token read, in bytes.
+pub const MAX_TOKEN_BYTES: usize = 4096;
+
+/// The longest nonce, in characters.
+const MAX_NONCE: usize = 64;
+
+/// The session cookie's name.
+pub(crate) const COOKIE: &str = "agentrt_session";
+
+fn mac(secret: &Secret, expires: i64, by_hex: &str, run_hex: &str, nonce: &str) -> String {
     let mut mac = secret.mac();
-    mac.update(format!("{DOMAIN}\n{expires}\n{by_hex}\n{nonce}").as_bytes());
+    mac.update(format!("{DOMAIN}\n{expires}\n{by_hex}\n{run_hex}\n{nonce}").as_bytes());
     hex(&mac.finalize().into_bytes())
 }
 
-/// The token of a login link for `by`, good until `expires` (Unix
-/// seconds), with `nonce` (random, from the caller).
-pub fn login_token(secret: &Secret, by: &str, expires: i64, nonce: &str) -> String {
-    let by_hex = hex(by.as_bytes());
-    let tag = mac(secret, expires, &by_hex, nonce);
-    format!("{expires}.{by_hex}.{nonce}.{tag}")
+/// The token of a login link that signs `by` in to the page of `run`,
+/// good until `expires` (Unix seconds), with `nonce` (random, from the
+/// caller: 1 to 64 ASCII letters, digits, `-` or `_`).
+pub fn login_token(secret: &Secret, by: &str, run: &str, expires: i64, nonce: &str) -> String {
+    let (by_hex, run_hex) = (hex(by.as_bytes()), hex(run.as_bytes()));
+    let tag = mac(secret, expires, &by_hex, &run_hex, nonce);
+    format!("{expires}.{by_hex}.{run_hex}.{nonce}.{tag}")
 }
 
-/// A logged-in person.
+/// A login link whose token holds: its MAC is the secret's and its time
+/// has not passed. Whether it was used is the database's to say.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Session {
-    pub(crate) by: String,
-    pub(crate) csrf: String,
-    pub(crate) expires: i64,
+pub struct Link {
+    /// Who it signs in.
+    pub by: String,
+    /// The run it opens, the only one its session may decide.
+    pub run_id: String,
+    /// When it stops working, Unix seconds.
+    pub expires: i64,
+    /// Its nonce.
+    pub nonce: String,
 }
 
-/// The links taken and the sessions open.
-#[derive(Debug, Default)]
-pub(crate) struct Logins {
-    used: HashSet<String>,
-    /// `(expires, nonce)`: when each used nonce may be forgotten.
-    used_until: BTreeSet<(i64, String)>,
-    sessions: HashMap<String, Session>,
-}
-
-/// Why a link was not taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LinkRefusal {
+/// Why a link's token was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LinkRefusal {
+    /// Not a token of this format (an old link without its run is one).
+    #[error("not a login link of this version")]
     Malformed,
+    /// Its MAC is not the secret's over its fields.
+    #[error("not signed with the server's secret")]
     Forged,
+    /// Its time has passed.
+    #[error("expired")]
     Expired,
-    Used,
 }
 
-impl Logins {
-    /// Takes the link's token at `now`: the person it names, if it holds
-    /// and was never taken.
-    pub(crate) fn take(
-        &mut self,
-        secret: &Secret,
-        token: &str,
-        now: i64,
-    ) -> Result<String, LinkRefusal> {
-        self.forget(now);
-        let parts: Vec<&str> = token.split('.').collect();
-        let [expires, by_hex, nonce, tag] = parts.as_slice() else {
-            return Err(LinkRefusal::Malformed);
-        };
-        let expires: i64 = expires.parse().map_err(|_| LinkRefusal::Malformed)?;
-        if nonce.is_empty() || nonce.len() > 64 {
+impl Link {
+    /// Reads `token` at `now` (Unix seconds): in order its shape, its MAC
+    /// (compared in constant time), its time.
+    pub fn read(secret: &Secret, token: &str, now: i64) -> Result<Link, LinkRefusal> {
+        if token.len() > MAX_TOKEN_BYTES {
             return Err(LinkRefusal::Malformed);
         }
-        let expected = mac(secret, expires, by_hex, nonce);
+        let parts: Vec<&str> = token.split('.').collect();
+        let [expires_text, by_hex, run_hex, nonce, tag] = parts.as_slice() else {
+            return Err(LinkRefusal::Malformed);
+        };
+        let expires = decimal(expires_text).ok_or(LinkRefusal::Malformed)?;
+        let by = unhex(by_hex).ok_or(LinkRefusal::Malformed)?;
+        let run_id = unhex(run_hex).ok_or(LinkRefusal::Malformed)?;
+        let nonce_ok = (1..=MAX_NONCE).contains(&nonce.len())
+            && nonce
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !nonce_ok {
+            return Err(LinkRefusal::Malformed);
+        }
+        let expected = mac(secret, expires, by_hex, run_hex, nonce);
         if !constant_time_eq(expected.as_bytes(), tag.as_bytes()) {
             return Err(LinkRefusal::Forged);
         }
         if now >= expires {
             return Err(LinkRefusal::Expired);
         }
-        if !self.used.insert((*nonce).to_owned()) {
-            return Err(LinkRefusal::Used);
-        }
-        self.used_until.insert((expires, (*nonce).to_owned()));
-        let by = unhex(by_hex).ok_or(LinkRefusal::Malformed)?;
-        Ok(by)
-    }
-
-    /// Opens a session for `by`; `id` and `csrf` are random, from the
-    /// caller.
-    pub(crate) fn open(&mut self, id: String, by: String, csrf: String, now: i64) {
-        let expires = now.saturating_add(SESSION_SECONDS);
-        self.sessions.insert(id, Session { by, csrf, expires });
-    }
-
-    /// The session `id` names at `now`, if open.
-    pub(crate) fn session(&mut self, id: &str, now: i64) -> Option<Session> {
-        self.forget(now);
-        self.sessions.get(id).cloned()
-    }
-
-    fn forget(&mut self, now: i64) {
-        while let Some((until, _)) = self.used_until.first() {
-            if *until > now {
-                break;
-            }
-            if let Some((_, nonce)) = self.used_until.pop_first() {
-                self.used.remove(&nonce);
-            }
-        }
-        self.sessions.retain(|_, s| s.expires > now);
+        Ok(Link {
+            by,
+            run_id,
+            expires,
+            nonce: (*nonce).to_owned(),
+        })
     }
 }
 
+/// Decimal digits only (no sign, no space, no leading zero), as an
+/// `i64`: a token has one spelling.
+fn decimal(text: &str) -> Option<i64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let value: i64 = text.parse().ok()?;
+    (value.to_string() == text).then_some(value)
+}
+
+/// Non-empty lowercase hex of UTF-8 text, decoded.
 fn unhex(text: &str) -> Option<String> {
-    if !text.len().is_multiple_of(2) {
+    if text.is_empty()
+        || !text.len().is_multiple_of(2)
+        || !text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..text.len())
@@ -129,6 +144,96 @@ fn unhex(text: &str) -> Option<String> {
         .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
         .collect();
     String::from_utf8(bytes?).ok()
+}
+
+/// When the session cookie carries `Secure`, so that a browser sends it
+/// over HTTPS only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SecureCookie {
+    /// Never: the page is reached over plain HTTP, on loopback (the
+    /// default; a `Secure` cookie would not come back over plain HTTP).
+    #[default]
+    Never,
+    /// Always: every browser reaches the page over HTTPS (TLS in front of
+    /// the server). `serve --cookie-secure`.
+    Always,
+    /// When the request's header of this name, set by the proxy that
+    /// terminates TLS (`X-Forwarded-Proto`), says `https`: its value, or
+    /// one of its comma-separated values, is `https` in any case.
+    /// `serve --trust-forwarded-proto HEADER`. A client that sets the
+    /// header itself only makes its own cookie `Secure`.
+    WhenForwardedProto(HeaderName),
+}
+
+impl SecureCookie {
+    /// Whether the cookie set in answer to a request with `headers` is
+    /// `Secure`.
+    pub fn applies(&self, headers: &HeaderMap) -> bool {
+        match self {
+            SecureCookie::Never => false,
+            SecureCookie::Always => true,
+            SecureCookie::WhenForwardedProto(name) => headers
+                .get_all(name)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .any(|proto| proto.trim().eq_ignore_ascii_case("https")),
+        }
+    }
+}
+
+/// The session id a request's `Cookie` headers carry: the value of the
+/// first `agentrt_session` pair.
+pub fn session_id(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))
+}
+
+/// A signed-in person, for one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Session {
+    pub(crate) by: String,
+    pub(crate) run_id: String,
+    pub(crate) csrf: String,
+    pub(crate) expires: i64,
+}
+
+/// The sessions open.
+#[derive(Debug, Default)]
+pub(crate) struct Sessions {
+    open: HashMap<String, Session>,
+}
+
+impl Sessions {
+    /// Opens a session for the person and run of `link`; `id` and `csrf`
+    /// are random, from the caller.
+    pub(crate) fn open(&mut self, id: String, link: Link, csrf: String, now: i64) {
+        let expires = now.saturating_add(SESSION_SECONDS);
+        self.forget(now);
+        self.open.insert(
+            id,
+            Session {
+                by: link.by,
+                run_id: link.run_id,
+                csrf,
+                expires,
+            },
+        );
+    }
+
+    /// The session `id` names at `now`, if open.
+    pub(crate) fn session(&mut self, id: &str, now: i64) -> Option<Session> {
+        self.forget(now);
+        self.open.get(id).cloned()
+    }
+
+    fn forget(&mut self, now: i64) {
+        self.open.retain(|_, s| s.expires > now);
+    }
 }
 
 #[cfg(test)]
@@ -140,41 +245,94 @@ mod tests {
     }
 
     #[test]
-    fn a_link_is_taken_once_before_it_expires_and_a_forged_one_never() {
-        let mut logins = Logins::default();
-        let token = login_token(&secret(), "alice", 1000, "n1");
-        assert_eq!(logins.take(&secret(), &token, 999), Ok("alice".into()));
-        assert_eq!(logins.take(&secret(), &token, 999), Err(LinkRefusal::Used));
-        let late = login_token(&secret(), "alice", 1000, "n2");
+    fn a_link_holds_before_it_expires_and_a_forged_one_never() {
+        let token = login_token(&secret(), "alice", "r1", 1000, "n1");
         assert_eq!(
-            logins.take(&secret(), &late, 1000),
+            Link::read(&secret(), &token, 999),
+            Ok(Link {
+                by: "alice".into(),
+                run_id: "r1".into(),
+                expires: 1000,
+                nonce: "n1".into(),
+            })
+        );
+        assert_eq!(
+            Link::read(&secret(), &token, 1000),
             Err(LinkRefusal::Expired)
         );
         let other = Secret::new([6u8; 32]).unwrap();
-        let forged = login_token(&other, "alice", 1000, "n3");
-        assert_eq!(
-            logins.take(&secret(), &forged, 10),
-            Err(LinkRefusal::Forged)
-        );
-        let renamed = token.replacen(&hex(b"alice"), &hex(b"mallory"), 1);
-        assert_eq!(
-            logins.take(&secret(), &renamed, 10),
-            Err(LinkRefusal::Forged)
-        );
-        for bad in ["", "a.b.c", "x.y.z.w", "1.2.3.4.5"] {
-            assert!(logins.take(&secret(), bad, 10).is_err(), "{bad}");
+        let forged = login_token(&other, "alice", "r1", 1000, "n3");
+        assert_eq!(Link::read(&secret(), &forged, 10), Err(LinkRefusal::Forged));
+        let padded = format!("0{token}");
+        for bad in [
+            "",
+            "a.b.c",
+            "x.y.z.w.v",
+            "1.2.3.4.5.6",
+            "1.61.72.n.t",
+            padded.as_str(),
+        ] {
+            assert!(Link::read(&secret(), bad, 10).is_err(), "{bad}");
         }
     }
 
     #[test]
-    fn sessions_end_after_their_time() {
-        let mut logins = Logins::default();
-        logins.open("s1".into(), "alice".into(), "c1".into(), 100);
+    fn a_link_cannot_be_pointed_at_another_run_or_person() {
+        let token = login_token(&secret(), "alice", "r1", 1000, "n1");
+        let other_run = token.replacen(&hex(b"r1"), &hex(b"r2"), 1);
         assert_eq!(
-            logins.session("s1", 101).map(|s| s.by),
-            Some("alice".into())
+            Link::read(&secret(), &other_run, 10),
+            Err(LinkRefusal::Forged)
         );
-        assert_eq!(logins.session("s1", 100 + SESSION_SECONDS), None);
-        assert_eq!(logins.session("nope", 101), None);
+        let other_person = token.replacen(&hex(b"alice"), &hex(b"mallory"), 1);
+        assert_eq!(
+            Link::read(&secret(), &other_person, 10),
+            Err(LinkRefusal::Forged)
+        );
+    }
+
+    #[test]
+    fn a_link_of_the_first_format_is_refused() {
+        // `<expires>.<by>.<nonce>.<mac>` under the first domain.
+        let mut mac = secret().mac();
+        let by_hex = hex(b"alice");
+        mac.update(format!("agentrt-approver login v1\n1000\n{by_hex}\nn1").as_bytes());
+        let old = format!("1000.{by_hex}.n1.{}", hex(&mac.finalize().into_bytes()));
+        assert_eq!(Link::read(&secret(), &old, 10), Err(LinkRefusal::Malformed));
+    }
+
+    #[test]
+    fn sessions_end_after_their_time_and_keep_their_run() {
+        let mut sessions = Sessions::default();
+        let link = Link::read(
+            &secret(),
+            &login_token(&secret(), "alice", "r1", 1000, "n1"),
+            100,
+        )
+        .unwrap();
+        sessions.open("s1".into(), link, "c1".into(), 100);
+        let open = sessions.session("s1", 101).unwrap();
+        assert_eq!((open.by.as_str(), open.run_id.as_str()), ("alice", "r1"));
+        assert_eq!(sessions.session("s1", 100 + SESSION_SECONDS), None);
+        assert_eq!(sessions.session("nope", 101), None);
+    }
+
+    #[test]
+    fn a_forwarded_proto_header_makes_the_cookie_secure_only_when_it_says_https() {
+        let name = HeaderName::from_static("x-forwarded-proto");
+        let rule = SecureCookie::WhenForwardedProto(name.clone());
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(name.clone(), value.parse().unwrap());
+            headers
+        };
+        assert!(rule.applies(&with("https")));
+        assert!(rule.applies(&with("HTTPS")));
+        assert!(rule.applies(&with("http, https")));
+        assert!(!rule.applies(&with("http")));
+        assert!(!rule.applies(&with("httpsx")));
+        assert!(!rule.applies(&HeaderMap::new()));
+        assert!(SecureCookie::Always.applies(&HeaderMap::new()));
+        assert!(!SecureCookie::Never.applies(&with("https")));
     }
 }

@@ -3,19 +3,24 @@
 //! the hash on the page.
 //!
 //! - `GET /ui/login?token=…`: takes a one-time login link (made by
-//!   `agentrt-approver login-link`), opens a session (an `HttpOnly`,
-//!   `SameSite=Strict` cookie) and sends the browser to the run it names;
-//! - `GET /ui/runs/{run}`: the page;
+//!   `agentrt-approver login-link`), bound to one run and one person;
+//!   its nonce is recorded in the run's database, so it signs in once,
+//!   ever. It opens a session (an `HttpOnly`, `SameSite=Strict` cookie,
+//!   `Secure` as [`SecureCookie`] says) and sends the browser to the run;
+//! - `GET /ui/runs/{run}`: the page, for the session's run only (403 for
+//!   any other);
 //! - `POST /ui/runs/{run}/approvals/{id}/approve` (or `/reject`): a form
-//!   carrying the session's CSRF token, the hash shown and a note; the
-//!   decision applies only if the approval still has that hash, otherwise
-//!   the page says it changed and decides nothing;
+//!   carrying the session's CSRF token, the hash shown and a note, for the
+//!   session's run only (403 otherwise); the decision applies only if the
+//!   approval still has that hash, otherwise the page says it changed and
+//!   decides nothing;
 //! - `GET /ui/style.css`.
 //!
 //! Every answer sets a Content-Security-Policy that allows no script, no
 //! inline style, no frame and forms only to this origin; what the model
 //! chose is escaped text. The approver's calls run on the blocking pool.
 
+mod form;
 mod html;
 mod login;
 
@@ -29,47 +34,75 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use axum::routing::{get, post};
 
-pub use login::login_token;
+pub use form::form_fields;
+pub use login::{Link, LinkRefusal, MAX_TOKEN_BYTES, SecureCookie, login_token, session_id};
 
 use crate::signature::{Secret, constant_time_eq, hex};
-use crate::{Approver, ApproverError, Decision};
-use login::{LinkRefusal, Logins, SESSION_SECONDS};
+use crate::{Approver, ApproverError, Decision, SignIn};
+use login::{COOKIE, SESSION_SECONDS, Session, Sessions};
 
-/// The session cookie's name.
-const COOKIE: &str = "agentrt_session";
 /// The policy every page answer carries.
 const POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 /// The largest form read.
 const MAX_FORM: usize = 16 * 1024;
 
+/// The page's settings; [`PageConfig::new`] gives the defaults.
+#[derive(Clone)]
+pub struct PageConfig {
+    /// What decides, and records the login links taken.
+    pub approver: Arc<dyn Approver>,
+    /// The secret login links are checked with (the webhook's).
+    pub secret: Secret,
+    /// The clock links and sessions are judged by.
+    pub clock: Clock,
+    /// When the session cookie is `Secure` (default: never).
+    pub secure_cookie: SecureCookie,
+}
+
+impl PageConfig {
+    /// The defaults around `approver` and `secret`: the wall clock, a
+    /// cookie without `Secure`.
+    pub fn new(approver: Arc<dyn Approver>, secret: Secret) -> PageConfig {
+        PageConfig {
+            approver,
+            secret,
+            clock: agentrt::system_clock(),
+            secure_cookie: SecureCookie::Never,
+        }
+    }
+}
+
+impl std::fmt::Debug for PageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageConfig")
+            .field("secure_cookie", &self.secure_cookie)
+            .finish_non_exhaustive()
+    }
+}
+
 struct PageState {
-    approver: Arc<dyn Approver>,
-    secret: Secret,
-    clock: Clock,
-    logins: Mutex<Logins>,
+    config: PageConfig,
+    sessions: Mutex<Sessions>,
 }
 
 impl PageState {
     fn now(&self) -> i64 {
-        let nanos = (self.clock)().as_unix_nanos();
+        let nanos = (self.config.clock)().as_unix_nanos();
         i64::try_from(nanos.div_euclid(1_000_000_000)).unwrap_or(0)
     }
 
-    fn logins(&self) -> std::sync::MutexGuard<'_, Logins> {
-        self.logins
+    fn sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        self.sessions
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
-/// The page's routes, under `/ui/`, over `approver`; login links are
-/// checked with `secret`, times read from `clock`.
-pub fn router(approver: Arc<dyn Approver>, secret: Secret, clock: Clock) -> Router {
+/// The page's routes, under `/ui/`.
+pub fn router(config: PageConfig) -> Router {
     let state = Arc::new(PageState {
-        approver,
-        secret,
-        clock,
-        logins: Mutex::default(),
+        config,
+        sessions: Mutex::default(),
     });
     Router::new()
         .route("/ui/login", get(login))
@@ -137,28 +170,50 @@ async fn style() -> Response {
 struct LoginQuery {
     #[serde(default)]
     token: String,
-    #[serde(default)]
-    run: String,
 }
 
-async fn login(State(state): State<Arc<PageState>>, Query(query): Query<LoginQuery>) -> Response {
+fn not_signed_in(why: &str) -> Response {
+    notice(
+        StatusCode::UNAUTHORIZED,
+        "Not signed in",
+        &format!("{why} Ask for a new one (agentrt-approver login-link)."),
+    )
+}
+
+async fn login(
+    State(state): State<Arc<PageState>>,
+    Query(query): Query<LoginQuery>,
+    headers: HeaderMap,
+) -> Response {
     let now = state.now();
-    let taken = state.logins().take(&state.secret, &query.token, now);
-    let by = match taken {
-        Ok(by) => by,
-        Err(refusal) => {
-            let why = match refusal {
-                LinkRefusal::Malformed | LinkRefusal::Forged => "This link is not valid.",
-                LinkRefusal::Expired => "This link has expired.",
-                LinkRefusal::Used => "This link was used already: each link signs in once.",
-            };
+    let link = match Link::read(&state.config.secret, &query.token, now) {
+        Ok(link) => link,
+        Err(LinkRefusal::Malformed | LinkRefusal::Forged) => {
+            return not_signed_in("This link is not valid.");
+        }
+        Err(LinkRefusal::Expired) => return not_signed_in("This link has expired."),
+    };
+    let sign_in = SignIn {
+        run_id: link.run_id.clone(),
+        by: link.by.clone(),
+        nonce: link.nonce.clone(),
+    };
+    let approver = Arc::clone(&state.config.approver);
+    let taken = tokio::task::spawn_blocking(move || approver.sign_in(&sign_in)).await;
+    match taken {
+        Ok(Ok(())) => {}
+        Ok(Err(ApproverError::LinkUsed)) => {
+            return not_signed_in("This link was used already: each link signs in once.");
+        }
+        Ok(Err(e)) if e.is_not_found() => {
             return notice(
-                StatusCode::UNAUTHORIZED,
-                "Not signed in",
-                &format!("{why} Ask for a new one (agentrt-approver login-link)."),
+                StatusCode::NOT_FOUND,
+                "No such run",
+                &format!("There is no run {}.", link.run_id),
             );
         }
-    };
+        _ => return notice(StatusCode::INTERNAL_SERVER_ERROR, "Error", "internal error"),
+    }
     let (Some(id), Some(csrf)) = (random_hex(), random_hex()) else {
         return notice(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -166,15 +221,17 @@ async fn login(State(state): State<Arc<PageState>>, Query(query): Query<LoginQue
             "No randomness.",
         );
     };
-    state.logins().open(id.clone(), by, csrf, now);
-    let target = if query.run.is_empty() {
-        "/ui/".to_owned()
-    } else {
-        format!("/ui/runs/{}", percent(&query.run))
-    };
+    let target = format!("/ui/runs/{}", percent(&link.run_id));
+    state.sessions().open(id.clone(), link, csrf, now);
     let mut response = see_other(&target);
-    let cookie =
-        format!("{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECONDS}");
+    let secure = if state.config.secure_cookie.applies(&headers) {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECONDS}{secure}"
+    );
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
@@ -182,14 +239,9 @@ async fn login(State(state): State<Arc<PageState>>, Query(query): Query<LoginQue
 }
 
 /// The session the request's cookie names.
-fn session(state: &PageState, headers: &HeaderMap) -> Option<login::Session> {
-    let id = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))?;
-    state.logins().session(id, state.now())
+fn session(state: &PageState, headers: &HeaderMap) -> Option<Session> {
+    let id = session_id(headers)?;
+    state.sessions().session(id, state.now())
 }
 
 fn signed_out() -> Response {
@@ -200,16 +252,45 @@ fn signed_out() -> Response {
     )
 }
 
-/// Signed in without a run named: where to go (nothing lists runs).
+/// Why a request may not see a run's page.
+enum NotYours {
+    /// No session.
+    SignedOut,
+    /// A session for this other run.
+    OtherRun(String),
+}
+
+impl NotYours {
+    /// 401 without a session, 403 with one for another run.
+    fn answer(self, run: &str) -> Response {
+        match self {
+            NotYours::SignedOut => signed_out(),
+            NotYours::OtherRun(theirs) => notice(
+                StatusCode::FORBIDDEN,
+                "Refused",
+                &format!(
+                    "You are signed in for run {theirs} only; this is run {run}. Ask for a login link for it (agentrt-approver login-link --run {run})."
+                ),
+            ),
+        }
+    }
+}
+
+/// The session of `headers` if it is `run`'s.
+fn session_for(state: &PageState, headers: &HeaderMap, run: &str) -> Result<Session, NotYours> {
+    let session = session(state, headers).ok_or(NotYours::SignedOut)?;
+    if session.run_id != run {
+        return Err(NotYours::OtherRun(session.run_id));
+    }
+    Ok(session)
+}
+
+/// Signed in without a run named: to the session's run.
 async fn index(State(state): State<Arc<PageState>>, headers: HeaderMap) -> Response {
-    let Some(session) = session(&state, &headers) else {
-        return signed_out();
-    };
-    notice(
-        StatusCode::OK,
-        &format!("Signed in as {}", session.by),
-        "Open the page of a run: /ui/runs/RUN (a login link made with --run opens it).",
-    )
+    match session(&state, &headers) {
+        Some(session) => see_other(&format!("/ui/runs/{}", percent(&session.run_id))),
+        None => signed_out(),
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -242,10 +323,11 @@ async fn run_page(
     Query(query): Query<PageQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(session) = session(&state, &headers) else {
-        return signed_out();
+    let session = match session_for(&state, &headers, &run) {
+        Ok(session) => session,
+        Err(not_yours) => return not_yours.answer(&run),
     };
-    let approver = Arc::clone(&state.approver);
+    let approver = Arc::clone(&state.config.approver);
     let run_id = run.clone();
     let found = tokio::task::spawn_blocking(move || approver.pending(&run_id, 0)).await;
     let pending = match found {
@@ -270,42 +352,6 @@ async fn run_page(
     html(StatusCode::OK, body)
 }
 
-/// The fields of a form body (`application/x-www-form-urlencoded`).
-fn form_fields(body: &[u8]) -> Vec<(String, String)> {
-    let decode = |s: &str| -> String {
-        let bytes = s.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while let Some(&b) = bytes.get(i) {
-            match b {
-                b'+' => out.push(b' '),
-                b'%' => match bytes
-                    .get(i + 1..i + 3)
-                    .and_then(|h| std::str::from_utf8(h).ok())
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                {
-                    Some(byte) => {
-                        out.push(byte);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                },
-                b => out.push(b),
-            }
-            i += 1;
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    };
-    String::from_utf8_lossy(body)
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            (decode(key), decode(value))
-        })
-        .collect()
-}
-
 async fn decide(
     State(state): State<Arc<PageState>>,
     Path((run, id, verb)): Path<(String, String, String)>,
@@ -317,8 +363,9 @@ async fn decide(
         "reject" => false,
         _ => return notice(StatusCode::NOT_FOUND, "Not found", "No such page."),
     };
-    let Some(session) = session(&state, &headers) else {
-        return signed_out();
+    let session = match session_for(&state, &headers, &run) {
+        Ok(session) => session,
+        Err(not_yours) => return not_yours.answer(&run),
     };
     if body.len() > MAX_FORM {
         return notice(
@@ -350,7 +397,7 @@ async fn decide(
         note: field("note"),
         request_signature: None,
     };
-    let approver = Arc::clone(&state.approver);
+    let approver = Arc::clone(&state.config.approver);
     let decided = tokio::task::spawn_blocking(move || {
         if approve {
             approver.approve(&decision)
@@ -400,22 +447,4 @@ pub(crate) fn percent(text: &str) -> String {
             b => format!("%{b:02X}"),
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn form_fields_are_decoded() {
-        assert_eq!(
-            form_fields(b"csrf=a%2Bb&note=two+words%21&hash=&bad=%zz"),
-            [
-                ("csrf".to_owned(), "a+b".to_owned()),
-                ("note".to_owned(), "two words!".to_owned()),
-                ("hash".to_owned(), String::new()),
-                ("bad".to_owned(), "%zz".to_owned()),
-            ]
-        );
-    }
 }

@@ -1,5 +1,6 @@
-//! One token bucket for the whole handler: `rate` tokens a second, at most
-//! `burst` held, one taken per request before anything of it is read.
+//! A token bucket: `rate` tokens a second, at most `burst` held, one taken
+//! per request. The webhook has two, one for verified requests to a route
+//! and one for everything else.
 
 use agentrt::Timestamp;
 

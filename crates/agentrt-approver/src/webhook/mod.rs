@@ -1,40 +1,55 @@
 //! The signed webhook (periphery §5.2): an HTTP handler over an
 //! [`Approver`]. Every request goes through the same pipeline, in order:
 //!
-//! 1. the rate limit (one token bucket for the whole handler), before
-//!    anything of the request is read: 429 `rate_limited`;
+//! 1. a request whose signature headers cannot hold (one missing, the
+//!    timestamp outside the window, the signature not of its form:
+//!    [`Verifier::plausible`]) takes a token of the *unsigned* bucket
+//!    before anything else of it is read: 429 `rate_limited` when there is
+//!    none;
 //! 2. the body, read up to `max_body` bytes: 413 `body_too_large` (400
 //!    when it cannot be read);
 //! 3. the signature ([`crate::signature`]): 401 `unauthorized` with the
 //!    reason;
-//! 4. the route (module `routes`): 404 `not_found` for anything else.
+//! 4. the route (module `routes`): 404 `not_found` for anything else;
+//! 5. a verified request to a route takes a token of the *signed* bucket
+//!    (`rate`, `burst`): 429 `rate_limited` when there is none (its
+//!    signature is then not remembered: it may be sent again); only then
+//!    is its signature remembered as used and its route run.
+//!
+//! A request that looked signed but is refused at 2, 3 or 4 takes its
+//! token of the unsigned bucket when it is refused (429 instead when there
+//! is none). So unsigned, forged, replayed or misrouted requests, however
+//! many, spend only the unsigned bucket (`unsigned_rate`,
+//! `unsigned_burst`): the operator's signed requests keep their own budget.
 //!
 //! The approver's calls (SQLite) run on the blocking pool, never on the
 //! runtime's workers. A decision or cancel carries the request's signature
 //! into its transaction, so a replay is refused after a restart too.
 
 mod bucket;
+#[doc(hidden)]
+pub mod request;
 mod respond;
-mod routes;
+#[doc(hidden)]
+pub mod routes;
 mod text;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentrt::{Approval, Clock, system_clock};
+use agentrt::{Approval, Clock, Timestamp, system_clock};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use serde::Serialize;
 
-use crate::signature::{
-    NONCE_HEADER, SIGNATURE_HEADER, Secret, SignedHeaders, TIMESTAMP_HEADER, Verifier,
-};
-use crate::{Approver, ApproverError, Cancellation, Decision};
+use crate::signature::{Secret, Verifier};
+use crate::{Approver, ApproverError};
 use bucket::Bucket;
+use request::signature_headers;
 use respond::{Action, ErrorText, approver_error, error, internal, json};
 use routes::Route;
 pub(crate) use text::approval_text;
@@ -48,10 +63,16 @@ pub struct WebhookConfig {
     pub secret: Secret,
     /// How far a request's timestamp may be from now (default 5 minutes).
     pub skew: Duration,
-    /// Requests a second the whole handler accepts (default 10).
+    /// Verified requests to a route a second (default 10): the signed
+    /// bucket.
     pub rate: u32,
-    /// Requests it accepts at once (default 20).
+    /// Verified requests to a route at once (default 20).
     pub burst: u32,
+    /// Other requests (unsigned, forged, replayed, too large, to no route)
+    /// a second (default 10): the unsigned bucket.
+    pub unsigned_rate: u32,
+    /// Other requests at once (default 20).
+    pub unsigned_burst: u32,
     /// The largest body read (default 16 KiB).
     pub max_body: usize,
     /// How many pending approvals a listing shows (default 20).
@@ -119,6 +140,8 @@ impl std::fmt::Debug for WebhookConfig {
             .field("skew", &self.skew)
             .field("rate", &self.rate)
             .field("burst", &self.burst)
+            .field("unsigned_rate", &self.unsigned_rate)
+            .field("unsigned_burst", &self.unsigned_burst)
             .field("max_body", &self.max_body)
             .field("limit", &self.limit)
             .finish_non_exhaustive()
@@ -134,6 +157,8 @@ impl WebhookConfig {
             skew: Duration::from_secs(300),
             rate: 10,
             burst: 20,
+            unsigned_rate: 10,
+            unsigned_burst: 20,
             max_body: 16 * 1024,
             limit: 20,
             clock: system_clock(),
@@ -144,7 +169,10 @@ impl WebhookConfig {
 
 struct Shared {
     config: WebhookConfig,
-    bucket: Mutex<Bucket>,
+    /// Verified requests to a route.
+    signed: Mutex<Bucket>,
+    /// Everything else.
+    unsigned: Mutex<Bucket>,
     verifier: Mutex<Verifier>,
 }
 
@@ -152,7 +180,8 @@ struct Shared {
 /// to serve it beside others: the signed path is the path it sees).
 pub fn router(config: WebhookConfig) -> Router {
     let shared = Shared {
-        bucket: Mutex::new(Bucket::new(config.rate, config.burst)),
+        signed: Mutex::new(Bucket::new(config.rate, config.burst)),
+        unsigned: Mutex::new(Bucket::new(config.unsigned_rate, config.unsigned_burst)),
         verifier: Mutex::new(Verifier::new(
             config.secret.clone(),
             config.skew,
@@ -222,43 +251,46 @@ struct Asked {
     by: String,
 }
 
+fn rate_limited() -> Response {
+    error(
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+        "too many requests",
+    )
+}
+
+/// `refused`, once the request took its token of the unsigned bucket
+/// (unless `charged`: it took one already); 429 when there is none.
+fn refuse(shared: &Shared, now: Timestamp, charged: bool, refused: Response) -> Response {
+    if charged || locked(&shared.unsigned).take(now) {
+        refused
+    } else {
+        rate_limited()
+    }
+}
+
 /// The pipeline; with what a verified decision route was asked.
 async fn pipeline(
     shared: &Arc<Shared>,
     request: axum::extract::Request,
 ) -> (Response, Option<Asked>) {
     let now = (shared.config.clock)();
-    if !locked(&shared.bucket).take(now) {
-        let refused = error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            "too many requests",
-        );
-        return (refused, None);
-    }
+    let seconds = i64::try_from(now.as_unix_nanos().div_euclid(1_000_000_000)).unwrap_or(0);
     let (parts, body) = request.into_parts();
+    // Before anything of the body is read: a request that cannot be
+    // signed pays the unsigned bucket now.
+    let plausible = locked(&shared.verifier).plausible(seconds, &signature_headers(&parts.headers));
+    let charged = !plausible;
+    if charged && !locked(&shared.unsigned).take(now) {
+        return (rate_limited(), None);
+    }
     let body = match read_body(body, shared.config.max_body).await {
         Ok(body) => body,
-        Err(response) => return (response, None),
+        Err(response) => return (refuse(shared, now, charged, response), None),
     };
-    let method = parts.method.as_str();
-    let path = parts.uri.path();
-    let headers = signed_headers(&parts.headers);
-    let seconds = i64::try_from(now.as_unix_nanos().div_euclid(1_000_000_000)).unwrap_or(0);
-    let verified = locked(&shared.verifier).verify(seconds, &headers, method, path, &body);
-    if let Err(refusal) = verified {
-        let refused = error(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            &refusal.to_string(),
-        );
-        return (refused, None);
-    }
-    let Some(route) = routes::route(method, path) else {
-        return (
-            error(StatusCode::NOT_FOUND, "not_found", "no such route"),
-            None,
-        );
+    let route = match admit(shared, now, seconds, charged, &parts, &body) {
+        Admitted::Route(route) => route,
+        Admitted::Refused(refused) => return (refused, None),
     };
     // Only an observer is told who asked: no second read of the body
     // otherwise.
@@ -266,8 +298,58 @@ async fn pipeline(
         Some(_) => asked(&route, &body),
         None => None,
     };
-    let signature = headers.signature.map(str::to_owned);
+    let signature = signature_headers(&parts.headers)
+        .signature
+        .map(str::to_owned);
     (answer(shared, route, &parts, body, signature).await, asked)
+}
+
+/// What steps 3 to 5 of the pipeline made of a request.
+enum Admitted<'a> {
+    /// Its route, to run.
+    Route(Route<'a>),
+    /// The answer that refuses it.
+    Refused(Response),
+}
+
+/// Steps 3 to 5 of the pipeline for a request whose body was read: its
+/// route, once its signature is remembered and its token taken; else the
+/// answer.
+fn admit<'a>(
+    shared: &Shared,
+    now: Timestamp,
+    seconds: i64,
+    charged: bool,
+    parts: &'a Parts,
+    body: &[u8],
+) -> Admitted<'a> {
+    let (method, path) = (parts.method.as_str(), parts.uri.path());
+    let headers = signature_headers(&parts.headers);
+    // One borrow of the verifier from the check to remembering: two
+    // copies of a request cannot both pass.
+    let mut verifier = locked(&shared.verifier);
+    let accepted = match verifier.check(seconds, &headers, method, path, body) {
+        Ok(accepted) => accepted,
+        Err(refusal) => {
+            drop(verifier);
+            let refused = error(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                &refusal.to_string(),
+            );
+            return Admitted::Refused(refuse(shared, now, charged, refused));
+        }
+    };
+    let Some(route) = routes::route(method, path) else {
+        drop(verifier);
+        let refused = error(StatusCode::NOT_FOUND, "not_found", "no such route");
+        return Admitted::Refused(refuse(shared, now, charged, refused));
+    };
+    if !locked(&shared.signed).take(now) {
+        return Admitted::Refused(rate_limited());
+    }
+    verifier.remember(accepted);
+    Admitted::Route(route)
 }
 
 /// What a decision route was asked (`by` read leniently from the body).
@@ -278,10 +360,7 @@ fn asked(route: &Route<'_>, body: &[u8]) -> Option<Asked> {
         Route::Cancel { run } => (run, "cancel", ""),
         Route::Pending { .. } | Route::Show { .. } => return None,
     };
-    let by = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.get("by").and_then(|b| b.as_str()).map(str::to_owned))
-        .unwrap_or_default();
+    let by = request::asked_by(body);
     Some(Asked {
         run_id: (*run).to_owned(),
         action,
@@ -305,15 +384,6 @@ async fn read_body(body: Body, max: usize) -> Result<Bytes, Response> {
             "bad_request",
             "the body could not be read",
         )),
-    }
-}
-
-fn signed_headers(headers: &HeaderMap) -> SignedHeaders<'_> {
-    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    SignedHeaders {
-        timestamp: get(TIMESTAMP_HEADER),
-        nonce: get(NONCE_HEADER),
-        signature: get(SIGNATURE_HEADER),
     }
 }
 
@@ -397,26 +467,14 @@ async fn show(
             &format!("approval {} has expired", shown.approval.id),
         ));
     }
-    if wants_text(parts) {
+    if request::wants_text(parts.uri.query(), &parts.headers) {
         return Ok(respond::text(StatusCode::OK, text::approval_text(&shown)));
     }
     Ok(json(StatusCode::OK, &shown))
 }
 
-/// `?format=text`, or an `Accept` header starting with `text/plain`.
-fn wants_text(parts: &Parts) -> bool {
-    let query = parts.uri.query().unwrap_or_default();
-    let asked = query.split('&').any(|pair| pair == "format=text");
-    let accepts = parts
-        .headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/plain"));
-    asked || accepts
-}
-
-fn bad_request(text: &str) -> Response {
-    error(StatusCode::BAD_REQUEST, "bad_request", text)
+fn bad_request(refusal: request::BodyRefusal) -> Response {
+    error(StatusCode::BAD_REQUEST, "bad_request", &refusal.to_string())
 }
 
 async fn decide(
@@ -427,19 +485,7 @@ async fn decide(
     signature: Option<String>,
     approve: bool,
 ) -> Result<Response, Response> {
-    let mut decision: Decision = serde_json::from_slice(body).map_err(|_| {
-        bad_request(
-            "the body is not a decision: {\"run_id\", \"approval_id\", \"hash\", \"by\", \"note\"}",
-        )
-    })?;
-    if decision.run_id != run || decision.approval_id != id {
-        return Err(bad_request(
-            "the decision's run_id and approval_id must be the path's",
-        ));
-    }
-    if decision.hash.is_empty() || decision.by.is_empty() {
-        return Err(bad_request("the decision needs a hash and by"));
-    }
+    let mut decision = request::decision_body(run, id, body).map_err(bad_request)?;
     decision.request_signature = signature;
     let sent = decision.clone();
     let decided = blocking(shared, move |a| {
@@ -474,15 +520,7 @@ async fn cancel(
     body: &[u8],
     signature: Option<String>,
 ) -> Result<Response, Response> {
-    let mut cancellation: Cancellation = serde_json::from_slice(body).map_err(|_| {
-        bad_request("the body is not a cancellation: {\"run_id\", \"by\", \"note\"}")
-    })?;
-    if cancellation.run_id != run {
-        return Err(bad_request("the cancellation's run_id must be the path's"));
-    }
-    if cancellation.by.is_empty() {
-        return Err(bad_request("the cancellation needs by"));
-    }
+    let mut cancellation = request::cancellation_body(run, body).map_err(bad_request)?;
     cancellation.request_signature = signature;
     let by = cancellation.by.clone();
     let cancelled = blocking(shared, move |a| a.cancel(&cancellation)).await?;

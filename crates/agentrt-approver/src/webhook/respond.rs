@@ -59,7 +59,9 @@ pub(crate) fn approver_error(e: &ApproverError, action: Action) -> Response {
     use agentrt::Error as Core;
     let (status, code) = match e {
         ApproverError::Incomplete { .. } => (StatusCode::BAD_REQUEST, "bad_request"),
-        ApproverError::Replayed => (StatusCode::UNAUTHORIZED, "unauthorized"),
+        ApproverError::Replayed | ApproverError::LinkUsed => {
+            (StatusCode::UNAUTHORIZED, "unauthorized")
+        }
         ApproverError::Expired { .. } => (StatusCode::GONE, "expired"),
         ApproverError::Core(core) => match core {
             Core::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),

@@ -1,25 +1,47 @@
 //! The webhook's routes: a method and an exact path, each `{run}` or
 //! `{id}` exactly one non-empty segment. Anything else is not found,
 //! whatever the method (never "method not allowed"); a trailing slash is
-//! another path.
+//! another path. Public (hidden from the documentation) for the crate's
+//! fuzz target.
 
 /// What a request asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Route<'a> {
+pub enum Route<'a> {
     /// `GET /runs/{run}/approvals`.
-    Pending { run: &'a str },
+    Pending {
+        /// The run.
+        run: &'a str,
+    },
     /// `GET /runs/{run}/approvals/{id}`.
-    Show { run: &'a str, id: &'a str },
+    Show {
+        /// The run.
+        run: &'a str,
+        /// The approval.
+        id: &'a str,
+    },
     /// `POST /runs/{run}/approvals/{id}/approve`.
-    Approve { run: &'a str, id: &'a str },
+    Approve {
+        /// The run.
+        run: &'a str,
+        /// The approval.
+        id: &'a str,
+    },
     /// `POST /runs/{run}/approvals/{id}/reject`.
-    Reject { run: &'a str, id: &'a str },
+    Reject {
+        /// The run.
+        run: &'a str,
+        /// The approval.
+        id: &'a str,
+    },
     /// `POST /runs/{run}/cancel`.
-    Cancel { run: &'a str },
+    Cancel {
+        /// The run.
+        run: &'a str,
+    },
 }
 
 /// The route of `method` and `path` (no query), if any.
-pub(crate) fn route<'a>(method: &str, path: &'a str) -> Option<Route<'a>> {
+pub fn route<'a>(method: &str, path: &'a str) -> Option<Route<'a>> {
     let rest = path.strip_prefix('/')?;
     let segments: Vec<&str> = rest.split('/').collect();
     if segments.iter().any(|s| s.is_empty()) {

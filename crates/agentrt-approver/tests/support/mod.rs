@@ -124,11 +124,25 @@ pub fn serve_on(
     std::io::BufReader<std::process::ChildStderr>,
     String,
 ) {
+    let mut command = approver();
+    command.args(["serve", "--db"]).arg(db);
+    serve_with(command, secret)
+}
+
+/// `command` (`agentrt-approver serve` and what it was given) with the
+/// secret at `secret`, listening on a free loopback port: as
+/// [`serve_on`].
+pub fn serve_with(
+    mut command: Command,
+    secret: &Path,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+    String,
+) {
     use std::io::BufRead;
-    let mut child = approver()
-        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
-        .arg(db)
-        .arg("--secret-file")
+    let mut child = command
+        .args(["--listen", "127.0.0.1:0", "--secret-file"])
         .arg(secret)
         .stderr(Stdio::piped())
         .spawn()
@@ -142,4 +156,12 @@ pub fn serve_on(
         .unwrap_or_else(|| panic!("{first:?}"))
         .to_owned();
     (child, stderr, base)
+}
+
+/// Stops a served child with SIGTERM; it must exit cleanly.
+pub fn stop(mut child: std::process::Child) {
+    // SAFETY: kill with a valid pid of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
 }
