@@ -22,7 +22,9 @@ struct Cli {
     /// `.otel-cursor` added).
     #[arg(long)]
     cursor: Option<PathBuf>,
-    /// Export tool arguments and results too (bounded): they may hold secrets.
+    /// Export what models, tools, policies and servers wrote too (tool
+    /// arguments, results and errors, reasons, details; bounded): they may
+    /// hold secrets. Without it a failure is sent as its kind and length.
     #[arg(long)]
     content: bool,
     /// Export what is there, then exit.
