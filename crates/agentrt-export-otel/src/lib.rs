@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 mod attributes;
+pub mod environment;
 pub mod export;
 mod ids;
 mod spans;

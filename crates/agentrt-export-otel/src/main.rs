@@ -6,12 +6,16 @@ use std::process::ExitCode;
 
 use agentrt::cancel_pair;
 use agentrt_export_otel::SpansOptions;
+use agentrt_export_otel::environment::OtelEnvironment;
 use agentrt_export_otel::export::{ExportOptions, otlp_exporter, run};
 use clap::Parser;
 
 /// Send a database's runs to an OpenTelemetry collector (OTLP/HTTP), as
-/// they commit. The endpoint, headers and resource come from the OTEL_*
-/// environment (OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318).
+/// they commit. The endpoint, headers, timeout and resource come from the
+/// OTEL_* environment (OTEL_EXPORTER_OTLP_ENDPOINT, default
+/// http://localhost:4318; OTEL_EXPORTER_OTLP_HEADERS; OTEL_SERVICE_NAME,
+/// default agentrt; OTEL_RESOURCE_ATTRIBUTES), checked before anything is
+/// sent.
 #[derive(Parser)]
 #[command(name = "agentrt-export-otel", version)]
 struct Cli {
@@ -59,7 +63,8 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let exporter = otlp_exporter()?;
+        let environment = OtelEnvironment::from_process()?;
+        let exporter = otlp_exporter(&environment)?;
         let (handle, stop) = cancel_pair();
         #[cfg(unix)]
         {
