@@ -38,6 +38,7 @@ pub mod environment;
 pub mod export;
 mod ids;
 mod spans;
+pub mod warnings;
 
 pub use ids::{SpanKindName, span_id, trace_id};
 pub use spans::{SCOPE, Spans, SpansOptions};

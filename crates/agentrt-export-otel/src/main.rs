@@ -8,6 +8,7 @@ use agentrt::cancel_pair;
 use agentrt_export_otel::SpansOptions;
 use agentrt_export_otel::environment::OtelEnvironment;
 use agentrt_export_otel::export::{ExportOptions, otlp_exporter, run};
+use agentrt_export_otel::warnings::OtelWarnings;
 use clap::Parser;
 
 /// Send a database's runs to an OpenTelemetry collector (OTLP/HTTP), as
@@ -38,6 +39,9 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // What the OTLP crate reports only as its own log events (a receiver
+    // rejecting part of an export) goes to stderr, without text fields.
+    let _ = tracing::subscriber::set_global_default(OtelWarnings::to_stderr());
     let cursor = cli.cursor.unwrap_or_else(|| {
         let mut path = cli.db.clone().into_os_string();
         path.push(".otel-cursor");
