@@ -100,12 +100,12 @@ fn record_failures(db: &Path) {
                 Decision::tool_call("fetch", "{}"),
                 Decision::tool_call("probe", "{}"),
                 Decision::tool_call("rm", args.as_str()),
-                Decision::tool_call(&format!("{SECRET}_tool"), "{}"),
+                Decision::tool_call(format!("{SECRET}_tool"), "{}"),
                 Decision::tool_call("deploy", "{}"),
             ]);
             let failed = Driver::new(config(), agent)
                 .unwrap()
-                .start(Some("r1"), "tidy up", limits.clone())
+                .start(Some("r1"), "tidy up", limits)
                 .await
                 .unwrap();
             assert_eq!(failed.status, RunStatus::Failed);
