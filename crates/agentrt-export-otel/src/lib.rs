@@ -36,6 +36,7 @@
 mod attributes;
 pub mod environment;
 pub mod export;
+mod failure;
 mod ids;
 mod spans;
 pub mod warnings;

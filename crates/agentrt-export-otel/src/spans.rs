@@ -14,7 +14,8 @@ use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use serde_json::Value;
 
-use crate::attributes::{int_of, ours, str_of, text};
+use crate::attributes::{int_of, ours, push_text, str_of, text};
+use crate::failure::{Failure, failure_status};
 use crate::ids::{SpanKindName, span_id, trace_id};
 
 /// The instrumentation scope every span names.
@@ -567,87 +568,6 @@ impl Spans {
             done.push(finish(span, trace, end, &self.scope));
         }
         done
-    }
-}
-
-/// The words the runtime writes as a failed tool call's `failure` (core
-/// §3.5); any other value is not exported.
-const FAILURES: &[&str] = &[
-    "error",
-    "timeout",
-    "unknown_outcome",
-    "abort",
-    "invalid_content",
-    "cancelled",
-];
-
-/// What kind of failure an observation records: its kind and, for a tool
-/// call, the runtime's word for how it failed. Only these fixed words
-/// leave without `content`.
-#[derive(Debug, Clone, Copy, Default)]
-struct Failure {
-    kind: Option<ObservationKind>,
-    failure: Option<&'static str>,
-}
-
-impl Failure {
-    /// Read from an observation as the events carry it.
-    fn of(observation: Option<&Value>) -> Failure {
-        let Some(observation) = observation else {
-            return Failure::default();
-        };
-        Failure {
-            kind: str_of(observation, "kind").and_then(ObservationKind::parse),
-            failure: observation
-                .get("content")
-                .and_then(|c| str_of(c, "failure"))
-                .and_then(|f| FAILURES.iter().find(|w| **w == f).copied()),
-        }
-    }
-
-    /// `agentrt.step.observation` and `agentrt.tool.failure`.
-    fn describe(&self, attributes: &mut Vec<KeyValue>) {
-        if let Some(kind) = self.kind {
-            attributes.push(ours("step.observation", kind.as_str()));
-        }
-        if let Some(failure) = self.failure {
-            attributes.push(ours("tool.failure", failure));
-        }
-    }
-
-    /// `tool_error: timeout`, `policy_denied`, or `failed` when nothing
-    /// is known.
-    fn description(&self) -> String {
-        match (self.kind, self.failure) {
-            (Some(kind), Some(failure)) => format!("{kind}: {failure}"),
-            (Some(kind), None) => kind.as_str().to_owned(),
-            (None, Some(failure)) => failure.to_owned(),
-            (None, None) => "failed".to_owned(),
-        }
-    }
-}
-
-/// An error status: the text when it may leave (`content`), else the
-/// failure's kind.
-fn failure_status(text_if_content: Option<&str>, kind: &str, max: usize) -> Status {
-    let description = match text_if_content {
-        Some(t) if !t.is_empty() => text(t, max),
-        _ => kind.to_owned(),
-    };
-    Status::Error {
-        description: Cow::Owned(description),
-    }
-}
-
-/// A text another party chose, as `agentrt.<name>_bytes` (its length)
-/// and, with `content`, `agentrt.<name>` (bounded, sanitized).
-fn push_text(attributes: &mut Vec<KeyValue>, name: &str, value: &str, max: usize, content: bool) {
-    attributes.push(ours(
-        &format!("{name}_bytes"),
-        i64::try_from(value.len()).unwrap_or(i64::MAX),
-    ));
-    if content {
-        attributes.push(ours(name, text(value, max)));
     }
 }
 
