@@ -32,6 +32,24 @@ pub(crate) fn ours(name: &str, value: impl Into<opentelemetry::Value>) -> KeyVal
     KeyValue::new(format!("agentrt.{name}"), value)
 }
 
+/// A text another party chose, as `agentrt.<name>_bytes` (its length)
+/// and, with `content`, `agentrt.<name>` (bounded, sanitized).
+pub(crate) fn push_text(
+    attributes: &mut Vec<KeyValue>,
+    name: &str,
+    value: &str,
+    max: usize,
+    content: bool,
+) {
+    attributes.push(ours(
+        &format!("{name}_bytes"),
+        i64::try_from(value.len()).unwrap_or(i64::MAX),
+    ));
+    if content {
+        attributes.push(ours(name, text(value, max)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,15 +2,19 @@
 //! turned into spans and exported, the cursor moved only once an export
 //! succeeded.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use agentrt::follow::{Cursor, FileCursor};
 use agentrt::{Cancel, Event, EventType, Store};
-use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
+use opentelemetry::KeyValue;
+use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::resource::TelemetryResourceDetector;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter as _};
 
+use crate::environment::{EnvironmentError, OtelEnvironment};
 use crate::{Spans, SpansOptions};
 
 /// Events read at a time.
@@ -42,23 +46,40 @@ pub enum ExportError {
     /// The OTLP exporter could not be built.
     #[error("cannot build the OTLP exporter: {0}")]
     Exporter(String),
+    /// An `OTEL_*` variable cannot be used.
+    #[error(transparent)]
+    Environment(#[from] EnvironmentError),
 }
 
-/// The OTLP/HTTP (protobuf) exporter, configured by the `OTEL_*`
-/// environment (`OTEL_EXPORTER_OTLP_ENDPOINT` or `…_TRACES_ENDPOINT`,
-/// `…_HEADERS`, `…_TIMEOUT`; the resource from `OTEL_SERVICE_NAME`,
-/// default `agentrt`, and `OTEL_RESOURCE_ATTRIBUTES`).
-pub fn otlp_exporter() -> Result<SpanExporter, ExportError> {
+/// The OTLP/HTTP (protobuf) exporter `environment` describes (read it
+/// with [`OtelEnvironment::from_process`]): its endpoint, headers and
+/// timeout, and a resource with its service name and attributes.
+pub fn otlp_exporter(environment: &OtelEnvironment) -> Result<SpanExporter, ExportError> {
+    let headers: HashMap<String, String> = environment
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let mut exporter = SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)
+        .with_endpoint(environment.endpoint.clone())
+        .with_timeout(environment.timeout)
+        .with_headers(headers)
         .build()
         .map_err(|e| ExportError::Exporter(e.to_string()))?;
-    let mut resource = Resource::builder();
-    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
-        resource = resource.with_service_name("agentrt");
-    }
-    exporter.set_resource(&resource.build());
+    // The SDK's own detectors would read the environment again.
+    let resource = Resource::builder_empty()
+        .with_detector(Box::new(TelemetryResourceDetector))
+        .with_attributes(
+            environment
+                .resource
+                .iter()
+                .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+        )
+        .with_service_name(environment.service_name.clone())
+        .build();
+    exporter.set_resource(&resource);
     Ok(exporter)
 }
 

@@ -6,12 +6,17 @@ use std::process::ExitCode;
 
 use agentrt::cancel_pair;
 use agentrt_export_otel::SpansOptions;
+use agentrt_export_otel::environment::OtelEnvironment;
 use agentrt_export_otel::export::{ExportOptions, otlp_exporter, run};
+use agentrt_export_otel::warnings::OtelWarnings;
 use clap::Parser;
 
 /// Send a database's runs to an OpenTelemetry collector (OTLP/HTTP), as
-/// they commit. The endpoint, headers and resource come from the OTEL_*
-/// environment (OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318).
+/// they commit. The endpoint, headers, timeout and resource come from the
+/// OTEL_* environment (OTEL_EXPORTER_OTLP_ENDPOINT, default
+/// http://localhost:4318; OTEL_EXPORTER_OTLP_HEADERS; OTEL_SERVICE_NAME,
+/// default agentrt; OTEL_RESOURCE_ATTRIBUTES), checked before anything is
+/// sent.
 #[derive(Parser)]
 #[command(name = "agentrt-export-otel", version)]
 struct Cli {
@@ -22,7 +27,9 @@ struct Cli {
     /// `.otel-cursor` added).
     #[arg(long)]
     cursor: Option<PathBuf>,
-    /// Export tool arguments and results too (bounded): they may hold secrets.
+    /// Export what models, tools, policies and servers wrote too (tool
+    /// arguments, results and errors, reasons, details; bounded): they may
+    /// hold secrets. Without it a failure is sent as its kind and length.
     #[arg(long)]
     content: bool,
     /// Export what is there, then exit.
@@ -32,6 +39,9 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // What the OTLP crate reports only as its own log events (a receiver
+    // rejecting part of an export) goes to stderr, without text fields.
+    let _ = tracing::subscriber::set_global_default(OtelWarnings::to_stderr());
     let cursor = cli.cursor.unwrap_or_else(|| {
         let mut path = cli.db.clone().into_os_string();
         path.push(".otel-cursor");
@@ -57,7 +67,8 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let exporter = otlp_exporter()?;
+        let environment = OtelEnvironment::from_process()?;
+        let exporter = otlp_exporter(&environment)?;
         let (handle, stop) = cancel_pair();
         #[cfg(unix)]
         {

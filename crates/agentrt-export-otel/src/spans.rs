@@ -4,7 +4,9 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agentrt::{Event, EventType, Timestamp};
+use agentrt::{
+    CallStatus, DecisionKind, Event, EventType, ObservationKind, Outcome, TerminalReason, Timestamp,
+};
 use opentelemetry::trace::{
     Event as SpanEvent, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceState,
 };
@@ -12,7 +14,8 @@ use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use serde_json::Value;
 
-use crate::attributes::{int_of, ours, str_of, text};
+use crate::attributes::{int_of, ours, push_text, str_of, text};
+use crate::failure::{Failure, failure_status};
 use crate::ids::{SpanKindName, span_id, trace_id};
 
 /// The instrumentation scope every span names.
@@ -23,8 +26,12 @@ pub const SCOPE: &str = "agentrt-export-otel";
 pub struct SpansOptions {
     /// Longest text attribute, in bytes (0: 1024).
     pub max_text: usize,
-    /// Export tool arguments and results (bounded, sanitized). Off by
-    /// default: they may hold secrets.
+    /// Export the text a model, a tool, a policy or a server chose
+    /// (bounded, sanitized): tool arguments, results and errors, policy
+    /// and approval reasons, model errors, step and run details, a tool
+    /// name the runtime did not recognise. Off by default: they may hold
+    /// secrets. Without it a failure leaves as its kind and its length in
+    /// bytes only.
     pub content: bool,
 }
 
@@ -61,6 +68,26 @@ struct RunState {
     interrupted: bool,
     models: HashMap<String, Open>,
     approvals: HashMap<String, Open>,
+    /// The tool the open step's decision named, held back until the
+    /// runtime shows it knows the tool (`step.policy`, `step.tool_started`):
+    /// before that it is the model's text.
+    proposed_tool: Option<String>,
+    /// A tool that finished with an error, waiting for the event that says
+    /// what kind of failure it was.
+    failing: Option<Failing>,
+}
+
+/// A tool that finished with an error. Its kind is not in
+/// `step.tool_finished`: a failed step's `step.failed`, written with the
+/// finish, carries the observation; any other next event of the run means
+/// the step was marked interrupted (an outcome the runtime cannot know).
+#[derive(Debug)]
+struct Failing {
+    step_id: String,
+    /// The tool's span and when it ended.
+    tool: Option<(Open, SystemTime)>,
+    /// The error's text, for `content` only.
+    error: String,
 }
 
 /// Turns events into spans. One `Spans` must see each run's events in seq
@@ -129,12 +156,33 @@ impl Spans {
         let mut finished: Vec<(Open, SystemTime)> = Vec::new();
         let max = self.options.max_text;
         let content = self.options.content;
+        // A tool failure waits for this event to say what kind it was.
+        let failing = match state.failing.take() {
+            Some(f) if event.event_type == EventType::StepFailed && event.step_id == f.step_id => {
+                Some(f)
+            }
+            Some(f) => {
+                // No `step.failed` with the finish: the step was marked
+                // interrupted, its outcome unknown.
+                if let Some((mut tool, end)) = f.tool {
+                    let kind = ObservationKind::Interrupted.as_str();
+                    tool.attributes.push(ours("tool.status", "interrupted"));
+                    tool.status = failure_status(content.then_some(f.error.as_str()), kind, max);
+                    finished.push((tool, end));
+                }
+                state.interrupted = true;
+                None
+            }
+            None => None,
+        };
         match &event.event_type {
             EventType::RunCreated => {
                 let mut attributes = vec![
                     ours("run.id", run_id.clone()),
                     KeyValue::new("gen_ai.operation.name", "invoke_agent"),
                 ];
+                // The goal is the text of whoever started the run (the
+                // program, the operator), not of a model or a tool.
                 if let Some(goal) = str_of(&payload, "goal") {
                     attributes.push(ours("run.goal", text(goal, max)));
                 }
@@ -155,6 +203,7 @@ impl Spans {
                     finished.push((end_step(step, state.interrupted, "step.started"), at));
                 }
                 state.interrupted = false;
+                state.proposed_tool = None;
                 let mut attributes = vec![
                     ours("run.id", run_id.clone()),
                     ours("step.id", event.step_id.clone()),
@@ -176,6 +225,22 @@ impl Spans {
             | EventType::StepToolStarted
             | EventType::StepInterrupted
             | EventType::ApprovalRequested => {
+                match event.event_type {
+                    EventType::StepDecided if !content => {
+                        state.proposed_tool = str_of(&payload, "tool").map(|t| text(t, max));
+                    }
+                    EventType::StepPolicy | EventType::StepToolStarted => {
+                        // Only a request for a tool the runtime knows
+                        // reaches the policy or runs.
+                        if let (Some(step), Some(tool)) =
+                            (state.step.as_mut(), state.proposed_tool.take())
+                        {
+                            step.attributes
+                                .push(KeyValue::new("gen_ai.tool.name", tool));
+                        }
+                    }
+                    _ => {}
+                }
                 if let Some(step) = state.step.as_mut() {
                     step.events.push(span_event(event, at));
                     describe_step(step, event, &payload, max, content);
@@ -225,8 +290,9 @@ impl Spans {
                             attributes.push(ours(&format!("approval.{key}"), v.to_owned()));
                         }
                     }
+                    // A policy's reason may quote the request: content.
                     if let Some(reason) = str_of(&payload, "reason") {
-                        attributes.push(ours("approval.reason", text(reason, max)));
+                        push_text(&mut attributes, "approval.reason", reason, max, content);
                     }
                     let span = open(
                         "agentrt.approval",
@@ -247,6 +313,7 @@ impl Spans {
                         span.attributes
                             .push(ours("approval.status", status.to_owned()));
                     }
+                    // An operator's label, recorded as given.
                     if let Some(by) = str_of(&payload, "by") {
                         span.attributes.push(ours("approval.by", text(by, max)));
                     }
@@ -278,44 +345,86 @@ impl Spans {
                     span.start = at
                         .checked_sub(Duration::from_millis(duration))
                         .unwrap_or(at);
+                    if let Some(error) = error {
+                        let failure = Failure::of(payload.get("observation"));
+                        failure.describe(&mut span.attributes);
+                        push_text(&mut span.attributes, "tool.error", error, max, content);
+                        span.status =
+                            failure_status(content.then_some(error), &failure.description(), max);
+                    }
                     finished.push((span, at));
                 } else if let Some(mut step) = state.step.take() {
-                    if let Some(mut tool) = state.tool.take() {
-                        if let Some(ms) = int_of(&payload, "duration_ms") {
-                            tool.attributes.push(ours("tool.duration_ms", ms));
-                        }
-                        if let Some(error) = error {
-                            tool.status = Status::Error {
-                                description: Cow::Owned(text(error, max)),
-                            };
-                        }
-                        finished.push((tool, at));
+                    let mut tool = state.tool.take();
+                    if let Some(tool) = tool.as_mut()
+                        && let Some(ms) = int_of(&payload, "duration_ms")
+                    {
+                        tool.attributes.push(ours("tool.duration_ms", ms));
                     }
                     describe_step(&mut step, event, &payload, max, content);
-                    let status = if error.is_some() { "failed" } else { "done" };
-                    if let Some(error) = error {
-                        step.attributes.push(ours("tool.error", text(error, max)));
-                        step.status = Status::Error {
-                            description: Cow::Owned(text(error, max)),
-                        };
+                    match error {
+                        None => {
+                            step.attributes.push(ours("step.status", "done"));
+                            step.attributes.push(ours("step.end", "step.tool_finished"));
+                            finished.extend(tool.map(|t| (t, at)));
+                            finished.push((step, at));
+                        }
+                        Some(error) => {
+                            // The tool's error is its text: its length
+                            // always, the text only with `content`. The
+                            // step stays open for the event that says what
+                            // kind of failure it was.
+                            if let Some(tool) = tool.as_mut() {
+                                push_text(&mut tool.attributes, "tool.error", error, max, content);
+                            }
+                            push_text(&mut step.attributes, "tool.error", error, max, content);
+                            state.step = Some(step);
+                            state.failing = Some(Failing {
+                                step_id: event.step_id.clone(),
+                                tool: tool.map(|t| (t, at)),
+                                error: if content {
+                                    error.to_owned()
+                                } else {
+                                    String::new()
+                                },
+                            });
+                        }
                     }
-                    step.attributes.push(ours("step.status", status));
-                    step.attributes.push(ours("step.end", "step.tool_finished"));
-                    finished.push((step, at));
                 }
             }
             EventType::StepFailed => {
-                if let Some(tool) = state.tool.take() {
-                    finished.push((end_tool(tool, "failed"), at));
+                let failure = Failure::of(payload.get("observation"));
+                match failing {
+                    Some(Failing {
+                        tool: Some((mut tool, end)),
+                        error,
+                        ..
+                    }) => {
+                        tool.attributes.push(ours("tool.status", "failed"));
+                        failure.describe(&mut tool.attributes);
+                        tool.status = failure_status(
+                            content.then_some(error.as_str()),
+                            &failure.description(),
+                            max,
+                        );
+                        finished.push((tool, end));
+                    }
+                    _ => {
+                        if let Some(tool) = state.tool.take() {
+                            finished.push((end_tool(tool, "failed"), at));
+                        }
+                    }
                 }
                 if let Some(mut step) = state.step.take() {
+                    // The detail is the observation's summary: a tool's
+                    // error, a policy's reason, what was wrong with the
+                    // model's request.
                     let detail = str_of(&payload, "detail").unwrap_or_default();
                     step.attributes.push(ours("step.status", "failed"));
                     step.attributes.push(ours("step.end", "step.failed"));
-                    step.attributes.push(ours("step.detail", text(detail, max)));
-                    step.status = Status::Error {
-                        description: Cow::Owned(text(detail, max)),
-                    };
+                    failure.describe(&mut step.attributes);
+                    push_text(&mut step.attributes, "step.detail", detail, max, content);
+                    step.status =
+                        failure_status(content.then_some(detail), &failure.description(), max);
                     finished.push((step, at));
                 }
             }
@@ -361,11 +470,18 @@ impl Spans {
                     if let Some(cost) = int_of(&payload, "cost_micros") {
                         span.attributes.push(ours("model.cost_micros", cost));
                     }
+                    let status = str_of(&payload, "status").and_then(CallStatus::parse);
+                    if let Some(status) = status {
+                        span.attributes.push(ours("model.status", status.as_str()));
+                    }
                     if event.event_type == EventType::ModelFailed {
-                        let error = str_of(&payload, "error").unwrap_or("model call failed");
-                        span.status = Status::Error {
-                            description: Cow::Owned(text(error, max)),
-                        };
+                        // The provider's error: a server's text.
+                        let error = str_of(&payload, "error").filter(|e| !e.is_empty());
+                        if let Some(error) = error {
+                            push_text(&mut span.attributes, "model.error", error, max, content);
+                        }
+                        let kind = status.map_or("error", |s| s.as_str());
+                        span.status = failure_status(error.filter(|_| content), kind, max);
                     }
                     finished.push((span, at));
                 }
@@ -388,26 +504,30 @@ impl Spans {
                 if let Some(mut run) = state.run.take() {
                     let status = str_of(&payload, "status").unwrap_or_default();
                     run.attributes.push(ours("run.status", status.to_owned()));
-                    for key in ["reason", "by"] {
-                        if let Some(v) = str_of(&payload, key) {
-                            run.attributes
-                                .push(ours(&format!("run.{key}"), v.to_owned()));
-                        }
+                    let reason = str_of(&payload, "reason").and_then(TerminalReason::parse);
+                    if let Some(reason) = reason {
+                        run.attributes.push(ours("run.reason", reason.as_str()));
                     }
-                    if let Some(detail) = str_of(&payload, "detail") {
-                        run.attributes.push(ours("run.detail", text(detail, max)));
+                    // Who ended it: an operator's label, recorded as given.
+                    if let Some(by) = str_of(&payload, "by") {
+                        run.attributes.push(ours("run.by", text(by, max)));
+                    }
+                    // The detail may be a tool's abort text, the model's
+                    // reason for giving up, a result: content.
+                    let detail = str_of(&payload, "detail");
+                    if let Some(detail) = detail {
+                        push_text(&mut run.attributes, "run.detail", detail, max, content);
                     }
                     if let Some(steps) = int_of(&payload, "steps") {
                         run.attributes.push(ours("run.steps", steps));
                     }
                     run.status = match status {
                         "COMPLETED" => Status::Ok,
-                        "FAILED" => Status::Error {
-                            description: Cow::Owned(text(
-                                str_of(&payload, "detail").unwrap_or("the run failed"),
-                                max,
-                            )),
-                        },
+                        "FAILED" => failure_status(
+                            detail.filter(|d| content && !d.is_empty()),
+                            reason.map_or("failed", |r| r.as_str()),
+                            max,
+                        ),
                         _ => Status::Unset,
                     };
                     if status == "CANCELLED" {
@@ -469,14 +589,29 @@ fn end_tool(mut tool: Open, status: &'static str) -> Open {
 fn describe_step(step: &mut Open, event: &Event, payload: &Value, max: usize, content: bool) {
     match &event.event_type {
         EventType::StepDecided => {
-            if let Some(kind) = str_of(payload, "kind") {
-                step.attributes.push(ours("decision.kind", kind.to_owned()));
+            // A kind the runtime does not know is the model's text.
+            match str_of(payload, "kind").map(DecisionKind::from_text) {
+                Some(DecisionKind::Other(kind)) if content => {
+                    step.attributes
+                        .push(ours("decision.kind", text(&kind, max)));
+                }
+                Some(DecisionKind::Other(_)) => {
+                    step.attributes.push(ours("decision.kind", "other"))
+                }
+                Some(kind) => step
+                    .attributes
+                    .push(ours("decision.kind", kind.as_str().to_owned())),
+                None => {}
             }
             if let Some(tool) = str_of(payload, "tool") {
                 step.attributes
                     .push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
-                step.attributes
-                    .push(KeyValue::new("gen_ai.tool.name", text(tool, max)));
+                // The model's text until the runtime knows the tool (see
+                // `RunState::proposed_tool`).
+                if content {
+                    step.attributes
+                        .push(KeyValue::new("gen_ai.tool.name", text(tool, max)));
+                }
             }
             if content && let Some(args) = payload.get("args") {
                 step.attributes
@@ -484,18 +619,23 @@ fn describe_step(step: &mut Open, event: &Event, payload: &Value, max: usize, co
             }
         }
         EventType::StepPolicy => {
-            for key in ["outcome", "kind", "policy_id", "spec_hash"] {
+            if let Some(outcome) = str_of(payload, "outcome").and_then(Outcome::parse) {
+                step.attributes
+                    .push(ours("policy.outcome", outcome.as_str()));
+            }
+            // The policy's labels (its author's words, like a tool's name);
+            // its reason may quote the request, so it is content.
+            for (key, name) in [
+                ("kind", "policy.kind"),
+                ("policy_id", "policy.id"),
+                ("spec_hash", "policy.spec_hash"),
+            ] {
                 if let Some(v) = str_of(payload, key) {
-                    let name = match key {
-                        "policy_id" => "policy.id".to_owned(),
-                        other => format!("policy.{other}"),
-                    };
-                    step.attributes.push(ours(&name, v.to_owned()));
+                    step.attributes.push(ours(name, text(v, max)));
                 }
             }
             if let Some(reason) = str_of(payload, "reason") {
-                step.attributes
-                    .push(ours("policy.reason", text(reason, max)));
+                push_text(&mut step.attributes, "policy.reason", reason, max, content);
             }
         }
         EventType::StepToolStarted => {

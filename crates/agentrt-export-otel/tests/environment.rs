@@ -90,3 +90,90 @@ async fn the_otel_environment_sets_endpoint_headers_service_and_resource() {
         assert!(contains(needle), "{needle} is not in the request");
     }
 }
+
+/// A variable the exporter cannot use stops it before it sends anything,
+/// its error naming the variable (and the entry) but never the value: a
+/// header entry that is not `name=value` (the OTLP crate alone would drop
+/// it and send the rest), a service name that is not UTF-8 (the SDK alone
+/// would fall back to `unknown_service`).
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_otel_variable_stops_the_exporter_by_name_without_its_value() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let store = Store::open(&db).unwrap();
+    let at = Timestamp::parse("2026-10-01T09:00:00Z").unwrap();
+    store
+        .write(|tx| {
+            tx.insert_run(&NewRun {
+                id: "r1",
+                goal: "g",
+                limits_json: "{}",
+                created_at: at,
+                lease_owner: "me",
+                lease_expires_at: at,
+            })?;
+            tx.append_event("r1", "", &at, EventType::RunCreated, r#"{"goal":"g"}"#)?;
+            tx.append_event(
+                "r1",
+                "",
+                &at,
+                EventType::RunFinished,
+                r#"{"status":"COMPLETED","reason":"completed","detail":"","steps":0}"#,
+            )
+        })
+        .unwrap();
+    drop(store);
+    let requests: Arc<Mutex<usize>> = Arc::default();
+    let counter = Arc::clone(&requests);
+    let app = axum::Router::new().fallback(move || {
+        let counter = Arc::clone(&counter);
+        async move {
+            *counter.lock().unwrap() += 1;
+            ""
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    for (variable, value, says) in [
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            OsString::from("authorization=Bearer%20s3cret-token,broken"),
+            "OTEL_EXPORTER_OTLP_HEADERS: entry 2",
+        ),
+        (
+            "OTEL_SERVICE_NAME",
+            OsString::from_vec(b"s3cret-\xff".to_vec()),
+            "OTEL_SERVICE_NAME is not valid UTF-8",
+        ),
+    ] {
+        let (db, cursor) = (db.clone(), dir.path().join("cursor"));
+        let output = tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_agentrt-export-otel"))
+                .arg("--db")
+                .arg(&db)
+                .arg("--cursor")
+                .arg(&cursor)
+                .arg("--once")
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{addr}"))
+                .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                .env_remove("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+                .env(variable, value)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{variable}: {stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!stderr.contains("s3cret"), "{stderr}");
+    }
+    assert_eq!(*requests.lock().unwrap(), 0, "nothing was sent");
+}

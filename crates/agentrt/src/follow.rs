@@ -28,7 +28,7 @@
 //! # });
 //! ```
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -73,6 +73,43 @@ impl Cursor for MemoryCursor {
     }
 }
 
+/// The longest text a cursor file holds: the largest seq (19 digits) and
+/// a newline.
+pub const CURSOR_TEXT_MAX: usize = 20;
+
+/// Why a cursor file's text is not a position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CursorTextError {
+    /// Empty, or something other than decimal digits and one newline.
+    #[error("it does not hold a seq (decimal digits and a newline)")]
+    NotASeq,
+    /// Longer than [`CURSOR_TEXT_MAX`] bytes.
+    #[error("it is longer than a seq (at most {CURSOR_TEXT_MAX} bytes)")]
+    TooLong,
+    /// Digits beyond the largest seq (`i64::MAX`).
+    #[error("the seq is too large")]
+    TooLarge,
+}
+
+/// The position a cursor file's bytes hold: decimal digits (ASCII only),
+/// optionally followed by one `\n`, at most [`CURSOR_TEXT_MAX`] bytes,
+/// at most `i64::MAX`. What [`FileCursor`] reads (and what it writes,
+/// `{seq}\n`, parses back to the same seq).
+pub fn parse_cursor_text(text: &[u8]) -> std::result::Result<i64, CursorTextError> {
+    if text.len() > CURSOR_TEXT_MAX {
+        return Err(CursorTextError::TooLong);
+    }
+    let digits = text.strip_suffix(b"\n").unwrap_or(text);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(CursorTextError::NotASeq);
+    }
+    digits.iter().try_fold(0i64, |n, d| {
+        n.checked_mul(10)
+            .and_then(|n| n.checked_add(i64::from(d - b'0')))
+            .ok_or(CursorTextError::TooLarge)
+    })
+}
+
 /// A position kept in a file: the seq in decimal and a newline, replaced
 /// atomically (written to a new file beside it, flushed to disk, made
 /// owner-only, renamed over it). A missing file is position 0; anything
@@ -103,21 +140,21 @@ impl FileCursor {
 
 impl Cursor for FileCursor {
     fn load(&mut self) -> Result<i64> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(text) => text,
+        let file = match std::fs::File::open(&self.path) {
+            Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(self.invalid(e.to_string())),
         };
-        let digits = text.strip_suffix('\n').unwrap_or(&text);
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(self.invalid(format!(
-                "it does not hold a seq (decimal digits and a newline): {:?}",
-                crate::text::clip(&text, 40)
-            )));
-        }
-        digits
-            .parse()
-            .map_err(|_| self.invalid("the seq is too large"))
+        // A user can edit the file (or swap in something endless): read no
+        // more than a seq can take, and one byte more to tell it is longer.
+        let mut text = Vec::with_capacity(CURSOR_TEXT_MAX + 1);
+        file.take(CURSOR_TEXT_MAX as u64 + 1)
+            .read_to_end(&mut text)
+            .map_err(|e| self.invalid(e.to_string()))?;
+        parse_cursor_text(&text).map_err(|e| {
+            let shown = String::from_utf8_lossy(&text[..text.len().min(CURSOR_TEXT_MAX)]);
+            self.invalid(format!("{e}: {:?}", crate::text::clip(&shown, 40)))
+        })
     }
 
     fn save(&mut self, seq: i64) -> Result<()> {

@@ -205,3 +205,46 @@ fn a_cursor_file_holds_a_seq_or_is_refused() {
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "no temporary file left behind");
 }
+
+/// A cursor file that never ends (a pipe whose writer stays open, a
+/// device, a link a user swapped in) is refused after the few bytes a seq
+/// can take, not read to its end. The writer here holds its end open until
+/// the load returned: a load that reads to the end never returns (the
+/// 30 s wait is a guard, not a timing check).
+#[cfg(unix)]
+#[test]
+fn a_cursor_file_is_read_no_further_than_a_seq_can_reach() {
+    use std::io::Write;
+    use std::sync::mpsc::channel;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cursor");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (loaded, done) = channel();
+    let (release, held) = channel::<()>();
+    let writer_path = path.clone();
+    let writer = std::thread::spawn(move || {
+        let mut pipe = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&writer_path)
+            .unwrap();
+        // More than a seq can be, then the end held open.
+        let _ = pipe.write_all(b"123456789012345678901234567890\n");
+        let _ = held.recv();
+    });
+    let reader_path = path.clone();
+    std::thread::spawn(move || {
+        let _ = loaded.send(FileCursor::new(reader_path).load());
+    });
+    let result = done.recv_timeout(Duration::from_secs(30));
+    let _ = release.send(());
+    writer.join().unwrap();
+    let e = result
+        .expect("the load returned while the pipe was still open")
+        .unwrap_err();
+    assert!(e.to_string().contains("longer than a seq"), "{e}");
+}
