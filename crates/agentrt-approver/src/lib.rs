@@ -43,6 +43,7 @@
 mod decision;
 mod error;
 mod extension;
+mod fault;
 mod login_nonces;
 pub mod page;
 mod pending;

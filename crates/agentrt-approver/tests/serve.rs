@@ -256,3 +256,37 @@ async fn the_cookie_is_secure_with_cookie_secure_or_a_trusted_forwarded_https_an
     let (code, stderr) = refused_within(both, std::time::Duration::from_secs(20));
     assert_eq!(code, Some(2), "one or the other: {stderr}");
 }
+
+#[tokio::test]
+async fn an_internal_error_is_told_to_the_operator_on_stderr_and_not_to_the_caller() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    waiting_run(&db).await;
+    let secret = dir.path().join("secret");
+    write_secret(&secret, 0o600);
+    let (mut child, stderr, base) = support::serve_on(db.as_os_str(), &secret);
+    // The store's table goes away behind the server: its next read fails
+    // inside, which is no fault of the caller.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("ALTER TABLE approvals RENAME TO approvals_gone")
+        .unwrap();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let (status, answer) = send(&http, &base, reqwest::Method::GET, "/runs/r1/approvals", "").await;
+    assert_eq!(status, 500, "{answer}");
+    assert_eq!(
+        answer["error"], "internal error",
+        "the caller learns nothing of it"
+    );
+    // SAFETY: kill with a valid pid of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    let said: Vec<String> = stderr.lines().map_while(Result::ok).collect();
+    let line = said
+        .iter()
+        .find(|l| l.starts_with("agentrt-approver: internal error: webhook: reading approvals: "))
+        .unwrap_or_else(|| panic!("the operator is told: {said:#?}"));
+    assert!(line.contains("approvals"), "the cause: {line}");
+    assert!(!said.iter().any(|l| l.contains(SECRET)), "{said:#?}");
+}

@@ -135,6 +135,13 @@ fn html(status: StatusCode, body: String) -> Response {
     answer(status, "text/html; charset=utf-8", body)
 }
 
+/// The page's 500: "internal error" to the person, the cause at `place`
+/// to the operator's log (`fault`).
+fn internal(place: &str, cause: &dyn std::fmt::Display) -> Response {
+    crate::fault::report(place, cause);
+    notice(StatusCode::INTERNAL_SERVER_ERROR, "Error", "internal error")
+}
+
 fn notice(status: StatusCode, title: &str, text: &str) -> Response {
     html(status, html::notice(title, text))
 }
@@ -212,7 +219,8 @@ async fn login(
                 &format!("There is no run {}.", link.run_id),
             );
         }
-        _ => return notice(StatusCode::INTERNAL_SERVER_ERROR, "Error", "internal error"),
+        Ok(Err(e)) => return internal("page: signing in", &e),
+        Err(e) => return internal("page: signing in", &e),
     }
     let (Some(id), Some(csrf)) = (random_hex(), random_hex()) else {
         return notice(
@@ -339,7 +347,8 @@ async fn run_page(
                 &format!("There is no run {run}."),
             );
         }
-        _ => return notice(StatusCode::INTERNAL_SERVER_ERROR, "Error", "internal error"),
+        Ok(Err(e)) => return internal("page: reading a run's approvals", &e),
+        Err(e) => return internal("page: reading a run's approvals", &e),
     };
     let message = message(&query.done, &query.approval);
     let body = html::run_page(
@@ -411,9 +420,9 @@ async fn decide(
         Ok(Ok(_)) => "rejected",
         Ok(Err(e)) => match outcome(&e) {
             Some(done) => done,
-            None => return notice(StatusCode::INTERNAL_SERVER_ERROR, "Error", "internal error"),
+            None => return internal("page: deciding an approval", &e),
         },
-        Err(_) => return notice(StatusCode::INTERNAL_SERVER_ERROR, "Error", "internal error"),
+        Err(e) => return internal("page: deciding an approval", &e),
     };
     see_other(&format!(
         "/ui/runs/{}?done={done}&approval={}",

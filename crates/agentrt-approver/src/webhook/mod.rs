@@ -395,7 +395,7 @@ async fn blocking<T: Send + 'static>(
     let approver = Arc::clone(&shared.config.approver);
     tokio::task::spawn_blocking(move || f(approver.as_ref()))
         .await
-        .map_err(|_| internal())
+        .map_err(|e| internal("webhook: the approver's call", &e))
 }
 
 #[derive(Serialize)]

@@ -17,6 +17,17 @@ pub(crate) enum Action {
     Cancel,
 }
 
+impl Action {
+    /// What the webhook was doing, for the operator's log.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Action::Read => "webhook: reading approvals",
+            Action::Decide => "webhook: deciding an approval",
+            Action::Cancel => "webhook: cancelling a run",
+        }
+    }
+}
+
 /// `value` as JSON with `status`.
 pub(crate) fn json(status: StatusCode, value: &impl Serialize) -> Response {
     let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
@@ -74,14 +85,16 @@ pub(crate) fn approver_error(e: &ApproverError, action: Action) -> Response {
                 (StatusCode::CONFLICT, "run_finished")
             }
             Core::RunState { .. } => (StatusCode::CONFLICT, "run_not_waiting"),
-            _ => return internal(),
+            _ => return internal(action.name(), e),
         },
     };
     error(status, code, &e.to_string())
 }
 
-/// 500 without detail: what failed inside stays in the server's log.
-pub(crate) fn internal() -> Response {
+/// 500 without detail: what failed inside at `place` goes to the
+/// operator's log (`fault`), not to the caller.
+pub(crate) fn internal(place: &str, cause: &dyn std::fmt::Display) -> Response {
+    crate::fault::report(place, cause);
     error(
         StatusCode::INTERNAL_SERVER_ERROR,
         "internal",
