@@ -218,7 +218,10 @@ async fn apply(tx: &Transaction<'_>, shape: &ExtensionShape, change: &ShapeChang
                 return Err(Error::ExtensionSchema {
                     extension: shape.extension.name.to_owned(),
                     table: table.clone(),
-                    detail: format!("the index {:?} is on a table it does not describe", index.name),
+                    detail: format!(
+                        "the index {:?} is on a table it does not describe",
+                        index.name
+                    ),
                 });
             };
             vec![index_sql(described, index)]

@@ -7,10 +7,9 @@ use agentrt::Result;
 use agentrt::model::{Approval, Event, Labels, ModelCall, Run, Step};
 use agentrt::store::engine::{
     APPROVAL_COLUMNS, CALL_COLUMNS, Cut, Decode, Dialect, EVENT_COLUMNS, ExtensionOrder,
-    ExtensionQuery, Page, PageTable,
-    RUN_COLUMNS, RUN_FROM, ReadRows, STEP_COLUMNS, StoredRow, capped_select, decode_approval,
-    decode_capped_approval, decode_capped_run, decode_capped_step, decode_event, decode_model_call,
-    decode_run, decode_step,
+    ExtensionQuery, Page, PageTable, RUN_COLUMNS, RUN_FROM, ReadRows, STEP_COLUMNS, StoredRow,
+    capped_select, decode_approval, decode_capped_approval, decode_capped_run, decode_capped_step,
+    decode_event, decode_model_call, decode_run, decode_step,
 };
 use agentrt::store::{ExtensionTable, MAX_PAGE_TEXT, SqlValue};
 

@@ -11,14 +11,25 @@
 //! (their rows open). The calls go through a gate of their own over the
 //! same database, many at once (the store commits them in groups).
 //!
-//! Every call timed is a new request (a counter in the path), so it goes
-//! through every rule of periphery §4.4 and begins a run; each adds one
-//! settled row to the history it is timed against.
+//! Timed on each session, every call a new request (a counter in the
+//! path), so that it goes through every rule of periphery §4.4:
+//!
+//! - **alone**: a change that would ask for an approval while five wait
+//!   (`max_pending` 5): rules 1–7 read the session and the call is
+//!   `BLOCKED`, nothing written — planning alone;
+//! - **whole call**: a change that runs: planning, its run begun (its
+//!   row claimed, the previous call's settled), the tool called upstream,
+//!   the outcome recorded; each adds one settled row to the history.
+//!
+//! Criterion measures each alone; then, printed, an interleaved table
+//! (`ROUNDS` rounds after `WARM`, each one call of each kind on each
+//! session, their order rotating, so that they share the machine's
+//! drift), medians and 90th percentiles.
 //!
 //! `cargo bench -p agentrt-proxy --bench planning`; figures in
 //! docs/performance.md. `cargo test -p agentrt-proxy --bench planning`
-//! (CI) builds two small sessions and checks every answer and what the
-//! planning left in the index.
+//! (CI) builds two small sessions, makes a few calls of each kind and
+//! checks every answer and what they left open in the index.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -85,7 +96,9 @@ fn history_gate(store: &Store) -> Gate {
     };
     let tools = vec![
         answer(ToolSpec::new(TOOL, "Reads a file.", agentrt::SideEffect::LocalMutation).terminal()),
-        answer(ToolSpec::new(OTHER, "Sends a file.", agentrt::SideEffect::RemoteMutation).terminal()),
+        answer(
+            ToolSpec::new(OTHER, "Sends a file.", agentrt::SideEffect::RemoteMutation).terminal(),
+        ),
     ];
     Gate::new(GateConfig::new(store.clone(), DefaultPolicy, tools)).expect("gate")
 }
@@ -173,24 +186,52 @@ async fn write_history(store: &Store, past: usize) {
     }
 }
 
-/// A proxy as `serve` builds it over a database holding a session of
-/// `past` calls, in `dir` (its configuration pinned to the fixture at
-/// `url`), the database and the upstream connections.
-async fn proxy_after(
+/// A session of `past` calls and the two proxies timed on it.
+struct Session {
+    /// Calls a change that runs (planning, the run, the tool, the
+    /// answer).
+    runs: Proxy,
+    /// Calls a change that would ask for an approval while
+    /// [`WAITING`] wait (`max_pending`): rules 1–7 read, `BLOCKED`,
+    /// nothing written — planning alone.
+    asks: Proxy,
+    store: Store,
+    _loaded: [LoadedServers; 2],
+    _dir: tempfile::TempDir,
+}
+
+/// A proxy as `serve` builds it, its configuration in `dir` (`read_file`
+/// classified as `rule`, the database `db`, the fixture at `url`), over
+/// `store`.
+async fn proxy_in(
     dir: &std::path::Path,
+    db: &std::path::Path,
     url: &str,
-    past: usize,
-) -> (Proxy, Store, LoadedServers) {
-    let config_path = support::configure(
-        dir,
-        url,
-        &format!(r#""session": "{SESSION}""#),
-        r#"{"side_effect": "local_mutation", "timeout": "5s"}"#,
-    )
-    .await;
+    fields: &str,
+    rule: &str,
+    store: &Store,
+) -> (Proxy, LoadedServers) {
+    std::fs::create_dir_all(dir).expect("dir");
+    let config_path =
+        support::configure_on(dir, &db.to_string_lossy(), url, fields, rule).await;
     let config = agentrt_proxy::read_config(&config_path).expect("config");
+    let loaded = load_all(&config).await.expect("load");
+    let proxy = build_proxy(
+        Arc::new(config),
+        store.clone(),
+        &loaded,
+        Box::new(std::io::sink()),
+    )
+    .expect("proxy");
+    (proxy, loaded)
+}
+
+/// A database holding a session of `past` calls, and its two proxies.
+async fn session_of(url: &str, past: usize) -> Session {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("proxy.db");
     let store = Store::open_with(
-        dir.join("proxy.db"),
+        &db,
         StoreOptions {
             extensions: vec![INDEX],
             durability: Durability::Normal,
@@ -202,18 +243,35 @@ async fn proxy_after(
     if measuring() {
         eprintln!("history of {past} calls written in {:?}", began.elapsed());
     }
-    let loaded = load_all(&config).await.expect("load");
-    let proxy = build_proxy(
-        Arc::new(config),
-        store.clone(),
-        &loaded,
-        Box::new(std::io::sink()),
+    let fields = format!(r#""session": "{SESSION}", "max_pending": {WAITING}"#);
+    let (runs, runs_loaded) = proxy_in(
+        &dir.path().join("runs"),
+        &db,
+        url,
+        &fields,
+        r#"{"side_effect": "local_mutation", "timeout": "5s"}"#,
+        &store,
     )
-    .expect("proxy");
-    (proxy, store, loaded)
+    .await;
+    let (asks, asks_loaded) = proxy_in(
+        &dir.path().join("asks"),
+        &db,
+        url,
+        &fields,
+        r#"{"side_effect": "remote_mutation", "timeout": "5s"}"#,
+        &store,
+    )
+    .await;
+    Session {
+        runs,
+        asks,
+        store,
+        _loaded: [runs_loaded, asks_loaded],
+        _dir: dir,
+    }
 }
 
-/// One new call: its arguments come back as the result.
+/// One new call of a change that runs: its arguments come back.
 async fn call(proxy: &Proxy) {
     let args = next_args();
     let answer = proxy
@@ -226,55 +284,149 @@ async fn call(proxy: &Proxy) {
     }
 }
 
+/// One new call of a change that would ask: blocked by `max_pending`.
+async fn blocked(proxy: &Proxy) {
+    let args = next_args();
+    let answer = proxy
+        .call(TOOL, Some(args.as_bytes()), None)
+        .await
+        .expect("offered");
+    match answer {
+        Answer::Prose { text, .. } => assert!(
+            text.starts_with(&format!(
+                "BLOCKED: {WAITING} requests of this session already wait"
+            )),
+            "{text}"
+        ),
+        other => panic!("not blocked: {other:?}"),
+    }
+}
+
 /// The rows of the session still open: what the next call's planning
 /// reads for rule 7.
 fn open_rows(store: &Store) -> usize {
     store
         .rows_where(
             CALLS_TABLE,
-            &[("session", SqlValue::from(SESSION)), ("open", SqlValue::Int(1))],
+            &[
+                ("session", SqlValue::from(SESSION)),
+                ("open", SqlValue::Int(1)),
+            ],
             0,
         )
         .expect("rows")
         .len()
 }
 
+/// Rounds of the interleaved table, and its warm-up rounds (fewer when
+/// `PLANNING_ROUNDS` says: a build whose planning is slow).
+const ROUNDS: usize = 300;
+const WARM: usize = 30;
+
+fn rounds() -> (usize, usize) {
+    match std::env::var("PLANNING_ROUNDS").ok().and_then(|r| r.parse().ok()) {
+        Some(rounds) => (rounds, 1),
+        None => (ROUNDS, WARM),
+    }
+}
+
+/// The `q` quantile of `samples` (sorted here), in microseconds.
+fn quantile(samples: &mut [Duration], q: f64) -> f64 {
+    samples.sort();
+    let at = ((samples.len() as f64 - 1.0) * q).round() as usize;
+    samples.get(at).map_or(0.0, |d| d.as_secs_f64() * 1e6)
+}
+
+/// Each round times one call of each kind on each session, the sessions'
+/// order rotating, so that they share the machine's drift; prints the
+/// medians and 90th percentiles.
+fn interleaved(rt: &tokio::runtime::Runtime, sessions: &[(usize, Session)]) {
+    let (rounds, warm) = rounds();
+    let mut runs: Vec<Vec<Duration>> = vec![Vec::new(); sessions.len()];
+    let mut asks: Vec<Vec<Duration>> = vec![Vec::new(); sessions.len()];
+    for round in 0..warm + rounds {
+        for k in 0..sessions.len() {
+            let at = (round + k) % sessions.len();
+            let session = &sessions[at].1;
+            let began = Instant::now();
+            rt.block_on(blocked(&session.asks));
+            let asked = began.elapsed();
+            let began = Instant::now();
+            rt.block_on(call(&session.runs));
+            let ran = began.elapsed();
+            if round >= warm {
+                asks[at].push(asked);
+                runs[at].push(ran);
+            }
+        }
+    }
+    println!(
+        "\n{rounds} rounds, interleaved (µs): past calls | planning alone p50 p90 | whole call p50 p90"
+    );
+    for (at, (past, _)) in sessions.iter().enumerate() {
+        println!(
+            "{past:>7} | {:>8.0} {:>8.0} | {:>8.0} {:>8.0}",
+            quantile(&mut asks[at], 0.5),
+            quantile(&mut asks[at], 0.9),
+            quantile(&mut runs[at], 0.5),
+            quantile(&mut runs[at], 0.9),
+        );
+    }
+}
+
 fn planning(c: &mut Criterion) {
     let rt = runtime();
     let (url, _seen) = rt.block_on(serve(Mode::Json));
     let sizes: &[usize] = if measuring() { &SIZES } else { &TEST_SIZES };
+    let sessions: Vec<(usize, Session)> = sizes
+        .iter()
+        .map(|&past| (past, rt.block_on(session_of(&url, past))))
+        .collect();
+    if !measuring() {
+        // The test mode: a few calls of each kind, each answered as it
+        // should be; the rows left open are the waiting ones and the last
+        // call's (settled by the next planning).
+        for (past, session) in &sessions {
+            for _ in 0..3 {
+                rt.block_on(call(&session.runs));
+                rt.block_on(blocked(&session.asks));
+            }
+            let open = open_rows(&session.store);
+            assert!(open <= WAITING + 1, "{open} rows open after {past} calls");
+            eprintln!("planning: after {past} past calls, each call answered; {open} rows open");
+        }
+        return;
+    }
     let mut group = c.benchmark_group("planning");
     group.sample_size(20);
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(4));
-    for &past in sizes {
-        let dir = tempfile::tempdir().expect("dir");
-        let (proxy, store, _loaded) = rt.block_on(proxy_after(dir.path(), &url, past));
-        if !measuring() {
-            // The test mode: a few calls, each answered with its result,
-            // and the rows they leave open are only the waiting ones and
-            // the last call's (settled by the next planning).
-            for _ in 0..3 {
-                rt.block_on(call(&proxy));
-            }
-            let open = open_rows(&store);
-            assert!(open <= WAITING + 1, "{open} rows open after {past} calls");
-            continue;
-        }
-        group.bench_function(format!("{past}_past_calls"), |b| {
+    for (past, session) in &sessions {
+        group.bench_function(format!("alone/{past}_past_calls"), |b| {
             b.iter_custom(|iters| {
                 rt.block_on(async {
                     let start = Instant::now();
                     for _ in 0..iters {
-                        call(&proxy).await;
+                        blocked(&session.asks).await;
                     }
                     start.elapsed()
                 })
             })
         });
-        drop(proxy);
+        group.bench_function(format!("whole_call/{past}_past_calls"), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        call(&session.runs).await;
+                    }
+                    start.elapsed()
+                })
+            })
+        });
     }
     group.finish();
+    interleaved(&rt, &sessions);
 }
 
 criterion_group!(benches, planning);

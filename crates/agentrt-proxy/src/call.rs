@@ -405,7 +405,14 @@ impl Proxy {
             && self.seen.first_time(key)
         {
             return self
-                .begin(spec, Some(key), Claiming::New, http_session, None, Vec::new())
+                .begin(
+                    spec,
+                    Some(key),
+                    Claiming::New,
+                    http_session,
+                    None,
+                    Vec::new(),
+                )
                 .await;
         }
         let now = Timestamp::now();

@@ -104,7 +104,9 @@ impl Rules {
                 // finished before the window, every older one did.
                 let four_five = window.is_zero()
                     || repeat::judge(past, now, window, read_only).is_some()
-                    || past.last().is_some_and(|p| p.finished_at.add(window) <= now);
+                    || past
+                        .last()
+                        .is_some_and(|p| p.finished_at.add(window) <= now);
                 four_five && (read_only || six)
             }
         }
@@ -324,9 +326,9 @@ pub(crate) fn unresolved(
         let run = store.get_run(&row.run_id)?;
         match run.status {
             RunStatus::WaitingForApproval => {
-                let question = approvals(store, &row.run_id)?.into_iter().find(|a| {
-                    a.kind == INTERRUPTION && a.status == ApprovalStatus::Pending
-                });
+                let question = approvals(store, &row.run_id)?
+                    .into_iter()
+                    .find(|a| a.kind == INTERRUPTION && a.status == ApprovalStatus::Pending);
                 if let Some(question) = question {
                     found = Some(Unresolved::Asked(question.id));
                     break;

@@ -111,7 +111,8 @@ pub struct CallRow {
     pub side_effect: String,
     /// When the row was written.
     pub created_at: String,
-    /// Whether it is the key's open row.
+    /// Whether it is open: its call not yet settled (see the module's
+    /// documentation); a key has at most one open row, its newest.
     pub open: bool,
 }
 
@@ -152,7 +153,10 @@ fn decoded(rows: &[ExtensionRow]) -> Vec<CallRow> {
 /// committed: one row read from the key index.
 pub fn newest_row(store: &Store, session: &str, key: &str) -> agentrt::Result<Option<CallRow>> {
     let filter = key_filter(session, key);
-    let rows = store.rows_by(CALLS_TABLE, &RowQuery::matching(&filter).newest_first().limit(1))?;
+    let rows = store.rows_by(
+        CALLS_TABLE,
+        &RowQuery::matching(&filter).newest_first().limit(1),
+    )?;
     Ok(rows.first().and_then(CallRow::from_row))
 }
 
@@ -177,7 +181,11 @@ pub const OPEN_ROWS_READ: u64 = 4096;
 
 /// The open rows of `session` (of `tool` only, when given), oldest first,
 /// at most [`OPEN_ROWS_READ`].
-pub fn open_rows(store: &Store, session: &str, tool: Option<&str>) -> agentrt::Result<Vec<CallRow>> {
+pub fn open_rows(
+    store: &Store,
+    session: &str,
+    tool: Option<&str>,
+) -> agentrt::Result<Vec<CallRow>> {
     let [session, open] = open_filter(session, true);
     let filter: Vec<(&str, SqlValue)> = match tool {
         Some(tool) => vec![session, open, ("tool", SqlValue::from(tool))],
@@ -228,7 +236,10 @@ pub fn key_rows(store: &Store, session: &str, key: &str) -> agentrt::Result<Vec<
 /// The newest row of (`session`, `key`) as the group `tx` sees it.
 fn newest_in(tx: &WriteTx<'_>, session: &str, key: &str) -> agentrt::Result<Option<CallRow>> {
     let filter = key_filter(session, key);
-    let rows = tx.rows_by(CALLS_TABLE, &RowQuery::matching(&filter).newest_first().limit(1))?;
+    let rows = tx.rows_by(
+        CALLS_TABLE,
+        &RowQuery::matching(&filter).newest_first().limit(1),
+    )?;
     Ok(rows.first().and_then(CallRow::from_row))
 }
 

@@ -60,7 +60,11 @@ pub fn status(
     now: Timestamp,
 ) -> agentrt::Result<Answer> {
     let text = match asked {
-        None => waiting(store, &index::newest_open_rows(store, session, MAX_ROWS)?, now)?,
+        None => waiting(
+            store,
+            &index::newest_open_rows(store, session, MAX_ROWS)?,
+            now,
+        )?,
         Some(id) => about(store, &recent_rows(store, session, now)?, id, now)?,
     };
     Ok(Answer::Prose {

@@ -8,8 +8,8 @@ mod support;
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex};
 
-use agentrt::store::SqlValue;
 use agentrt::Canonical;
+use agentrt::store::SqlValue;
 use agentrt_mcp_fixture::{Mode, serve};
 use agentrt_proxy::{Answer, CALLS_TABLE, NOTICE_QUEUE, Proxy, request_key};
 
@@ -34,7 +34,10 @@ fn open_rows(store: &agentrt::Store, session: &str) -> Vec<String> {
     store
         .rows_where(
             CALLS_TABLE,
-            &[("session", SqlValue::from(session)), ("open", SqlValue::Int(1))],
+            &[
+                ("session", SqlValue::from(session)),
+                ("open", SqlValue::Int(1)),
+            ],
             0,
         )
         .expect("rows")
@@ -132,11 +135,18 @@ async fn the_status_tool_lists_at_most_200_waiting_requests_and_says_so() {
     let status = proxy.status(None).await;
     let text = prose(&status);
     assert!(
-        text.starts_with("GATE_STATUS: 200 requests of this session wait for an operator's approval:\n"),
+        text.starts_with(
+            "GATE_STATUS: 200 requests of this session wait for an operator's approval:\n"
+        ),
         "{}",
         &text[..200.min(text.len())]
     );
-    assert_eq!(text.lines().filter(|l| l.starts_with("- approval ")).count(), 200);
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("- approval "))
+            .count(),
+        200
+    );
     assert!(
         text.ends_with(
             "\nOnly the 200 most recent unsettled requests were read; older ones may wait too."
@@ -154,7 +164,9 @@ async fn the_status_tool_lists_at_most_200_waiting_requests_and_says_so() {
         .and_then(|rest| rest.split(')').next())
         .expect("an approval id");
     let about = proxy
-        .status(Some(format!(r#"{{"approval_id":"{first_id}"}}"#).as_bytes()))
+        .status(Some(
+            format!(r#"{{"approval_id":"{first_id}"}}"#).as_bytes(),
+        ))
         .await;
     assert!(
         prose(&about).starts_with("GATE_STATUS: no approval "),
@@ -258,7 +270,10 @@ async fn a_stderr_nobody_reads_never_holds_a_call_and_dropped_notices_are_counte
     let calls = tokio::spawn(async move {
         for i in 1..=more {
             let answer = call(&calling, &format!("n{i}")).await;
-            assert!(prose(&answer).starts_with("PENDING_APPROVAL: "), "{answer:?}");
+            assert!(
+                prose(&answer).starts_with("PENDING_APPROVAL: "),
+                "{answer:?}"
+            );
         }
     });
     let asked = tokio::time::timeout(std::time::Duration::from_secs(20), calls).await;

@@ -659,11 +659,13 @@ fn ordered_and_bounded_extension_reads_answer_alike_on_both_engines() {
         &["d", "e", "a"],
         &["d", "e", "a"],
     ];
-    assert_eq!(on_sqlite, want.map(|w| w.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
+    assert_eq!(
+        on_sqlite,
+        want.map(|w| w.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    );
     // On PostgreSQL the index ends with insertion order, as SQLite's ends
     // with the rowid, so a newest-first read by its columns needs no sort.
-    let defs = postgres.text_rows(
-        "SELECT indexdef FROM pg_indexes WHERE indexname = 'ordered_items_kind_at'",
-    );
+    let defs = postgres
+        .text_rows("SELECT indexdef FROM pg_indexes WHERE indexname = 'ordered_items_kind_at'");
     assert!(defs[0][0].ends_with("(kind, at, _pos)"), "{defs:?}");
 }
