@@ -175,11 +175,15 @@ async fn the_status_tool_lists_at_most_200_waiting_requests_and_says_so() {
     );
 }
 
+/// What [`Gate`] holds: whether it is open, how many writes began, what
+/// was written.
+type GateState = (Mutex<(bool, usize, Vec<u8>)>, Condvar);
+
 /// A `Write` that blocks every write until the test opens it, and says
 /// when a write began.
 #[derive(Clone, Default)]
 struct Gate {
-    state: Arc<(Mutex<(bool, usize, Vec<u8>)>, Condvar)>,
+    state: Arc<GateState>,
 }
 
 impl Gate {
