@@ -212,8 +212,7 @@ async fn proxy_in(
     store: &Store,
 ) -> (Proxy, LoadedServers) {
     std::fs::create_dir_all(dir).expect("dir");
-    let config_path =
-        support::configure_on(dir, &db.to_string_lossy(), url, fields, rule).await;
+    let config_path = support::configure_on(dir, &db.to_string_lossy(), url, fields, rule).await;
     let config = agentrt_proxy::read_config(&config_path).expect("config");
     let loaded = load_all(&config).await.expect("load");
     let proxy = build_proxy(
@@ -324,7 +323,10 @@ const ROUNDS: usize = 300;
 const WARM: usize = 30;
 
 fn rounds() -> (usize, usize) {
-    match std::env::var("PLANNING_ROUNDS").ok().and_then(|r| r.parse().ok()) {
+    match std::env::var("PLANNING_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+    {
         Some(rounds) => (rounds, 1),
         None => (ROUNDS, WARM),
     }
