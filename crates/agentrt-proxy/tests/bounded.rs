@@ -312,3 +312,56 @@ async fn a_stderr_nobody_reads_never_holds_a_call_and_dropped_notices_are_counte
     assert_eq!(proxy.dropped_notices(), 10);
     drop(loaded);
 }
+
+/// With an id, the status tool also reads the rows settled within the last
+/// hour: an approval whose call was collected, ran and settled (its row
+/// closed by the next call) is still answered for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_tool_answers_for_an_approval_whose_call_settled_within_the_hour() {
+    use agentrt::operator::{DecideOptions, Operator};
+    let (url, _seen) = serve(Mode::Json).await;
+    let dir = tempfile::tempdir().expect("dir");
+    support::configure(
+        dir.path(),
+        &url,
+        r#""session": "later", "hold": "0s""#,
+        r#"{"side_effect": "remote_mutation", "timeout": "2s"}"#,
+    )
+    .await;
+    let proxy = support::proxy_on(dir.path()).await;
+    let asked = call(&proxy, "x").await;
+    let approval = prose(&asked)
+        .split("(approval ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("an approval id")
+        .to_owned();
+    let store = support::store_on(dir.path());
+    let run = open_rows(&store, "later")
+        .pop()
+        .expect("the waiting call's row");
+    Operator::new(store.clone())
+        .approve(
+            &run,
+            &approval,
+            &DecideOptions {
+                by: "operator",
+                note: "",
+                shown_hash: None,
+            },
+        )
+        .expect("approved");
+    assert!(matches!(call(&proxy, "x").await, Answer::Result { .. }));
+    // The next call's first write group closes the collected call's row.
+    assert!(prose(&call(&proxy, "y").await).starts_with("PENDING_APPROVAL: "));
+    assert!(!open_rows(&store, "later").contains(&run), "settled");
+    let about = proxy
+        .status(Some(
+            format!(r#"{{"approval_id":"{approval}"}}"#).as_bytes(),
+        ))
+        .await;
+    assert_eq!(
+        prose(&about),
+        format!("GATE_STATUS: approval {approval} was approved and its request ran and succeeded.")
+    );
+}
