@@ -11,7 +11,7 @@
 //! wrote, so marking it costs no answer.
 
 use agentrt::chain::{RowValue, row_digest};
-use agentrt::store::engine::{StoredRow, StoredValue};
+use agentrt::store::engine::{ExtensionOrder, ExtensionQuery, StoredRow, StoredValue};
 use agentrt::store::extension::{quoted, quoted_list};
 use agentrt::store::{ColumnType, ExtensionTable, SqlValue, TableShape};
 use agentrt::{Error, Result};
@@ -197,26 +197,38 @@ impl PgRows<'_> {
     pub(crate) fn select_extension(
         &self,
         table: &ExtensionTable,
-        filter: &[(&'static str, &SqlValue)],
-        most: u64,
+        query: &ExtensionQuery<'_>,
     ) -> Result<Vec<StoredRow>> {
         let shape = self.extensions.get(table)?;
-        let mut wheres: Vec<String> = filter
+        let mut wheres: Vec<String> = query
+            .filter
             .iter()
             .map(|(c, _)| format!("{} = ?", quoted(c)))
             .collect();
+        let mut params: Vec<Param> = query.filter.iter().map(|(_, v)| param(v)).collect();
+        if let Some((column, value)) = query.at_least {
+            wheres.push(format!("{} >= ?", quoted(column)));
+            params.push(param(value));
+        }
         if wheres.is_empty() {
             wheres.push("TRUE".into());
         }
+        // Insertion order is `_pos` (or a numbered key), which every
+        // non-unique index of an extension table ends with, as SQLite's
+        // end with the rowid.
+        let inserted = row_order(shape);
+        let order = match query.order {
+            ExtensionOrder::Oldest => inserted,
+            ExtensionOrder::Newest => format!("{inserted} DESC"),
+            ExtensionOrder::Highest(column) => format!("{} DESC, {inserted} DESC", quoted(column)),
+        };
         let sql = format!(
-            "SELECT {}, written_seq FROM {} WHERE {} ORDER BY {} LIMIT ?",
+            "SELECT {}, written_seq FROM {} WHERE {} ORDER BY {order} LIMIT ?",
             quoted_list(table.columns),
             quoted(table.name),
             wheres.join(" AND "),
-            row_order(shape)
         );
-        let mut params: Vec<Param> = filter.iter().map(|(_, v)| param(v)).collect();
-        params.push(limit(most));
+        params.push(limit(query.limit));
         let width = table.columns.len();
         self.query(&sql, &params)?
             .iter()

@@ -71,8 +71,12 @@ fn column_sql(column: &ColumnShape) -> String {
 }
 
 /// `CREATE [UNIQUE] INDEX` of `index` on `table` (`WHERE …` for a
-/// partial one).
-fn index_sql(table: &str, index: &IndexShape) -> String {
+/// partial one). A non-unique index ends with the table's insertion order
+/// (`_pos`, or its numbered key), as every SQLite index ends with the
+/// rowid: a read by the index's columns in insertion order (the newest
+/// row of a key, say) then takes its rows from the index in order and
+/// stops at its limit instead of sorting every match.
+fn index_sql(table: &TableShape, index: &IndexShape) -> String {
     let condition = if index.condition.is_empty() {
         String::new()
     } else {
@@ -83,12 +87,16 @@ fn index_sql(table: &str, index: &IndexShape) -> String {
             .collect();
         format!(" WHERE {}", equalities.join(" AND "))
     };
+    let mut columns = quoted_list(&index.columns);
+    let inserted = crate::extension_rows::row_order(table);
+    if !index.unique && !columns.ends_with(&inserted) {
+        columns = format!("{columns}, {inserted}");
+    }
     format!(
-        "CREATE {}INDEX {} ON {} ({}){condition}",
+        "CREATE {}INDEX {} ON {} ({columns}){condition}",
         if index.unique { "UNIQUE " } else { "" },
         quoted(&index.name),
-        quoted(table),
-        quoted_list(&index.columns)
+        quoted(&table.name),
     )
 }
 
@@ -108,7 +116,7 @@ pub(crate) fn create_table_sql(table: &TableShape) -> Vec<String> {
         quoted(&table.name),
         parts.join(", ")
     )];
-    statements.extend(table.indexes.iter().map(|i| index_sql(&table.name, i)));
+    statements.extend(table.indexes.iter().map(|i| index_sql(table, i)));
     statements
 }
 
@@ -205,7 +213,19 @@ async fn apply(tx: &Transaction<'_>, shape: &ExtensionShape, change: &ShapeChang
             statements.extend(create_table_sql(table));
             statements
         }
-        ShapeChange::CreateIndex { table, index } => vec![index_sql(table, index)],
+        ShapeChange::CreateIndex { table, index } => {
+            let Some(described) = shape.table(table) else {
+                return Err(Error::ExtensionSchema {
+                    extension: shape.extension.name.to_owned(),
+                    table: table.clone(),
+                    detail: format!(
+                        "the index {:?} is on a table it does not describe",
+                        index.name
+                    ),
+                });
+            };
+            vec![index_sql(described, index)]
+        }
         ShapeChange::DropIndex { name, .. } => vec![format!("DROP INDEX {}", quoted(name))],
     };
     for sql in statements {
@@ -386,6 +406,23 @@ mod tests {
                 condition: vec![("id".into(), SqlValue::Int(1))],
             }],
         };
+        let mut plain = table.clone();
+        plain.numbered_key = None;
+        plain.indexes[0].condition.clear();
+        plain.indexes.push(IndexShape {
+            name: "demo_items_unique_note".into(),
+            unique: true,
+            columns: vec!["note".into()],
+            condition: vec![],
+        });
+        // Insertion order ends a non-unique index, never a unique one.
+        assert_eq!(
+            create_table_sql(&plain)[1..],
+            [
+                "CREATE INDEX \"demo_items_note\" ON \"demo_items\" (\"note\", \"id\", \"_pos\")",
+                "CREATE UNIQUE INDEX \"demo_items_unique_note\" ON \"demo_items\" (\"note\")",
+            ]
+        );
         assert_eq!(
             create_table_sql(&table),
             [

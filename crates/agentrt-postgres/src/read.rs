@@ -6,10 +6,10 @@ use std::sync::LazyLock;
 use agentrt::Result;
 use agentrt::model::{Approval, Event, Labels, ModelCall, Run, Step};
 use agentrt::store::engine::{
-    APPROVAL_COLUMNS, CALL_COLUMNS, Cut, Decode, Dialect, EVENT_COLUMNS, Page, PageTable,
-    RUN_COLUMNS, RUN_FROM, ReadRows, STEP_COLUMNS, StoredRow, capped_select, decode_approval,
-    decode_capped_approval, decode_capped_run, decode_capped_step, decode_event, decode_model_call,
-    decode_run, decode_step,
+    APPROVAL_COLUMNS, CALL_COLUMNS, Cut, Decode, Dialect, EVENT_COLUMNS, ExtensionOrder,
+    ExtensionQuery, Page, PageTable, RUN_COLUMNS, RUN_FROM, ReadRows, STEP_COLUMNS, StoredRow,
+    capped_select, decode_approval, decode_capped_approval, decode_capped_run, decode_capped_step,
+    decode_event, decode_model_call, decode_run, decode_step,
 };
 use agentrt::store::{ExtensionTable, MAX_PAGE_TEXT, SqlValue};
 
@@ -298,6 +298,20 @@ impl ReadRows for PgRows<'_> {
         filter: &[(&'static str, &SqlValue)],
         limit: u64,
     ) -> Result<Vec<StoredRow>> {
-        self.select_extension(table, filter, limit)
+        let query = ExtensionQuery {
+            filter,
+            at_least: None,
+            order: ExtensionOrder::Oldest,
+            limit,
+        };
+        self.select_extension(table, &query)
+    }
+
+    fn extension_rows_by(
+        &self,
+        table: &ExtensionTable,
+        query: &ExtensionQuery<'_>,
+    ) -> Result<Vec<StoredRow>> {
+        self.select_extension(table, query)
     }
 }

@@ -38,9 +38,11 @@ use crate::answer::{self, Answer};
 use crate::caller::Caller;
 use crate::config::Config;
 use crate::flight::Flights;
+use crate::history::{self, AskAgain, Unresolved};
 use crate::index::{self, CallRow};
 use crate::key_state::{self, INTERRUPTION, OnCall};
-use crate::repeat::{self, Attempt, Ending, Known, PastRun, Refusal, ToolRan};
+use crate::notices::Notices;
+use crate::repeat::{self, Attempt, Refusal};
 
 /// What the proxy needs to answer calls.
 pub struct Proxy {
@@ -53,7 +55,10 @@ pub struct Proxy {
     decide: tokio::sync::Mutex<()>,
     /// Request keys this process has seen (see [`SeenKeys`]).
     seen: SeenKeys,
-    notices: Mutex<Box<dyn Write + Send>>,
+    /// Runs this process saw settle, whose rows the next run's first
+    /// write group closes (see [`SettledRuns`]).
+    settled: SettledRuns,
+    notices: Notices,
     flights: Flights,
 }
 
@@ -91,6 +96,52 @@ impl SeenKeys {
     }
 }
 
+/// The runs this process saw finish with a known outcome (or none), not
+/// yet closed in the index: the next run's first write group closes their
+/// rows ([`index::settle`]), and until then rule 7 knows them settled
+/// without reading them. Bounded: past [`SETTLED_MAX`] a run is not
+/// listed, and rule 7 reads its row like any other open one.
+#[derive(Default)]
+struct SettledRuns(Mutex<Vec<String>>);
+
+/// The most runs [`SettledRuns`] lists.
+const SETTLED_MAX: usize = 1024;
+
+/// The most rows one run's first write group closes as settled.
+const SETTLE_MAX: usize = 256;
+
+impl SettledRuns {
+    /// Lists `run_id`.
+    fn push(&self, run_id: &str) {
+        if let Ok(mut runs) = self.0.lock()
+            && runs.len() < SETTLED_MAX
+        {
+            runs.push(run_id.to_owned());
+        }
+    }
+
+    /// Lists `run_ids` again (their write group was not written).
+    fn put_back(&self, run_ids: Vec<String>) {
+        for run_id in run_ids {
+            self.push(&run_id);
+        }
+    }
+
+    /// The runs listed.
+    fn listed(&self) -> Vec<String> {
+        self.0.lock().map(|runs| runs.clone()).unwrap_or_default()
+    }
+
+    /// Takes up to `most` runs off the list.
+    fn take(&self, most: usize) -> Vec<String> {
+        let Ok(mut runs) = self.0.lock() else {
+            return Vec::new();
+        };
+        let most = most.min(runs.len());
+        runs.drain(..most).collect()
+    }
+}
+
 /// What a takeover leaves.
 enum TakenOver {
     /// The run ended: the call goes on to a new run.
@@ -104,28 +155,6 @@ const TAKEOVER_ROUNDS: usize = 8;
 
 /// The records could not be read or written.
 struct Unavailable;
-
-/// Where an unknown outcome of another request to a tool stands.
-enum Unresolved {
-    /// An operator is asked about it: this approval.
-    Asked(String),
-    /// A run of the tool was left running by a dead proxy.
-    Abandoned(String),
-    /// Nobody is asked about it.
-    NobodyAsked(Box<AskAgain>),
-}
-
-/// What asking again about an unknown outcome needs.
-struct AskAgain {
-    /// The request's key.
-    key: String,
-    /// The key's finished run, closed when the new one begins.
-    previous: String,
-    /// The attempt asked about.
-    attempt: Attempt,
-    /// The recorded request's arguments (canonical).
-    args: Vec<u8>,
-}
 
 /// How often a held call with a progress token is told it still waits.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -225,7 +254,8 @@ impl Proxy {
             reruns,
             decide: tokio::sync::Mutex::new(()),
             seen: SeenKeys::default(),
-            notices: Mutex::new(notices),
+            settled: SettledRuns::default(),
+            notices: Notices::new(notices),
             flights: Flights::new(),
         }
     }
@@ -375,9 +405,23 @@ impl Proxy {
             && self.seen.first_time(key)
         {
             return self
-                .begin(spec, Some(key), Claiming::New, http_session, None)
+                .begin(
+                    spec,
+                    Some(key),
+                    Claiming::New,
+                    http_session,
+                    None,
+                    Vec::new(),
+                )
                 .await;
         }
+        let now = Timestamp::now();
+        let read_only = spec.side_effect == agentrt::SideEffect::ReadOnly;
+        let rules = history::Rules::All {
+            now,
+            window: self.window(&spec.name),
+            read_only,
+        };
         // One trip off the executor: the key's state and, when a new run
         // may begin, its earlier runs (rules 4–6).
         let session = self.config.session.clone();
@@ -386,10 +430,12 @@ impl Proxy {
             Some(key) => {
                 let key = key.to_owned();
                 self.off_executor(move |store| {
-                    let facts = key_state::read(store, &session, &key, Timestamp::now())?;
+                    let facts = key_state::read(store, &session, &key, now)?;
                     let on_call = key_state::on_call(key_state::classify(facts));
                     let past = match on_call {
-                        OnCall::NewRun { .. } => Some(past_runs(store, &session, &key)?),
+                        OnCall::NewRun { .. } => {
+                            Some(history::past_runs(store, &session, &key, rules)?)
+                        }
                         _ => None,
                     };
                     Ok((on_call, past))
@@ -428,7 +474,7 @@ impl Proxy {
                 None => {
                     let (session, key) = (self.config.session.clone(), key.to_owned());
                     match self
-                        .off_executor(move |store| past_runs(store, &session, &key))
+                        .off_executor(move |store| history::past_runs(store, &session, &key, rules))
                         .await
                     {
                         Ok(past) => past,
@@ -437,18 +483,19 @@ impl Proxy {
                 }
             };
             let window = self.window(&spec.name);
-            let read_only = spec.side_effect == agentrt::SideEffect::ReadOnly;
-            if let Some(refusal) = repeat::judge(&past, Timestamp::now(), window, read_only) {
+            if let Some(refusal) = repeat::judge(&past, now, window, read_only) {
                 return Plan::Refused(refused(refusal));
             }
             if !read_only {
                 rerun = repeat::unknown_attempt(&past);
             }
         }
+        // Rows rule 7 saw settled, closed by the new run's first write.
+        let mut settled = Vec::new();
         // Rule 7: while another request to the same tool has an unknown
         // outcome, a change is blocked, naming the question about it.
-        if spec.side_effect != agentrt::SideEffect::ReadOnly {
-            match self.unknown_on_tool(spec, key).await {
+        if !read_only {
+            match self.unknown_on_tool(spec, key, &mut settled).await {
                 Ok(Some(approval_id)) => {
                     return Plan::Refused(answer::blocked_by_unknown(&approval_id));
                 }
@@ -460,19 +507,27 @@ impl Proxy {
         // has `max_pending` waiting is blocked without asking.
         if self.asks_approval(spec) {
             let session = self.config.session.clone();
+            let known = self.settled.listed();
             let waiting = self
-                .off_executor(move |store| waiting_approvals(store, &session))
+                .off_executor(move |store| history::waiting_approvals(store, &session, &known))
                 .await;
             match waiting {
-                Ok(n) if n >= u64::from(self.config.max_pending) => {
-                    return Plan::Refused(answer::blocked_by_pending(n));
+                Ok(looked) if looked.found >= u64::from(self.config.max_pending) => {
+                    return Plan::Refused(answer::blocked_by_pending(looked.found));
                 }
-                Ok(_) => {}
+                Ok(looked) => settled.extend(looked.settled),
                 Err(_) => return Plan::Unavailable,
             }
         }
-        self.begin(spec, key, Claiming::After(previous), http_session, rerun)
-            .await
+        self.begin(
+            spec,
+            key,
+            Claiming::After(previous),
+            http_session,
+            rerun,
+            settled,
+        )
+        .await
     }
 
     /// Whether deciding a call of `spec` reads only its own request's
@@ -492,17 +547,22 @@ impl Proxy {
         &self,
         spec: &ToolSpec,
         own_key: Option<&str>,
+        settled: &mut Vec<String>,
     ) -> Result<Option<String>, Unavailable> {
         // A takeover that ends a run can uncover the next one; each round
         // settles one row, and the rows are few.
         for _ in 0..TAKEOVER_ROUNDS {
             let session = self.config.session.clone();
             let (tool, own) = (spec.name.clone(), own_key.map(str::to_owned));
-            let found = self
-                .off_executor(move |store| unresolved(store, &session, &tool, own.as_deref()))
+            let known = self.settled.listed();
+            let looked = self
+                .off_executor(move |store| {
+                    history::unresolved(store, &session, &tool, own.as_deref(), &known)
+                })
                 .await
                 .map_err(|_| Unavailable)?;
-            match found {
+            settled.extend(looked.settled);
+            match looked.found {
                 None => return Ok(None),
                 Some(Unresolved::Asked(approval_id)) => return Ok(Some(approval_id)),
                 Some(Unresolved::Abandoned(run_id)) => {
@@ -535,6 +595,7 @@ impl Proxy {
                 Claiming::After(Some(again.previous)),
                 None,
                 Some(again.attempt),
+                Vec::new(),
             )
             .await;
         let Plan::Began(session) = plan else {
@@ -632,7 +693,8 @@ impl Proxy {
     }
 
     /// Begins a new run for a call, its index row (closing the key's
-    /// finished one) in the run's first write group.
+    /// finished one) in the run's first write group, with the rows seen
+    /// settled (`settled`, and those this process saw settle) closed.
     async fn begin(
         &self,
         spec: &ToolSpec,
@@ -640,6 +702,7 @@ impl Proxy {
         claiming: Claiming,
         http_session: Option<&str>,
         rerun: Option<Attempt>,
+        mut settled: Vec<String>,
     ) -> Plan {
         let config = &self.config;
         let run_id = format!("{}.{}", config.session, &agentrt::random_id()[..16]);
@@ -681,9 +744,18 @@ impl Proxy {
         };
         let at = Timestamp::now();
         let deferred = matches!(claiming, Claiming::New);
-        let rows: agentrt::SatelliteRows = Box::new(move |tx| match claiming {
-            Claiming::New => index::claim_new(tx, &row, at),
-            Claiming::After(previous) => index::claim(tx, &row, previous.as_deref(), at),
+        settled.extend(self.settled.take(SETTLE_MAX.saturating_sub(settled.len())));
+        settled.truncate(SETTLE_MAX);
+        let settling = settled.clone();
+        let rows: agentrt::SatelliteRows = Box::new(move |tx| {
+            match claiming {
+                Claiming::New => index::claim_new(tx, &row, at)?,
+                Claiming::After(previous) => index::claim(tx, &row, previous.as_deref(), at)?,
+            }
+            for run_id in &settling {
+                index::settle(tx, run_id, at)?;
+            }
+            Ok(())
         });
         let goal = format!("call {}", spec.name);
         // Rule 6: the policy asks about the earlier attempt this run
@@ -704,6 +776,10 @@ impl Proxy {
                 .begin_with_rows(Some(&run_id), &goal, limits, labels, rows)
                 .await
         };
+        if began.is_err() {
+            // Nothing was written: the rows stay open until a later run.
+            self.settled.put_back(settled);
+        }
         match began {
             Ok(session) => Plan::Began(Box::new(session)),
             Err(e) if index::is_seen(&e) => Plan::Again,
@@ -761,6 +837,9 @@ impl Proxy {
                 if !session.done() {
                     end_run(session, "one call per run: the tool reported an error").await?;
                 }
+                // The tool ran with a known outcome (or is a read): the
+                // row has settled.
+                self.settled.push(&session.run().id);
                 answer
             }
             VerdictOutcome::Denied => {
@@ -769,6 +848,12 @@ impl Proxy {
                     .as_ref()
                     .map_or_else(|| answer::denied(""), answer::observed);
                 end_run(session, "one call per run: the request was refused").await?;
+                // A refused read has settled; a refused change leaves its
+                // request's last attempt as it was (rule 7 looks).
+                let read = verdict.request.as_ref().map(|r| r.spec.side_effect);
+                if read == Some(agentrt::SideEffect::ReadOnly) {
+                    self.settled.push(&session.run().id);
+                }
                 answer
             }
             VerdictOutcome::Pending => {
@@ -793,19 +878,20 @@ impl Proxy {
         Ok(Next::Done(answer))
     }
 
-    /// Tells the operator on stderr that an approval waits.
+    /// Tells the operator on stderr that an approval waits (through the
+    /// notices' own thread: never waits for stderr).
     fn notice(&self, approval_id: &str, kind: &str, run_id: &str, tool: &str) {
         let db = &self.config.database;
-        if let Ok(mut out) = self.notices.lock() {
-            let _ = writeln!(
-                out,
-                "agentrt-proxy: approval {approval_id} ({kind}) for {tool} waits for an operator: run {run_id}"
-            );
-            let _ = writeln!(
-                out,
-                "agentrt-proxy:   decide with: agentrt --db \"{db}\" approve {run_id} --approval {approval_id}   (or reject)"
-            );
-        }
+        self.notices.send(format!(
+            "agentrt-proxy: approval {approval_id} ({kind}) for {tool} waits for an operator: run {run_id}\n\
+             agentrt-proxy:   decide with: agentrt --db \"{db}\" approve {run_id} --approval {approval_id}   (or reject)\n"
+        ));
+    }
+
+    /// How many operator notices were dropped because the notices' writer
+    /// (stderr) did not keep up.
+    pub fn dropped_notices(&self) -> u64 {
+        self.notices.dropped()
     }
 
     /// Holds the call on approval `approval_id` of `run_id` until `hold`
@@ -950,222 +1036,4 @@ fn refused(refusal: Refusal) -> Answer {
         Refusal::Expired { approval_id } => answer::expired(&approval_id),
         Refusal::Duplicate { at, outcome, until } => answer::duplicate(at, outcome.words(), until),
     }
-}
-
-/// The finished runs of (`session`, `key`), newest first, as rules 4–5
-/// see them.
-fn past_runs(store: &Store, session: &str, key: &str) -> agentrt::Result<Vec<PastRun>> {
-    let rows = index::key_rows(store, session, key)?;
-    let mut past = Vec::new();
-    for row in rows.iter().rev() {
-        let run = store.get_run(&row.run_id)?;
-        let Some(finished_at) = run.finished_at else {
-            continue;
-        };
-        let approvals = store.list_approvals(&run.id)?;
-        let latest = approvals.last();
-        use agentrt::TerminalReason as R;
-        let ending = match run.reason {
-            Some(R::ApprovalRejected) => Ending::Rejected {
-                note: latest.map(|a| a.note.clone()).unwrap_or_default(),
-            },
-            Some(R::OperatorCancelled) => Ending::Cancelled,
-            Some(R::ApprovalExpired) => match latest {
-                Some(a) => Ending::Expired {
-                    interruption: a.kind == INTERRUPTION,
-                    approval_id: a.id.clone(),
-                },
-                None => Ending::Other,
-            },
-            _ => Ending::Other,
-        };
-        past.push(PastRun {
-            finished_at,
-            ending,
-            tool: run_tool_ran(store, &run.id, &approvals)?,
-        });
-    }
-    Ok(past)
-}
-
-/// What the tool of run `run_id` (its approvals read) did.
-fn run_tool_ran(
-    store: &Store,
-    run_id: &str,
-    approvals: &[agentrt::Approval],
-) -> agentrt::Result<ToolRan> {
-    let events = store.list_events(run_id)?;
-    let steps_with = |kind: agentrt::EventType| -> Vec<String> {
-        events
-            .iter()
-            .filter(|e| e.event_type == kind)
-            .map(|e| e.step_id.clone())
-            .collect()
-    };
-    let started = steps_with(agentrt::EventType::StepToolStarted);
-    let cut = steps_with(agentrt::EventType::StepInterrupted);
-    let asked: Vec<String> = approvals
-        .iter()
-        .filter(|a| a.kind == INTERRUPTION)
-        .map(|a| a.step_id.clone())
-        .collect();
-    Ok(tool_ran(
-        run_id,
-        &store.list_steps(run_id)?,
-        &StepMarks {
-            started: &started,
-            asked: &asked,
-            cut: &cut,
-        },
-    ))
-}
-
-/// Which steps of a run their events and approvals mark.
-struct StepMarks<'a> {
-    /// Their tool started.
-    started: &'a [String],
-    /// An operator was asked about an unknown outcome of theirs.
-    asked: &'a [String],
-    /// They were cut off (their run taken over while they executed).
-    cut: &'a [String],
-}
-
-/// What a run's tool did, from its steps: the last step that called it
-/// decides. A step whose tool started and that an operator was asked
-/// about (an interruption) made an attempt whose outcome is unknown,
-/// whatever the question's answer wrote over its observation: cut off if
-/// its run was taken over while it executed, else no answer.
-fn tool_ran(run_id: &str, steps: &[agentrt::Step], marks: &StepMarks<'_>) -> ToolRan {
-    use agentrt::ObservationKind as K;
-    for step in steps.iter().rev() {
-        let Some(observation) = &step.observation else {
-            continue;
-        };
-        let unknown = |ended: &'static str| {
-            ToolRan::Unknown(Attempt {
-                run_id: run_id.to_owned(),
-                step_id: step.id.clone(),
-                started_at: step.started_at.to_string(),
-                ended,
-            })
-        };
-        match observation.kind {
-            K::ToolResult => return ToolRan::Known(Known::Succeeded),
-            K::ToolError => {
-                let failure = observation
-                    .content
-                    .as_ref()
-                    .and_then(|c| serde_json::from_str::<serde_json::Value>(c.as_str()).ok())
-                    .and_then(|v| v.get("failure").and_then(|f| f.as_str().map(str::to_owned)));
-                return match failure.as_deref() {
-                    Some("invalid_content") => ToolRan::Known(Known::Unrecorded),
-                    // Timed out, no answer, cut short: not known.
-                    Some("timeout") => unknown("timed_out"),
-                    Some("unknown_outcome") => unknown("no_answer"),
-                    Some("cancelled") => unknown("cut_off"),
-                    _ => ToolRan::Known(Known::ServerError),
-                };
-            }
-            K::Interrupted => return unknown("cut_off"),
-            K::PolicyDenied | K::InvalidDecision => {
-                if marks.started.contains(&step.id) && marks.asked.contains(&step.id) {
-                    return unknown(if marks.cut.contains(&step.id) {
-                        "cut_off"
-                    } else {
-                        "no_answer"
-                    });
-                }
-            }
-        }
-    }
-    ToolRan::No
-}
-
-/// How many approvals of `session`'s runs wait for an operator.
-fn waiting_approvals(store: &Store, session: &str) -> agentrt::Result<u64> {
-    let mut waiting = 0;
-    for row in index::open_rows(store, session)? {
-        let run = store.get_run(&row.run_id)?;
-        if run.status != RunStatus::WaitingForApproval {
-            continue;
-        }
-        let pending = store
-            .list_approvals(&run.id)?
-            .iter()
-            .any(|a| a.status == agentrt::ApprovalStatus::Pending);
-        if pending {
-            waiting += 1;
-        }
-    }
-    Ok(waiting)
-}
-
-/// Rule 7's look at the other requests (not `own_key`) to `tool` in
-/// `session`: the first whose outcome is unknown, with where it stands.
-/// A question an operator approved settles it (the re-run waits for its
-/// call); one rejected or expired does not.
-fn unresolved(
-    store: &Store,
-    session: &str,
-    tool: &str,
-    own_key: Option<&str>,
-) -> agentrt::Result<Option<Unresolved>> {
-    let now = Timestamp::now();
-    for row in index::open_rows(store, session)? {
-        if row.tool != tool || Some(row.request_key.as_str()) == own_key {
-            continue;
-        }
-        let run = store.get_run(&row.run_id)?;
-        match run.status {
-            RunStatus::WaitingForApproval => {
-                let question = store.list_approvals(&row.run_id)?.into_iter().find(|a| {
-                    a.kind == INTERRUPTION && a.status == agentrt::ApprovalStatus::Pending
-                });
-                if let Some(question) = question {
-                    return Ok(Some(Unresolved::Asked(question.id)));
-                }
-            }
-            RunStatus::Running => {
-                if key_state::lease_expired(store, &row.run_id, now)? {
-                    return Ok(Some(Unresolved::Abandoned(row.run_id)));
-                }
-            }
-            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled => {
-                if let Some(again) = nobody_asked(store, session, &row)? {
-                    return Ok(Some(Unresolved::NobodyAsked(Box::new(again))));
-                }
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// The key of `row` (its run finished) if its last attempt's outcome is
-/// unknown: newest run first, the first whose tool ran decides.
-fn nobody_asked(store: &Store, session: &str, row: &CallRow) -> agentrt::Result<Option<AskAgain>> {
-    for earlier in index::key_rows(store, session, &row.request_key)?
-        .iter()
-        .rev()
-    {
-        let approvals = store.list_approvals(&earlier.run_id)?;
-        let attempt = match run_tool_ran(store, &earlier.run_id, &approvals)? {
-            ToolRan::No => continue,
-            ToolRan::Known(_) => return Ok(None),
-            ToolRan::Unknown(attempt) => attempt,
-        };
-        let step = store
-            .list_steps(&attempt.run_id)?
-            .into_iter()
-            .find(|s| s.id == attempt.step_id);
-        let Some(args) = step.and_then(|s| s.decision).and_then(|d| d.args) else {
-            return Ok(None);
-        };
-        return Ok(Some(AskAgain {
-            key: row.request_key.clone(),
-            previous: row.run_id.clone(),
-            attempt,
-            args: args.as_str().as_bytes().to_vec(),
-        }));
-    }
-    Ok(None)
 }

@@ -1,14 +1,24 @@
 //! The proxy's call index (periphery §4.3): one row per run the proxy
 //! began, in its own table of the same SQLite file, written through the
 //! core's extension point in the run's first write group (so the run's
-//! creation explains it, and a row never exists without its run). At most
-//! one row per (session, request key) is open: a claim reads the key's
-//! rows and writes its own in one write transaction, which SQLite
-//! serialises across processes, so two racers for the same request begin
-//! one run between them.
+//! creation explains it, and a row never exists without its run). A claim
+//! reads the key's newest row and writes its own in one write transaction,
+//! which SQLite serialises across processes, so two racers for the same
+//! request begin one run between them.
+//!
+//! A row is *open* while its call may still need the proxy: its run runs
+//! or waits, or its request's last attempt has an unknown outcome, or the
+//! proxy has not yet seen it settle. It is closed when the next run of its
+//! request begins (a key has at most one open row, its newest), or when
+//! the proxy sees its run finished with a known outcome or none (*settled*,
+//! written in a later run's first write group: see [`settle`]). So the
+//! open rows of a session are the few that rule 7 and the status tool must
+//! look at, found by an index, however long the session is.
 
 use agentrt::json::write_string;
-use agentrt::store::{Extension, ExtensionRow, ExtensionTable, SqlValue, WriteTx};
+use agentrt::store::{
+    Extension, ExtensionRow, ExtensionTable, RowOrder, RowQuery, SqlValue, WriteTx,
+};
 use agentrt::{Canonical, Store, Timestamp};
 
 /// The table.
@@ -40,6 +50,12 @@ pub const INDEX: Extension = Extension {
         // inside the write transaction, which SQLite serialises across
         // processes; lookups use the key index.
         (2, "DROP INDEX proxy_calls_open_key;"),
+        // The session's open rows (rule 7, the status tool), and its rows
+        // settled since a time, newest first, without reading the rest.
+        (
+            3,
+            "CREATE INDEX proxy_calls_open ON proxy_calls (session, open, closed_at);",
+        ),
     ],
     tables: &[ExtensionTable {
         name: CALLS_TABLE,
@@ -95,7 +111,8 @@ pub struct CallRow {
     pub side_effect: String,
     /// When the row was written.
     pub created_at: String,
-    /// Whether it is the key's open row.
+    /// Whether it is open: its call not yet settled (see the module's
+    /// documentation); a key has at most one open row, its newest.
     pub open: bool,
 }
 
@@ -120,61 +137,125 @@ fn key_filter<'a>(session: &'a str, key: &'a str) -> [(&'static str, SqlValue); 
     ]
 }
 
-/// [`key_filter`] for the key's open row.
-fn open_key_filter<'a>(session: &'a str, key: &'a str) -> [(&'static str, SqlValue); 3] {
-    let [session, key] = key_filter(session, key);
-    [session, key, ("open", SqlValue::Int(1))]
+/// The filter of `session`'s rows that are open (`true`) or closed.
+fn open_filter(session: &str, open: bool) -> [(&'static str, SqlValue); 2] {
+    [
+        ("session", SqlValue::from(session)),
+        ("open", SqlValue::Int(i64::from(open))),
+    ]
 }
 
-/// The open row of (`session`, `key`), if any, as committed.
-pub fn open_row(store: &Store, session: &str, key: &str) -> agentrt::Result<Option<CallRow>> {
-    let rows = store.rows_where(CALLS_TABLE, &open_key_filter(session, key), 1)?;
+fn decoded(rows: &[ExtensionRow]) -> Vec<CallRow> {
+    rows.iter().filter_map(CallRow::from_row).collect()
+}
+
+/// The newest row of (`session`, `key`), open or closed, if any, as
+/// committed: one row read from the key index.
+pub fn newest_row(store: &Store, session: &str, key: &str) -> agentrt::Result<Option<CallRow>> {
+    let filter = key_filter(session, key);
+    let rows = store.rows_by(
+        CALLS_TABLE,
+        &RowQuery::matching(&filter).newest_first().limit(1),
+    )?;
     Ok(rows.first().and_then(CallRow::from_row))
+}
+
+/// The newest `limit` rows of (`session`, `key`), newest first.
+pub fn newest_key_rows(
+    store: &Store,
+    session: &str,
+    key: &str,
+    limit: u64,
+) -> agentrt::Result<Vec<CallRow>> {
+    let filter = key_filter(session, key);
+    let query = RowQuery::matching(&filter).newest_first().limit(limit);
+    Ok(decoded(&store.rows_by(CALLS_TABLE, &query)?))
+}
+
+/// The most open rows one read returns: far more than a session has
+/// open (its calls running or waiting, and requests whose outcome is
+/// unknown), so that only a database whose rows were written open by an
+/// older proxy, with more requests than this, is read in parts (each call
+/// settles what it read).
+pub const OPEN_ROWS_READ: u64 = 4096;
+
+/// The open rows of `session` (of `tool` only, when given), oldest first,
+/// at most [`OPEN_ROWS_READ`].
+pub fn open_rows(
+    store: &Store,
+    session: &str,
+    tool: Option<&str>,
+) -> agentrt::Result<Vec<CallRow>> {
+    let [session, open] = open_filter(session, true);
+    let filter: Vec<(&str, SqlValue)> = match tool {
+        Some(tool) => vec![session, open, ("tool", SqlValue::from(tool))],
+        None => vec![session, open],
+    };
+    let query = RowQuery::matching(&filter).limit(OPEN_ROWS_READ);
+    Ok(decoded(&store.rows_by(CALLS_TABLE, &query)?))
+}
+
+/// The newest `limit` open rows of `session`, newest first.
+pub fn newest_open_rows(store: &Store, session: &str, limit: u64) -> agentrt::Result<Vec<CallRow>> {
+    let filter = open_filter(session, true);
+    let query = RowQuery::matching(&filter).newest_first().limit(limit);
+    Ok(decoded(&store.rows_by(CALLS_TABLE, &query)?))
+}
+
+/// The rows of `session` closed at or after `since`, the latest closed
+/// first, at most `limit`.
+pub fn closed_since(
+    store: &Store,
+    session: &str,
+    since: Timestamp,
+    limit: u64,
+) -> agentrt::Result<Vec<CallRow>> {
+    let filter = open_filter(session, false);
+    let since = SqlValue::from(since.to_string());
+    let query = RowQuery {
+        at_least: Some(("closed_at", &since)),
+        order: RowOrder::Highest("closed_at"),
+        ..RowQuery::matching(&filter).limit(limit)
+    };
+    Ok(decoded(&store.rows_by(CALLS_TABLE, &query)?))
 }
 
 /// Every row of `session`, oldest first.
 pub fn session_rows(store: &Store, session: &str) -> agentrt::Result<Vec<CallRow>> {
     let rows = store.rows_where(CALLS_TABLE, &[("session", SqlValue::from(session))], 0)?;
-    Ok(rows.iter().filter_map(CallRow::from_row).collect())
-}
-
-/// The open rows of `session` (one per request key), oldest first.
-pub fn open_rows(store: &Store, session: &str) -> agentrt::Result<Vec<CallRow>> {
-    let filter = [
-        ("session", SqlValue::from(session)),
-        ("open", SqlValue::Int(1)),
-    ];
-    let rows = store.rows_where(CALLS_TABLE, &filter, 0)?;
-    Ok(rows.iter().filter_map(CallRow::from_row).collect())
+    Ok(decoded(&rows))
 }
 
 /// Every row of (`session`, `key`), oldest first.
+#[cfg(test)]
 pub fn key_rows(store: &Store, session: &str, key: &str) -> agentrt::Result<Vec<CallRow>> {
     let rows = store.rows_where(CALLS_TABLE, &key_filter(session, key), 0)?;
-    Ok(rows.iter().filter_map(CallRow::from_row).collect())
+    Ok(decoded(&rows))
 }
 
-/// The index's part of a new run's first write group: the previous open
-/// row of the key (`expected`, as the caller saw it) is closed and the new
-/// run's row inserted open. If the key's open row is no longer the one the
-/// caller saw, another call won the race: nothing is written and
-/// [`agentrt::Error::InvalidInput`] about the request key is returned (see
-/// [`is_lost_race`]).
+/// The newest row of (`session`, `key`) as the group `tx` sees it.
+fn newest_in(tx: &WriteTx<'_>, session: &str, key: &str) -> agentrt::Result<Option<CallRow>> {
+    let filter = key_filter(session, key);
+    let rows = tx.rows_by(
+        CALLS_TABLE,
+        &RowQuery::matching(&filter).newest_first().limit(1),
+    )?;
+    Ok(rows.first().and_then(CallRow::from_row))
+}
+
+/// The index's part of a new run's first write group: the key's newest
+/// row (`expected`, as the caller saw it, its run finished) is closed if
+/// still open and the new run's row inserted open. If the key's newest row
+/// is no longer the one the caller saw, another call won the race: nothing
+/// is written and [`agentrt::Error::InvalidInput`] about the request key is
+/// returned (see [`is_lost_race`]).
 pub fn claim(
     tx: &mut WriteTx<'_>,
     row: &CallRow,
     expected: Option<&str>,
     at: Timestamp,
 ) -> agentrt::Result<()> {
-    let current = tx
-        .rows_where(
-            CALLS_TABLE,
-            &open_key_filter(&row.session, &row.request_key),
-            1,
-        )?
-        .first()
-        .and_then(CallRow::from_row)
-        .map(|r| r.run_id);
+    let current = newest_in(tx, &row.session, &row.request_key)?.map(|r| r.run_id);
     if current.as_deref() != expected {
         return Err(agentrt::Error::InvalidInput {
             what: "request key",
@@ -184,7 +265,8 @@ pub fn claim(
     open_new_row(tx, row, expected, at)
 }
 
-/// Closes the key's open row `previous` (if any) and inserts `row` open.
+/// Closes the key's newest row `previous` (if any, and still open) and
+/// inserts `row` open.
 fn open_new_row(
     tx: &mut WriteTx<'_>,
     row: &CallRow,
@@ -192,15 +274,7 @@ fn open_new_row(
     at: Timestamp,
 ) -> agentrt::Result<()> {
     if let Some(previous) = previous {
-        tx.update_row(
-            CALLS_TABLE,
-            previous,
-            &[
-                ("open", SqlValue::Int(0)),
-                ("closed_at", SqlValue::from(at.to_string().as_str())),
-            ],
-            &[("open", SqlValue::Int(1))],
-        )?;
+        settle(tx, previous, at)?;
     }
     tx.insert_row(
         CALLS_TABLE,
@@ -224,14 +298,30 @@ fn open_new_row(
 /// a seen request key is returned (see [`is_seen`]): the caller decides
 /// the call the long way, with the key's history read.
 pub fn claim_new(tx: &mut WriteTx<'_>, row: &CallRow, at: Timestamp) -> agentrt::Result<()> {
-    let seen = tx.rows_where(CALLS_TABLE, &key_filter(&row.session, &row.request_key), 1)?;
-    if !seen.is_empty() {
+    if newest_in(tx, &row.session, &row.request_key)?.is_some() {
         return Err(agentrt::Error::InvalidInput {
             what: SEEN_KEY,
             detail: "the request was made before in this session".into(),
         });
     }
     open_new_row(tx, row, None, at)
+}
+
+/// Closes the row of run `run_id` at `at` if it is open (a row closed
+/// already, by the next run of its request or by another process, stays
+/// as it is): the proxy saw its run finished and its request's last
+/// attempt, if any, with a known outcome. Written in a later run's first
+/// write group, whose creation event explains it; whether it applied.
+pub fn settle(tx: &mut WriteTx<'_>, run_id: &str, at: Timestamp) -> agentrt::Result<bool> {
+    tx.update_row(
+        CALLS_TABLE,
+        run_id,
+        &[
+            ("open", SqlValue::Int(0)),
+            ("closed_at", SqlValue::from(at.to_string().as_str())),
+        ],
+        &[("open", SqlValue::Int(1))],
+    )
 }
 
 /// What [`claim_new`]'s refusal names.
@@ -317,7 +407,7 @@ mod tests {
     }
 
     fn open_ids(store: &Store) -> Vec<String> {
-        open_rows(store, "s")
+        open_rows(store, "s", None)
             .expect("rows")
             .into_iter()
             .map(|r| r.run_id)

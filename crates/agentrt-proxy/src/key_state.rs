@@ -23,7 +23,8 @@ pub const INTERRUPTION: &str = "interrupted_side_effect";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyState {
     /// No run of the key is open: a new run may begin. `previous` is the
-    /// finished run of the key's open row, closed when the next begins.
+    /// run of the key's newest row (finished), closed (if still open)
+    /// when the next begins.
     Settled {
         /// The key's last finished run, if any.
         previous: Option<String>,
@@ -86,12 +87,13 @@ pub enum OnCall {
     },
     /// Rules 4–7, then a new run (closing `previous`).
     NewRun {
-        /// The key's last finished run, closed when the new one begins.
+        /// The key's last finished run, closed (if still open) when the new
+        /// one begins.
         previous: Option<String>,
     },
 }
 
-/// The facts [`classify`] reads: the open row's run, its latest
+/// The facts [`classify`] reads: the key's newest row's run, its latest
 /// approval, and whether its lease expired.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowFacts {
@@ -105,7 +107,7 @@ pub struct RowFacts {
     pub lease_expired: bool,
 }
 
-/// The key's state from its open row's facts (`None`: no open row).
+/// The key's state from its newest row's facts (`None`: no row).
 pub fn classify(facts: Option<RowFacts>) -> KeyState {
     let Some(facts) = facts else {
         return KeyState::Settled { previous: None };
@@ -159,20 +161,20 @@ pub fn on_call(state: KeyState) -> OnCall {
     }
 }
 
-/// Reads the facts of (`session`, `key`)'s open row at `now`.
+/// Reads the facts of (`session`, `key`)'s newest row at `now` (the key's
+/// open row if it has one; a closed newest row's run has finished).
 pub fn read(
     store: &Store,
     session: &str,
     key: &str,
     now: Timestamp,
 ) -> agentrt::Result<Option<RowFacts>> {
-    let Some(row) = index::open_row(store, session, key)? else {
+    let Some(row) = index::newest_row(store, session, key)? else {
         return Ok(None);
     };
     let run = store.get_run(&row.run_id)?;
     let latest_approval = if run.status == RunStatus::WaitingForApproval {
-        store
-            .list_approvals(&row.run_id)?
+        crate::history::approvals(store, &row.run_id)?
             .pop()
             .map(|a| (a.id, a.status, a.kind))
     } else {

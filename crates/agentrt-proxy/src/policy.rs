@@ -212,7 +212,13 @@ pub(crate) fn named_attempt(
     store: &agentrt::Store,
     run_id: &str,
 ) -> agentrt::Result<Option<Attempt>> {
-    for approval in store.list_approvals(run_id)? {
+    Ok(named_in(&crate::history::approvals(store, run_id)?))
+}
+
+/// The attempt the first interruption approval of `approvals` names, if
+/// any (its capability's `interrupted`).
+pub(crate) fn named_in(approvals: &[agentrt::Approval]) -> Option<Attempt> {
+    for approval in approvals {
         let value: serde_json::Value =
             serde_json::from_str(approval.capability.as_str()).unwrap_or_default();
         let Some(named) = value.get("interrupted") else {
@@ -227,13 +233,13 @@ pub(crate) fn named_attempt(
         if let (Some(run), Some(step), Some(started)) =
             (text("run_id"), text("step_id"), text("started_at"))
         {
-            return Ok(Some(Attempt {
+            return Some(Attempt {
                 run_id: run,
                 step_id: step,
                 started_at: started,
                 ended,
-            }));
+            });
         }
     }
-    Ok(None)
+    None
 }

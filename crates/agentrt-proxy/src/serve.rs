@@ -367,6 +367,13 @@ pub(crate) async fn land(proxy: &Proxy, err: &mut dyn Write) {
         "agentrt-proxy: stopping: the calls in flight finish and are recorded"
     );
     proxy.landed().await;
+    let dropped = proxy.dropped_notices();
+    if dropped > 0 {
+        let _ = writeln!(
+            err,
+            "agentrt-proxy: {dropped} approval notice(s) were dropped: stderr was not read fast enough (`agentrt runs` lists what waits)"
+        );
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM (Ctrl-C elsewhere).

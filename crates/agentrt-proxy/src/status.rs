@@ -7,10 +7,11 @@ use std::time::Duration;
 use agentrt::{ApprovalStatus, Canonical, RunStatus, Store, Timestamp};
 
 use crate::answer::{Answer, quote};
-use crate::index;
+use crate::history;
+use crate::index::{self, CallRow};
 
 /// The most index rows read.
-const MAX_ROWS: usize = 200;
+const MAX_ROWS: u64 = 200;
 /// How far back an approval is known.
 const RECENT: Duration = Duration::from_secs(3600);
 
@@ -58,11 +59,13 @@ pub fn status(
     asked: Option<&str>,
     now: Timestamp,
 ) -> agentrt::Result<Answer> {
-    let rows = index::session_rows(store, session)?;
-    let recent: Vec<_> = rows.iter().rev().take(MAX_ROWS).collect();
     let text = match asked {
-        None => waiting(store, &recent, now)?,
-        Some(id) => about(store, &recent, id, now)?,
+        None => waiting(
+            store,
+            &index::newest_open_rows(store, session, MAX_ROWS)?,
+            now,
+        )?,
+        Some(id) => about(store, &recent_rows(store, session, now)?, id, now)?,
     };
     Ok(Answer::Prose {
         text: format!("GATE_STATUS: {text}"),
@@ -70,19 +73,34 @@ pub fn status(
     })
 }
 
-fn waiting(store: &Store, rows: &[&index::CallRow], now: Timestamp) -> agentrt::Result<String> {
+/// The session's rows the status tool reads (§4.7): those unsettled (open)
+/// or settled within the last hour, newest first, at most [`MAX_ROWS`].
+/// Open rows come first: they are the ones whose requests may still wait.
+fn recent_rows(store: &Store, session: &str, now: Timestamp) -> agentrt::Result<Vec<CallRow>> {
+    let mut rows = index::newest_open_rows(store, session, MAX_ROWS)?;
+    let room = MAX_ROWS.saturating_sub(rows.len() as u64);
+    if room > 0 {
+        let recent = i128::try_from(RECENT.as_nanos()).unwrap_or(i128::MAX);
+        let since = Timestamp::from_unix_nanos(now.as_unix_nanos().saturating_sub(recent));
+        rows.extend(index::closed_since(store, session, since, room)?);
+    }
+    Ok(rows)
+}
+
+/// The waiting approvals of the requests of `open` (the session's newest
+/// open rows: a request that waits has its row open).
+fn waiting(store: &Store, open: &[CallRow], now: Timestamp) -> agentrt::Result<String> {
     let mut lines = Vec::new();
-    for row in rows {
+    for row in open {
         let run = store.get_run(&row.run_id)?;
         if run.status != RunStatus::WaitingForApproval {
             continue;
         }
-        for approval in store.list_approvals(&run.id)? {
+        for approval in history::approvals(store, &run.id)? {
             if approval.status != ApprovalStatus::Pending {
                 continue;
             }
-            let args = store
-                .list_steps(&run.id)?
+            let args = history::steps(store, &run.id)?
                 .iter()
                 .find(|s| s.id == approval.step_id)
                 .and_then(|s| s.decision.as_ref())
@@ -98,7 +116,7 @@ fn waiting(store: &Store, rows: &[&index::CallRow], now: Timestamp) -> agentrt::
             ));
         }
     }
-    Ok(match lines.len() {
+    let mut text = match lines.len() {
         0 => "no request in this session is waiting for an operator's approval.".to_owned(),
         1 => format!(
             "1 request of this session waits for an operator's approval:\n{}",
@@ -108,21 +126,22 @@ fn waiting(store: &Store, rows: &[&index::CallRow], now: Timestamp) -> agentrt::
             "{n} requests of this session wait for an operator's approval:\n{}",
             lines.join("\n")
         ),
-    })
+    };
+    if open.len() as u64 >= MAX_ROWS {
+        text.push_str(&format!(
+            "\nOnly the {MAX_ROWS} most recent unsettled requests were read; older ones may wait too."
+        ));
+    }
+    Ok(text)
 }
 
-fn about(
-    store: &Store,
-    rows: &[&index::CallRow],
-    id: &str,
-    now: Timestamp,
-) -> agentrt::Result<String> {
+fn about(store: &Store, rows: &[CallRow], id: &str, now: Timestamp) -> agentrt::Result<String> {
     let unknown = format!(
         "no approval {} is known in this session from the last hour.",
         quote(id, 200)
     );
     for row in rows {
-        let approvals = store.list_approvals(&row.run_id)?;
+        let approvals = history::approvals(store, &row.run_id)?;
         let Some(position) = approvals.iter().position(|a| a.id == id) else {
             continue;
         };

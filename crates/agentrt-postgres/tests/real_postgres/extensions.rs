@@ -565,3 +565,107 @@ fn hosts_opening_a_new_database_with_an_extension_at_once_create_it_once() {
             .intact()
     );
 }
+
+/// A table read in orders and bounds: a text key (insertion order is the
+/// engine's own), and an index whose columns are a filter's and then an
+/// order's.
+const ORDERED: Extension = Extension {
+    name: "ordered",
+    migrations: &[(
+        1,
+        "CREATE TABLE ordered_items (
+             id          TEXT NOT NULL PRIMARY KEY,
+             kind        TEXT NOT NULL,
+             at          TEXT NOT NULL,
+             written_seq INTEGER NOT NULL DEFAULT 0
+         );
+         CREATE INDEX ordered_items_kind_at ON ordered_items (kind, at);",
+    )],
+    tables: &[ExtensionTable {
+        name: "ordered_items",
+        key_column: "id",
+        columns: &["id", "kind", "at"],
+    }],
+};
+
+/// The ids of `rows`, in their order.
+fn ids(rows: &[agentrt::store::ExtensionRow]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|r| r.text("id").map(str::to_owned))
+        .collect()
+}
+
+/// Writes five rows and reads them back in every order and bound, inside a
+/// write group and outside.
+fn ordered_scenario(backend: &Backend) -> Vec<Vec<String>> {
+    use agentrt::store::{RowOrder, RowQuery};
+    let store = backend.open_with(proxy::options(ORDERED)).unwrap();
+    let rows = [
+        ("a", "k", "t3"),
+        ("b", "k", "t1"),
+        ("c", "other", "t9"),
+        ("d", "k", "t5"),
+        ("e", "k", "t3"),
+    ];
+    let (inside, _) = store
+        .write(|tx| {
+            tx.insert_run(&proxy::new_run("r1"))?;
+            for (id, kind, at) in rows {
+                tx.insert_row(
+                    "ordered_items",
+                    &[("id", id.into()), ("kind", kind.into()), ("at", at.into())],
+                )?;
+            }
+            let kind = [("kind", SqlValue::from("k"))];
+            let newest = tx.rows_by(
+                "ordered_items",
+                &RowQuery::matching(&kind).newest_first().limit(1),
+            )?;
+            tx.append_event("r1", "", &crate::common::t0(), EventType::RunCreated, "{}")?;
+            Ok(ids(&newest))
+        })
+        .unwrap();
+    let kind = [("kind", SqlValue::from("k"))];
+    let t3 = SqlValue::from("t3");
+    let read = |query: RowQuery<'_>| ids(&store.rows_by("ordered_items", &query).unwrap());
+    vec![
+        inside,
+        read(RowQuery::matching(&kind)),
+        read(RowQuery::matching(&kind).newest_first().limit(2)),
+        read(RowQuery::matching(&[]).newest_first()),
+        read(RowQuery {
+            at_least: Some(("at", &t3)),
+            order: RowOrder::Highest("at"),
+            ..RowQuery::matching(&kind)
+        }),
+        read(RowQuery {
+            order: RowOrder::Highest("at"),
+            ..RowQuery::matching(&kind).limit(3)
+        }),
+    ]
+}
+
+#[test]
+fn ordered_and_bounded_extension_reads_answer_alike_on_both_engines() {
+    let [sqlite, postgres] = backends::each();
+    let on_sqlite = ordered_scenario(&sqlite);
+    assert_eq!(ordered_scenario(&postgres), on_sqlite);
+    let want: [&[&str]; 6] = [
+        &["e"],
+        &["a", "b", "d", "e"],
+        &["e", "d"],
+        &["e", "d", "c", "b", "a"],
+        // Highest first, the newest first among equals.
+        &["d", "e", "a"],
+        &["d", "e", "a"],
+    ];
+    assert_eq!(
+        on_sqlite,
+        want.map(|w| w.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    );
+    // On PostgreSQL the index ends with insertion order, as SQLite's ends
+    // with the rowid, so a newest-first read by its columns needs no sort.
+    let defs = postgres
+        .text_rows("SELECT indexdef FROM pg_indexes WHERE indexname = 'ordered_items_kind_at'");
+    assert!(defs[0][0].ends_with("(kind, at, _pos)"), "{defs:?}");
+}

@@ -25,4 +25,6 @@ pub use super::read::{
     approval_from_row as decode_approval, event_from_row as decode_event,
     run_from_row as decode_run, step_from_row as decode_step,
 };
-pub use super::read_rows::{Cut, Page, ReadRows, StoredRow, StoredValue};
+pub use super::read_rows::{
+    Cut, ExtensionOrder, ExtensionQuery, Page, ReadRows, StoredRow, StoredValue,
+};

@@ -57,7 +57,7 @@ pub use changes::{
 pub use export::{EXPORTED_TABLES, ExportPage, Exported, ExportedTable, ExtensionExport};
 pub use extension::{
     ColumnShape, ColumnType, Extension, ExtensionRow, ExtensionShape, ExtensionTable, IndexShape,
-    Registration, RegistryEntry, ShapeChange, SqlValue, TableShape,
+    Registration, RegistryEntry, RowOrder, RowQuery, ShapeChange, SqlValue, TableShape,
 };
 pub use group_rows::GroupRows;
 pub use heap::retain_freed_heap;

@@ -41,6 +41,34 @@ pub struct StoredRow {
     pub written_seq: i64,
 }
 
+/// The order an extension table's rows are read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtensionOrder {
+    /// Insertion order (SQLite's rowid; for a numbered key, the key's).
+    Oldest,
+    /// Newest first: insertion order reversed.
+    Newest,
+    /// By this (checked) column, highest first; the newest first among
+    /// equal values.
+    Highest(&'static str),
+}
+
+/// A read of an extension table as an engine gets it: its columns checked
+/// against the registration (names from the declaration, values of the
+/// columns' kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtensionQuery<'v> {
+    /// Every row holds each of these values in its column.
+    pub filter: &'v [(&'static str, &'v SqlValue)],
+    /// Every row holds at least this value in this column (integers by
+    /// value, text by byte order), when given.
+    pub at_least: Option<(&'static str, &'v SqlValue)>,
+    /// The order.
+    pub order: ExtensionOrder,
+    /// At most this many rows (0: all).
+    pub limit: u64,
+}
+
 /// Whether a read returns rows whole, or with every text column cut at
 /// [`MAX_PAGE_TEXT`](super::MAX_PAGE_TEXT) characters (the page reads of
 /// core §2.5: a row says so in its `decode_error`, a cut JSON column
@@ -135,5 +163,17 @@ pub trait ReadRows {
         table: &ExtensionTable,
         filter: &[(&'static str, &SqlValue)],
         limit: u64,
+    ) -> Result<Vec<StoredRow>>;
+
+    /// The rows of an extension table that `query` asks for, in its order,
+    /// at most its limit. An engine answers it from an index that matches
+    /// the filter, the bound and the order where the table has one (on
+    /// SQLite every index ends with the rowid; on PostgreSQL every
+    /// non-unique index of an extension table ends with its insertion
+    /// order), so that a limited read stops after its rows.
+    fn extension_rows_by(
+        &self,
+        table: &ExtensionTable,
+        query: &ExtensionQuery<'_>,
     ) -> Result<Vec<StoredRow>>;
 }

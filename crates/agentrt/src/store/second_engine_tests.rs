@@ -170,6 +170,14 @@ impl ReadRows for Memory {
     ) -> Result<Vec<StoredRow>> {
         Err(unsupported("extension tables"))
     }
+
+    fn extension_rows_by(
+        &self,
+        _: &ExtensionTable,
+        _: &super::read_rows::ExtensionQuery<'_>,
+    ) -> Result<Vec<StoredRow>> {
+        Err(unsupported("extension tables"))
+    }
 }
 
 impl GroupRows for Memory {

@@ -207,6 +207,64 @@ impl SqlValue {
     }
 }
 
+/// The order [`Store::rows_by`](crate::Store::rows_by) reads rows in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowOrder<'a> {
+    /// Insertion order, oldest first (as [`Store::rows_where`](crate::Store::rows_where)).
+    Oldest,
+    /// Newest first.
+    Newest,
+    /// By this column, highest first (integers by value, text by byte
+    /// order); the newest first among equal values.
+    Highest(&'a str),
+}
+
+/// What [`Store::rows_by`](crate::Store::rows_by) reads: the rows whose
+/// columns hold every value of `filter` and, when `at_least` names a
+/// column, at least its value there; in `order`; at most `limit` (0: all).
+///
+/// Every engine reads it from an index whose columns are the filter's,
+/// then the bound's or the order's column, when the table has one, and
+/// stops after `limit` rows: a satellite that asks for "the newest row of
+/// this key" reads one row, however many the key has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowQuery<'a> {
+    /// Columns and the values they must hold.
+    pub filter: &'a [(&'a str, SqlValue)],
+    /// A column and the least value it may hold.
+    pub at_least: Option<(&'a str, &'a SqlValue)>,
+    /// The order.
+    pub order: RowOrder<'a>,
+    /// At most this many rows (0: all).
+    pub limit: u64,
+}
+
+impl<'a> RowQuery<'a> {
+    /// The rows holding every value of `filter`, in insertion order, all
+    /// of them: refine it with the other fields.
+    pub fn matching(filter: &'a [(&'a str, SqlValue)]) -> RowQuery<'a> {
+        RowQuery {
+            filter,
+            at_least: None,
+            order: RowOrder::Oldest,
+            limit: 0,
+        }
+    }
+
+    /// The same read, newest first.
+    pub fn newest_first(self) -> RowQuery<'a> {
+        RowQuery {
+            order: RowOrder::Newest,
+            ..self
+        }
+    }
+
+    /// The same read, at most `limit` rows.
+    pub fn limit(self, limit: u64) -> RowQuery<'a> {
+        RowQuery { limit, ..self }
+    }
+}
+
 /// Integers in decimal, text as it is: the form a key takes in the chain's
 /// row listing.
 impl fmt::Display for SqlValue {

@@ -4,9 +4,9 @@
 //! caller's name is only looked up and checked); every value is bound by
 //! the engine.
 
-use super::{ExtensionRow, Registered, SqlValue};
+use super::{ExtensionRow, Registered, RowOrder, RowQuery, SqlValue};
 use crate::error::{Error, Result};
-use crate::store::read_rows::{StoredRow, StoredValue};
+use crate::store::read_rows::{ExtensionOrder, ExtensionQuery, StoredRow, StoredValue};
 use crate::store::{Store, WriteTx};
 
 /// Decodes a row as read: every value of its column's kind.
@@ -65,6 +65,43 @@ fn checked<'v>(
         .iter()
         .map(|(column, value)| Ok((t.typed(column, value)?.1, value)))
         .collect()
+}
+
+/// `query`'s bound and order, checked against `t` (its filter is checked
+/// by [`checked`]).
+fn checked_bound<'v>(
+    t: &Registered,
+    query: &RowQuery<'v>,
+) -> Result<(Option<(&'static str, &'v SqlValue)>, ExtensionOrder)> {
+    let at_least = match query.at_least {
+        Some((column, value)) => Some((t.typed(column, value)?.1, value)),
+        None => None,
+    };
+    let order = match query.order {
+        RowOrder::Oldest => ExtensionOrder::Oldest,
+        RowOrder::Newest => ExtensionOrder::Newest,
+        RowOrder::Highest(column) => ExtensionOrder::Highest(t.column(column)?.1),
+    };
+    Ok((at_least, order))
+}
+
+/// Reads `query` of table `t` through `read` (an engine's
+/// [`ReadRows::extension_rows_by`](crate::store::ReadRows::extension_rows_by)),
+/// every name checked, every row decoded.
+fn read_by(
+    t: &Registered,
+    query: &RowQuery<'_>,
+    read: impl FnOnce(&ExtensionQuery<'_>) -> Result<Vec<StoredRow>>,
+) -> Result<Vec<ExtensionRow>> {
+    let filter = checked(t, query.filter)?;
+    let (at_least, order) = checked_bound(t, query)?;
+    let rows = read(&ExtensionQuery {
+        filter: &filter,
+        at_least,
+        order,
+        limit: query.limit,
+    })?;
+    rows.into_iter().map(|row| decode(t, row)).collect()
 }
 
 /// The row of `t` keyed `key`, checked to be of the key's kind.
@@ -255,6 +292,14 @@ impl WriteTx<'_> {
         rows.into_iter().map(|row| decode(t, row)).collect()
     }
 
+    /// The rows of extension table `table` that `query` asks for (see
+    /// [`Store::rows_by`]), as this group sees them.
+    pub fn rows_by(&self, table: &str, query: &RowQuery<'_>) -> Result<Vec<ExtensionRow>> {
+        let (_, t) = self.extensions().find(table)?;
+        let rows = self.rows_read();
+        read_by(t, query, |q| rows.extension_rows_by(&t.table, q))
+    }
+
     /// Whether run `run_id` exists, as this group sees it: decided inside
     /// the group's transaction, so no other writer can begin or remove the
     /// run before the group commits.
@@ -315,5 +360,50 @@ impl Store {
         let filter = checked(t, filter)?;
         let rows = self.read(|rows| rows.extension_rows(&t.table, &filter, limit))?;
         rows.into_iter().map(|row| decode(t, row)).collect()
+    }
+    /// The rows of extension table `table` that `query` asks for: those
+    /// whose columns hold every value of its filter and at least its bound,
+    /// in its order, at most its limit. Read from an index that matches
+    /// the question where the table has one (its filter's columns, then the
+    /// bound's or the order's), it reads only the rows it returns.
+    ///
+    /// ```
+    /// # use agentrt::store::{Extension, ExtensionTable, RowOrder, RowQuery, SqlValue};
+    /// # use agentrt::{Error, EventType, Store, StoreOptions, Timestamp};
+    /// const EXT: Extension = Extension { name: "demo", migrations: &[(1,
+    ///     "CREATE TABLE demo_items (id TEXT NOT NULL PRIMARY KEY, kind TEXT NOT NULL, n INTEGER NOT NULL,
+    ///          written_seq INTEGER NOT NULL DEFAULT 0);
+    ///      CREATE INDEX demo_items_kind_n ON demo_items (kind, n);")],
+    ///     tables: &[ExtensionTable { name: "demo_items", key_column: "id", columns: &["id", "kind", "n"] }] };
+    /// let store = Store::open_with(":memory:", StoreOptions { extensions: vec![EXT], ..StoreOptions::default() })?;
+    /// # let at = Timestamp::parse("2026-10-01T09:00:00Z").unwrap();
+    /// store.write(|tx| {
+    /// #   tx.insert_run(&agentrt::store::NewRun { id: "r1", goal: "g", limits_json: "{}",
+    /// #       created_at: at, lease_owner: "me", lease_expires_at: at })?;
+    ///     for (id, n) in [("a", 3), ("b", 1), ("c", 2), ("d", 5)] {
+    ///         tx.insert_row("demo_items", &[("id", id.into()), ("kind", "k".into()), ("n", n.into())])?;
+    ///     }
+    ///     tx.append_event("r1", "", &at, EventType::RunCreated, "{}")
+    /// })?;
+    /// let ids = |rows: Vec<agentrt::store::ExtensionRow>| -> Vec<String> {
+    ///     rows.iter().filter_map(|r| r.text("id").map(str::to_owned)).collect()
+    /// };
+    /// let kind = [("kind", SqlValue::from("k"))];
+    /// // The newest two.
+    /// let newest = store.rows_by("demo_items", &RowQuery::matching(&kind).newest_first().limit(2))?;
+    /// assert_eq!(ids(newest), ["d", "c"]);
+    /// // n ≥ 2, highest first.
+    /// let two = SqlValue::Int(2);
+    /// let query = RowQuery { at_least: Some(("n", &two)), order: RowOrder::Highest("n"), ..RowQuery::matching(&kind) };
+    /// assert_eq!(ids(store.rows_by("demo_items", &query)?), ["d", "a", "c"]);
+    /// let wrong = RowQuery { order: RowOrder::Highest("nope"), ..RowQuery::matching(&kind) };
+    /// assert!(matches!(store.rows_by("demo_items", &wrong), Err(Error::NoSuchColumn { .. })));
+    /// # Ok::<(), agentrt::Error>(())
+    /// ```
+    pub fn rows_by(&self, table: &str, query: &RowQuery<'_>) -> Result<Vec<ExtensionRow>> {
+        let (_, t) = self.inner.extensions.find(table)?;
+        read_by(t, query, |q| {
+            self.read(|rows| rows.extension_rows_by(&t.table, q))
+        })
     }
 }

@@ -11,7 +11,7 @@ use rusqlite::{Connection, params_from_iter};
 
 use super::columns::RowColumns;
 use super::extension::{ExtensionTable, SqlValue, quoted, quoted_list};
-use super::read_rows::{StoredRow, StoredValue};
+use super::read_rows::{ExtensionOrder, ExtensionQuery, StoredRow, StoredValue};
 use crate::error::{Error, Result};
 
 /// The engine's statements on one connection.
@@ -103,30 +103,42 @@ fn stored(value: ValueRef<'_>) -> StoredValue {
     }
 }
 
-/// The rows of an extension table matching `filter`, on any connection
-/// (a group's, or a reader's).
+/// The rows of an extension table that `query` asks for, on any
+/// connection (a group's, or a reader's). Every SQLite index ends with the
+/// rowid, so an index on the filter's columns (then the bound's or the
+/// order's column) yields the rows in the order asked for and the read
+/// stops at the limit.
 fn extension_rows(
     conn: &Connection,
     table: &ExtensionTable,
-    filter: &[(&'static str, &SqlValue)],
-    limit: u64,
+    query: &ExtensionQuery<'_>,
 ) -> Result<Vec<StoredRow>> {
-    let mut wheres: Vec<String> = filter
+    let mut wheres: Vec<String> = query
+        .filter
         .iter()
         .map(|(name, _)| format!("{} = ?", quoted(name)))
         .collect();
+    let mut params: Vec<Value> = query.filter.iter().map(|(_, v)| sql_value(v)).collect();
+    if let Some((name, value)) = query.at_least {
+        wheres.push(format!("{} >= ?", quoted(name)));
+        params.push(sql_value(value));
+    }
     if wheres.is_empty() {
         wheres.push("1".into());
     }
-    let mut params: Vec<Value> = filter.iter().map(|(_, v)| sql_value(v)).collect();
-    let limit = if limit == 0 {
+    let limit = if query.limit == 0 {
         -1
     } else {
-        i64::try_from(limit).unwrap_or(i64::MAX)
+        i64::try_from(query.limit).unwrap_or(i64::MAX)
     };
     params.push(Value::Integer(limit));
+    let order = match query.order {
+        ExtensionOrder::Oldest => "rowid".to_owned(),
+        ExtensionOrder::Newest => "rowid DESC".to_owned(),
+        ExtensionOrder::Highest(name) => format!("{} DESC, rowid DESC", quoted(name)),
+    };
     let sql = format!(
-        "SELECT {}, written_seq FROM {} WHERE {} ORDER BY rowid LIMIT ?",
+        "SELECT {}, written_seq FROM {} WHERE {} ORDER BY {order} LIMIT ?",
         quoted_list(table.columns),
         quoted(table.name),
         wheres.join(" AND ")

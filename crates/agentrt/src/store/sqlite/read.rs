@@ -15,7 +15,7 @@ use super::super::read::{
     event_from_row, label_filter, run_from_row, step_from_row,
 };
 use super::super::read_rows::StoredRow;
-use super::super::read_rows::{Cut, ReadRows};
+use super::super::read_rows::{Cut, ExtensionOrder, ExtensionQuery, ReadRows};
 use super::{SqliteRows, bounds, extension_rows};
 use crate::error::{Error, Result};
 use crate::model::{Approval, Event, Labels, ModelCall, Run, Step};
@@ -260,6 +260,20 @@ impl ReadRows for SqliteRows<'_> {
         filter: &[(&'static str, &SqlValue)],
         limit: u64,
     ) -> Result<Vec<StoredRow>> {
-        extension_rows(self.conn, table, filter, limit)
+        let query = ExtensionQuery {
+            filter,
+            at_least: None,
+            order: ExtensionOrder::Oldest,
+            limit,
+        };
+        extension_rows(self.conn, table, &query)
+    }
+
+    fn extension_rows_by(
+        &self,
+        table: &ExtensionTable,
+        query: &ExtensionQuery<'_>,
+    ) -> Result<Vec<StoredRow>> {
+        extension_rows(self.conn, table, query)
     }
 }

@@ -1,0 +1,416 @@
+//! What deciding a call reads of the session's history (periphery §4.4),
+//! every read bounded, so that planning a call costs the same in a session
+//! of ten calls and in one of a hundred thousand:
+//!
+//! - rules 4–6 read the request's own runs, newest first, from the key
+//!   index, and stop at the first that decides (rules 4–5: the first that
+//!   refuses, or the first finished before the window; rule 6: the newest
+//!   that ran the tool, or that asked about an earlier attempt), at most
+//!   [`KEY_RUNS_READ`] runs;
+//! - rule 7 reads the session's open rows (those of the tool, for an
+//!   unknown outcome; all of them, for `max_pending`), which the proxy keeps
+//!   few by settling a row once it sees its run finished with a known
+//!   outcome or none;
+//! - of each run, its steps, events and approvals are read capped: a run
+//!   the proxy began has at most three steps, and one with more rows than
+//!   the caps is refused as corrupt rather than judged on part of itself.
+
+use std::time::Duration;
+
+use agentrt::{Approval, ApprovalStatus, Event, RunStatus, Step, Store, Timestamp};
+
+use crate::index::{self, CallRow};
+use crate::key_state::{self, INTERRUPTION};
+use crate::repeat::{self, Attempt, Ending, Known, PastRun, ToolRan};
+
+/// Most steps of one run read (the proxy's runs have at most three).
+const MAX_STEPS: u64 = 16;
+/// Most events of one run read.
+const MAX_EVENTS: u64 = 256;
+/// Most approvals of one run read.
+const MAX_APPROVALS: u64 = 64;
+/// The newest runs of a request read first: most calls are decided by
+/// the newest one or two.
+const FIRST_RUNS: u64 = 8;
+/// Most runs of one request read: past them, nothing refuses (rules 4–5)
+/// and no attempt is unresolved (rule 6). Every run of a request whose
+/// last attempt's outcome is unknown asks about it (or runs it), and is
+/// decided on its own; only as many consecutive runs that the policy
+/// denied outright could hide it.
+pub const KEY_RUNS_READ: u64 = 64;
+
+/// A run holding more rows of `what` than a run of the proxy can.
+fn too_many(table: &'static str, run_id: &str, total: u64, cap: u64) -> agentrt::Error {
+    agentrt::Error::Corrupt {
+        table,
+        id: run_id.to_owned(),
+        detail: format!("the run has {total} rows here; a run of the proxy has at most {cap}"),
+    }
+}
+
+/// Run `run_id`'s approvals in creation order (at most [`MAX_APPROVALS`]).
+pub(crate) fn approvals(store: &Store, run_id: &str) -> agentrt::Result<Vec<Approval>> {
+    let (approvals, total) = store.first_approvals(run_id, MAX_APPROVALS)?;
+    if total > MAX_APPROVALS {
+        return Err(too_many("approvals", run_id, total, MAX_APPROVALS));
+    }
+    Ok(approvals)
+}
+
+/// Run `run_id`'s steps in index order (at most [`MAX_STEPS`]).
+pub(crate) fn steps(store: &Store, run_id: &str) -> agentrt::Result<Vec<Step>> {
+    let page = store.steps_page(run_id, MAX_STEPS, 0)?;
+    if page.total > MAX_STEPS {
+        return Err(too_many("steps", run_id, page.total, MAX_STEPS));
+    }
+    Ok(page.items)
+}
+
+/// Run `run_id`'s events in seq order (at most [`MAX_EVENTS`]).
+fn events(store: &Store, run_id: &str) -> agentrt::Result<Vec<Event>> {
+    let page = store.events_page(run_id, MAX_EVENTS, 0)?;
+    if page.total > MAX_EVENTS {
+        return Err(too_many("events", run_id, page.total, MAX_EVENTS));
+    }
+    Ok(page.items)
+}
+
+/// Which rules a walk over a request's runs decides.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Rules {
+    /// Rules 4–6 for a new call at `now` with the tool's `window`.
+    All {
+        now: Timestamp,
+        window: Duration,
+        read_only: bool,
+    },
+    /// Rule 6 alone (rule 7's look at another request).
+    Six,
+}
+
+impl Rules {
+    /// Whether the runs read so far (newest first) decide every rule asked.
+    fn decided(&self, past: &[PastRun]) -> bool {
+        let six = past.iter().any(|p| p.tool != ToolRan::No);
+        match *self {
+            Rules::Six => six,
+            Rules::All {
+                now,
+                window,
+                read_only,
+            } => {
+                // The runs of a request follow one another (a run begins
+                // only after the previous one finished), so once one
+                // finished before the window, every older one did.
+                let four_five = window.is_zero()
+                    || repeat::judge(past, now, window, read_only).is_some()
+                    || past
+                        .last()
+                        .is_some_and(|p| p.finished_at.add(window) <= now);
+                four_five && (read_only || six)
+            }
+        }
+    }
+}
+
+/// The finished runs of (`session`, `key`), newest first, as rules 4–6 see
+/// them: read until they decide `rules`, at most [`KEY_RUNS_READ`].
+pub(crate) fn past_runs(
+    store: &Store,
+    session: &str,
+    key: &str,
+    rules: Rules,
+) -> agentrt::Result<Vec<PastRun>> {
+    let mut past = Vec::new();
+    let mut read = 0;
+    for limit in [FIRST_RUNS, KEY_RUNS_READ] {
+        let rows = index::newest_key_rows(store, session, key, limit)?;
+        let fetched = rows.len();
+        for row in rows.into_iter().skip(read) {
+            read += 1;
+            if let Some(run) = past_run(store, &row.run_id)? {
+                past.push(run);
+                if rules.decided(&past) {
+                    return Ok(past);
+                }
+            }
+        }
+        if u64::try_from(fetched).unwrap_or(u64::MAX) < limit {
+            break;
+        }
+    }
+    Ok(past)
+}
+
+/// Run `run_id` as rules 4–6 see it, if it finished.
+fn past_run(store: &Store, run_id: &str) -> agentrt::Result<Option<PastRun>> {
+    let run = store.get_run(run_id)?;
+    let Some(finished_at) = run.finished_at else {
+        return Ok(None);
+    };
+    let approvals = approvals(store, &run.id)?;
+    let latest = approvals.last();
+    use agentrt::TerminalReason as R;
+    let ending = match run.reason {
+        Some(R::ApprovalRejected) => Ending::Rejected {
+            note: latest.map(|a| a.note.clone()).unwrap_or_default(),
+        },
+        Some(R::OperatorCancelled) => Ending::Cancelled,
+        Some(R::ApprovalExpired) => match latest {
+            Some(a) => Ending::Expired {
+                interruption: a.kind == INTERRUPTION,
+                approval_id: a.id.clone(),
+            },
+            None => Ending::Other,
+        },
+        _ => Ending::Other,
+    };
+    let mut tool = run_tool_ran(store, &run.id, &approvals)?;
+    if tool == ToolRan::No {
+        // A run that did not run the tool but asked about an earlier
+        // attempt (rules 6 and 7 ask in a fresh run) leaves that attempt
+        // unresolved: rule 6 needs read no further back. (No known outcome
+        // came between: the run was begun because there was none.)
+        if let Some(attempt) = crate::policy::named_in(&approvals) {
+            tool = ToolRan::Unknown(attempt);
+        }
+    }
+    Ok(Some(PastRun {
+        finished_at,
+        ending,
+        tool,
+    }))
+}
+
+/// What the tool of run `run_id` (its approvals read) did.
+fn run_tool_ran(store: &Store, run_id: &str, approvals: &[Approval]) -> agentrt::Result<ToolRan> {
+    let events = events(store, run_id)?;
+    let steps_with = |kind: agentrt::EventType| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e.event_type == kind)
+            .map(|e| e.step_id.clone())
+            .collect()
+    };
+    let started = steps_with(agentrt::EventType::StepToolStarted);
+    let cut = steps_with(agentrt::EventType::StepInterrupted);
+    let asked: Vec<String> = approvals
+        .iter()
+        .filter(|a| a.kind == INTERRUPTION)
+        .map(|a| a.step_id.clone())
+        .collect();
+    Ok(tool_ran(
+        run_id,
+        &steps(store, run_id)?,
+        &StepMarks {
+            started: &started,
+            asked: &asked,
+            cut: &cut,
+        },
+    ))
+}
+
+/// Which steps of a run their events and approvals mark.
+struct StepMarks<'a> {
+    /// Their tool started.
+    started: &'a [String],
+    /// An operator was asked about an unknown outcome of theirs.
+    asked: &'a [String],
+    /// They were cut off (their run taken over while they executed).
+    cut: &'a [String],
+}
+
+/// What a run's tool did, from its steps: the last step that called it
+/// decides. A step whose tool started and that an operator was asked
+/// about (an interruption) made an attempt whose outcome is unknown,
+/// whatever the question's answer wrote over its observation: cut off if
+/// its run was taken over while it executed, else no answer.
+fn tool_ran(run_id: &str, steps: &[Step], marks: &StepMarks<'_>) -> ToolRan {
+    use agentrt::ObservationKind as K;
+    for step in steps.iter().rev() {
+        let Some(observation) = &step.observation else {
+            continue;
+        };
+        let unknown = |ended: &'static str| {
+            ToolRan::Unknown(Attempt {
+                run_id: run_id.to_owned(),
+                step_id: step.id.clone(),
+                started_at: step.started_at.to_string(),
+                ended,
+            })
+        };
+        match observation.kind {
+            K::ToolResult => return ToolRan::Known(Known::Succeeded),
+            K::ToolError => {
+                let failure = observation
+                    .content
+                    .as_ref()
+                    .and_then(|c| serde_json::from_str::<serde_json::Value>(c.as_str()).ok())
+                    .and_then(|v| v.get("failure").and_then(|f| f.as_str().map(str::to_owned)));
+                return match failure.as_deref() {
+                    Some("invalid_content") => ToolRan::Known(Known::Unrecorded),
+                    // Timed out, no answer, cut short: not known.
+                    Some("timeout") => unknown("timed_out"),
+                    Some("unknown_outcome") => unknown("no_answer"),
+                    Some("cancelled") => unknown("cut_off"),
+                    _ => ToolRan::Known(Known::ServerError),
+                };
+            }
+            K::Interrupted => return unknown("cut_off"),
+            K::PolicyDenied | K::InvalidDecision => {
+                if marks.started.contains(&step.id) && marks.asked.contains(&step.id) {
+                    return unknown(if marks.cut.contains(&step.id) {
+                        "cut_off"
+                    } else {
+                        "no_answer"
+                    });
+                }
+            }
+        }
+    }
+    ToolRan::No
+}
+
+/// Where an unknown outcome of another request to a tool stands.
+pub(crate) enum Unresolved {
+    /// An operator is asked about it: this approval.
+    Asked(String),
+    /// A run of the tool was left running by a dead proxy.
+    Abandoned(String),
+    /// Nobody is asked about it.
+    NobodyAsked(Box<AskAgain>),
+}
+
+/// What asking again about an unknown outcome needs.
+pub(crate) struct AskAgain {
+    /// The request's key.
+    pub(crate) key: String,
+    /// The key's finished run, closed when the new one begins.
+    pub(crate) previous: String,
+    /// The attempt asked about.
+    pub(crate) attempt: Attempt,
+    /// The recorded request's arguments (canonical).
+    pub(crate) args: Vec<u8>,
+}
+
+/// What rule 7's look at the session's open rows found, and the rows it
+/// saw settled (their runs finished, their requests' last attempts known
+/// or none), which the next run's first write group closes.
+pub(crate) struct Looked<T> {
+    /// What was found.
+    pub(crate) found: T,
+    /// The runs whose rows settled.
+    pub(crate) settled: Vec<String>,
+}
+
+/// Rule 7's look at the other requests (not `own_key`) to `tool` in
+/// `session`: the first open row whose outcome is unknown, with where it
+/// stands. A question an operator approved settles it (the re-run waits
+/// for its call); one rejected or expired does not.
+///
+/// Rows of `known` (runs this process saw settle) are skipped unread.
+pub(crate) fn unresolved(
+    store: &Store,
+    session: &str,
+    tool: &str,
+    own_key: Option<&str>,
+    known: &[String],
+) -> agentrt::Result<Looked<Option<Unresolved>>> {
+    let now = Timestamp::now();
+    let mut settled = Vec::new();
+    let mut found = None;
+    for row in index::open_rows(store, session, Some(tool))? {
+        if Some(row.request_key.as_str()) == own_key || known.contains(&row.run_id) {
+            continue;
+        }
+        let run = store.get_run(&row.run_id)?;
+        match run.status {
+            RunStatus::WaitingForApproval => {
+                let question = approvals(store, &row.run_id)?
+                    .into_iter()
+                    .find(|a| a.kind == INTERRUPTION && a.status == ApprovalStatus::Pending);
+                if let Some(question) = question {
+                    found = Some(Unresolved::Asked(question.id));
+                    break;
+                }
+            }
+            RunStatus::Running => {
+                if key_state::lease_expired(store, &row.run_id, now)? {
+                    found = Some(Unresolved::Abandoned(row.run_id));
+                    break;
+                }
+            }
+            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled => {
+                match nobody_asked(store, session, &row)? {
+                    Some(again) => {
+                        found = Some(Unresolved::NobodyAsked(Box::new(again)));
+                        break;
+                    }
+                    None => settled.push(row.run_id),
+                }
+            }
+        }
+    }
+    Ok(Looked { found, settled })
+}
+
+/// The key of `row` (its run finished) if its last attempt's outcome is
+/// unknown: newest run first, the first whose tool ran (or that asked
+/// about an attempt) decides.
+fn nobody_asked(store: &Store, session: &str, row: &CallRow) -> agentrt::Result<Option<AskAgain>> {
+    let past = past_runs(store, session, &row.request_key, Rules::Six)?;
+    let Some(attempt) = repeat::unknown_attempt(&past) else {
+        return Ok(None);
+    };
+    let step = steps(store, &attempt.run_id)?
+        .into_iter()
+        .find(|s| s.id == attempt.step_id);
+    let Some(args) = step.and_then(|s| s.decision).and_then(|d| d.args) else {
+        return Ok(None);
+    };
+    Ok(Some(AskAgain {
+        key: row.request_key.clone(),
+        previous: row.run_id.clone(),
+        attempt,
+        args: args.as_str().as_bytes().to_vec(),
+    }))
+}
+
+/// How many approvals of `session`'s runs wait for an operator (read from
+/// the open rows: a waiting run's row is open). Rows of read-only tools
+/// whose runs finished are settled on the way (reads are never unknown);
+/// rows of `known` (runs this process saw settle) are skipped unread.
+pub(crate) fn waiting_approvals(
+    store: &Store,
+    session: &str,
+    known: &[String],
+) -> agentrt::Result<Looked<u64>> {
+    let mut waiting = 0;
+    let mut settled = Vec::new();
+    for row in index::open_rows(store, session, None)? {
+        if known.contains(&row.run_id) {
+            continue;
+        }
+        let run = store.get_run(&row.run_id)?;
+        match run.status {
+            RunStatus::WaitingForApproval => {
+                let pending = approvals(store, &run.id)?
+                    .iter()
+                    .any(|a| a.status == ApprovalStatus::Pending);
+                if pending {
+                    waiting += 1;
+                }
+            }
+            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+                if row.side_effect == agentrt::SideEffect::ReadOnly.as_str() =>
+            {
+                settled.push(row.run_id);
+            }
+            _ => {}
+        }
+    }
+    Ok(Looked {
+        found: waiting,
+        settled,
+    })
+}
