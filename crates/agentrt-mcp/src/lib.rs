@@ -12,8 +12,11 @@
 //! tool ([`Report`]), and offers the tools that pass as the core's `Tool`s
 //! ([`McpTool`]) over one [`Connection`]. A call sends exactly the
 //! arguments the policy approved ([`call_arguments`]) and records the
-//! result from the bytes the server sent ([`map_result`]); an answer lost
-//! after sending is an unknown outcome.
+//! result from the bytes the server sent ([`map_result`]). Only a result
+//! with `isError`, a refusal before anything was sent, or a JSON-RPC
+//! "invalid params" answer ([`INVALID_PARAMS`]) is a known failure; an
+//! answer lost after sending, any other error answer, or a result that
+//! cannot be read is an unknown outcome.
 #![deny(missing_docs)]
 
 mod call;
@@ -47,4 +50,4 @@ pub use private_file::{read_private, write_private};
 pub use report::{Registered, Report};
 pub use rules::{Rule, RuleEntry, Rules, parse_rules, read_rules};
 pub use server::{DEFAULT_CONNECT_TIMEOUT, Endpoint, Server};
-pub use tool::McpTool;
+pub use tool::{INVALID_PARAMS, McpTool};

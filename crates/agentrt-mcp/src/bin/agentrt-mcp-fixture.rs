@@ -166,9 +166,16 @@ fn main() {
                 json!({"resultType": "task", "taskId": "t-1", "status": "working",
                        "createdAt": "2026-12-01T09:00:00Z", "lastUpdatedAt": "2026-12-01T09:00:00Z"})
             }
-            "tools/call" if mode == "error-on-call" => {
+            // A call answered with a JSON-RPC error: a change that failed
+            // halfway, or arguments refused before the tool ran.
+            "tools/call" if mode == "error-on-call" || mode == "invalid-params-on-call" => {
+                let (code, message) = if mode == "error-on-call" {
+                    (-32000, "the transfer failed halfway")
+                } else {
+                    (-32602, "no such path")
+                };
                 let reply = json!({"jsonrpc": "2.0", "id": id,
-                                   "error": {"code": -32602, "message": "no such path"}});
+                                   "error": {"code": code, "message": message}});
                 let _ = writeln!(out, "{reply}");
                 let _ = out.flush();
                 continue;
