@@ -30,10 +30,12 @@ mod listing;
 mod load;
 mod manifest;
 mod private_file;
+mod process;
 mod report;
 mod rules;
 mod server;
 mod sse;
+pub mod supervise;
 mod tool;
 
 pub use call::{DEFAULT_MAX_CONTENT_BYTES, call_arguments, map_result};
@@ -47,7 +49,12 @@ pub use manifest::{
     ListedTool, Manifest, PinnedTool, description_hash, parse_manifest, read_manifest,
 };
 pub use private_file::{read_private, write_private};
+pub use process::{SHUTDOWN_EOF_WAIT, SHUTDOWN_KILL_WAIT, SHUTDOWN_TERM_WAIT};
 pub use report::{Registered, Report};
 pub use rules::{Rule, RuleEntry, Rules, parse_rules, read_rules};
 pub use server::{DEFAULT_CONNECT_TIMEOUT, Endpoint, Server};
+pub use supervise::{
+    SUPERVISE_ARG, SupervisorArgs, SupervisorArgsError, own_supervisor, parse_supervisor_args,
+    run_supervisor, supervise_if_asked,
+};
 pub use tool::{INVALID_PARAMS, McpTool};

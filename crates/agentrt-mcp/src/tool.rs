@@ -113,7 +113,9 @@ impl McpTool {
 }
 
 /// JSON-RPC's "invalid params" code: the one error answer to `tools/call`
-/// taken as "the call did not run" (see [`error_answer`]).
+/// taken as "the call did not run". Any other error answer is an unknown
+/// outcome (periphery §4.4); the MCP specification has a server answer
+/// arguments its tool cannot take with `-32602` before running the tool.
 pub const INVALID_PARAMS: i32 = -32602;
 
 /// What a JSON-RPC error answer to `tools/call` says about the call
