@@ -104,12 +104,12 @@ fn client_config() -> ClientConfig {
 /// Over stdio the child gets only the environment [`Server::child_env`]
 /// names and runs in its own process group (a terminal's Ctrl-C reaches
 /// this process, not the server). On Linux, under the supervisor
-/// [`Server::supervisor`] names (see [`crate::supervise`](mod@crate::supervise)), the server and
-/// every descendant die when this process does, however it ends; without
-/// one, the server alone is killed when the thread that started it ends:
-/// call this from a thread that lives as long as the connection (a runtime
-/// worker or the main thread, not a blocking-pool thread, which ends when
-/// idle). Over streamable HTTP the client follows
+/// [`Server::supervisor`] names (see [`supervise`](mod@crate::supervise)),
+/// the server and every descendant die when this process does, however it
+/// ends; without one, the server alone is killed when the thread that
+/// started it ends: call this from a thread that lives as long as the
+/// connection (a runtime worker or the main thread, not a blocking-pool
+/// thread, which ends when idle). Over streamable HTTP the client follows
 /// no redirect, takes no proxy from the environment, caps every response
 /// body at 16 MiB, and never re-initializes an expired session.
 pub async fn connect(server: &Server) -> Result<Connection, McpError> {

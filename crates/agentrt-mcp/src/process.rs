@@ -1,9 +1,9 @@
 //! A stdio server's process (periphery §3.1): started with only the
 //! environment the operator named, in a process group of its own (on
 //! Linux, under our supervisor when the server description names one, see
-//! [`crate::supervise`](mod@crate::supervise)), and stopped in stages: its stdin closed, then
-//! SIGTERM to its group, then SIGKILL, each stage waiting a bounded time
-//! for it to exit.
+//! [`supervise`](mod@crate::supervise)), and stopped in stages: its stdin
+//! closed, then SIGTERM to its group, then SIGKILL, each stage waiting a
+//! bounded time for it to exit.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -47,8 +47,15 @@ pub(crate) struct ServerProcess {
     group: Option<i32>,
     /// The write end of the supervisor's lifeline: dropping it makes the
     /// supervisor kill everything and exit (Linux, supervised only).
-    lifeline: Mutex<Option<std::os::fd::OwnedFd>>,
+    lifeline: Mutex<Option<Lifeline>>,
 }
+
+/// The write end of a supervisor's lifeline.
+#[cfg(unix)]
+type Lifeline = std::os::fd::OwnedFd;
+/// No lifeline without a supervisor (Linux only).
+#[cfg(not(unix))]
+type Lifeline = std::convert::Infallible;
 
 /// The child and whether it was stopped for good.
 struct ChildState {
@@ -139,7 +146,7 @@ pub(crate) fn start(server: &Server, argv: &[String]) -> Result<Started, String>
         std::os::fd::OwnedFd::from(writer)
     });
     #[cfg(not(target_os = "linux"))]
-    let lifeline = None;
+    let lifeline: Option<Lifeline> = None;
     let group = child.id().and_then(|p| i32::try_from(p).ok());
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
