@@ -390,3 +390,70 @@ async fn a_descendant_that_left_the_servers_group_is_not_left_behind() {
         "the escaped process {pid} is gone too"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_twice_at_once_during_a_call_is_bounded_and_the_call_unknown() {
+    for supervised in [false, true] {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("record");
+        // The worst case: a call never answered, a server that ignores
+        // its stdin's end and SIGTERM.
+        let mut server = fixture("none", &path, supervised);
+        server.env[0] = "AGENTRT_MCP_FIXTURE=hang-on-call".into();
+        let manifest = agentrt_mcp::pin(
+            &server,
+            agentrt::Timestamp::parse("2026-12-01T09:00:00Z").expect("time"),
+        )
+        .await
+        .expect("pin");
+        let rules = agentrt_mcp::parse_rules(
+            br#"{"write_file": {"side_effect": "local_mutation", "timeout": "5s", "allow_hint_mismatch": true}}"#,
+        )
+        .expect("rules");
+        std::fs::remove_file(&path).expect("the pin's record");
+        let loaded = agentrt_mcp::load(&server, &manifest, &rules)
+            .await
+            .expect("load");
+        let tool = std::sync::Arc::clone(&loaded.tools[0]);
+        let call = tokio::spawn(async move {
+            tool.call(agentrt::ToolCall {
+                run_id: "r1".into(),
+                step_id: "s1".into(),
+                args: agentrt::Canonical::parse_str(r#"{"path":"b.txt"}"#).expect("args"),
+                cancel: agentrt::Cancel::never(),
+            })
+            .await
+        });
+        let pid = recorded_pid(&record(&path));
+        // Guards only: close is bounded by its stages, well within these.
+        let bound = Duration::from_secs(60);
+        let connection = &loaded.connection;
+        tokio::time::timeout(bound, async {
+            tokio::join!(connection.close(), connection.close())
+        })
+        .await
+        .unwrap_or_else(|_| panic!("supervised {supervised}: close is bounded"));
+        connection.close().await;
+        let result = tokio::time::timeout(bound, call)
+            .await
+            .expect("the call ends with the connection")
+            .expect("joined");
+        match result {
+            Err(agentrt::ToolError::Unknown { message }) => assert!(
+                message.contains("the connection was closed during the call"),
+                "supervised {supervised}: {message}"
+            ),
+            other => panic!("supervised {supervised}: a call cut off is unknown: {other:?}"),
+        }
+        assert_eq!(
+            record(&path)[1..],
+            ["eof", "term"],
+            "supervised {supervised}"
+        );
+        assert_eq!(
+            survivors(&[pid], Duration::from_secs(10)),
+            [] as [u32; 0],
+            "supervised {supervised}: killed once"
+        );
+    }
+}
