@@ -425,6 +425,15 @@ async fn closing_twice_at_once_during_a_call_is_bounded_and_the_call_unknown() {
             .await
         });
         let pid = recorded_pid(&record(&path));
+        // The call is in flight: the server has it.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !record(&path).iter().any(|l| l == "call") {
+            assert!(
+                Instant::now() < deadline,
+                "the call never reached the server"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         // Guards only: close is bounded by its stages, well within these.
         let bound = Duration::from_secs(60);
         let connection = &loaded.connection;
@@ -447,7 +456,7 @@ async fn closing_twice_at_once_during_a_call_is_bounded_and_the_call_unknown() {
         }
         assert_eq!(
             record(&path)[1..],
-            ["eof", "term"],
+            ["call", "eof", "term"],
             "supervised {supervised}"
         );
         assert_eq!(

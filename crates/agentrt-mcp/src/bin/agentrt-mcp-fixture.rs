@@ -4,7 +4,7 @@
 //! as any mode does with `AGENTRT_MCP_FIXTURE_DESCENDANT` set, and writes
 //! its pid to `AGENTRT_MCP_FIXTURE_PID_FILE`), `stubborn`
 //! (plain, but living on when its stdin closes), `die-on-call`,
-//! `hang-on-call` (never answers a call),
+//! `hang-on-call` (never answers a call; records `call`),
 //! `error-on-call` (a JSON-RPC error -32000), `invalid-params-on-call`
 //! (-32602), `input-required`, `task`, `crash` (exits at once with a line
 //! on stderr), `asks` (a call asks the client for sampling and elicitation
@@ -229,7 +229,10 @@ fn main() {
                 }
             }
             "tools/call" if mode == "die-on-call" => std::process::exit(3),
-            "tools/call" if mode == "hang-on-call" => continue,
+            "tools/call" if mode == "hang-on-call" => {
+                record(b"call\n");
+                continue;
+            }
             "tools/call" if mode == "asks" => {
                 // Ask the client for a sample and for user input, and
                 // report what came back.
