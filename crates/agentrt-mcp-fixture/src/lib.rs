@@ -36,6 +36,16 @@ pub enum Mode {
     HangOnCall,
     /// A call's event stream breaks before its answer.
     Lost,
+    /// A call is answered with a JSON-RPC error of this `code`, in a JSON
+    /// body under the HTTP status `http_status` (200, or an error status).
+    CallError {
+        /// The JSON-RPC error code.
+        code: i32,
+        /// The HTTP status of the answer.
+        http_status: u16,
+    },
+    /// A call is answered 200 with a JSON body that is not JSON.
+    Garbled,
 }
 
 /// What the server saw.
@@ -136,6 +146,21 @@ async fn post(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) ->
             }
             match mode {
                 Mode::Expire => StatusCode::NOT_FOUND.into_response(),
+                Mode::CallError { code, http_status } => {
+                    let error = json!({"jsonrpc": "2.0", "id": id,
+                                       "error": {"code": code, "message": "the transfer failed halfway"}});
+                    (
+                        StatusCode::from_u16(http_status).unwrap_or(StatusCode::OK),
+                        [(header::CONTENT_TYPE, "application/json")],
+                        error.to_string(),
+                    )
+                        .into_response()
+                }
+                Mode::Garbled => (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    "{\"jsonrpc\": \"2.0\", \"id\": ",
+                )
+                    .into_response(),
                 Mode::HangOnCall => std::future::pending().await,
                 Mode::Huge => {
                     let text = "x".repeat(17 * 1024 * 1024);

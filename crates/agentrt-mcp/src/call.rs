@@ -115,7 +115,10 @@ fn serde_round_trip(args: &Canonical) -> Option<Canonical> {
 /// `\n[truncated]`. The summary is `<server>/<tool>: <N> bytes`, then
 /// `, truncated` and `, structured content of <M> bytes dropped for the
 /// text` as they apply. `isError` makes the call a tool error (`<summary>,
-/// error: <text>`): the agent sees it and works around it.
+/// error: <text>`): the agent sees it and works around it. A result that
+/// is not acceptable JSON or not an object is an unknown outcome
+/// ([`ToolError::Unknown`]): the server answered, but not with anything
+/// that says the call did not run.
 ///
 /// ```
 /// use agentrt_mcp::map_result;
@@ -134,11 +137,18 @@ pub fn map_result(
     cap: usize,
 ) -> Result<ToolResult, ToolError> {
     let label = format!("{server}/{tool}");
+    // The server answered, but with nothing this client can read as a
+    // result: what it did is not known.
     let result = Canonical::parse_str(result).map_err(|e| {
-        ToolError::failed(format!("{label}: the result is not acceptable JSON: {e}"))
+        ToolError::unknown(format!(
+            "{label}: the result is not acceptable JSON: {e}; what the server did is not known"
+        ))
     })?;
-    let members = object_members(&result)
-        .ok_or_else(|| ToolError::failed(format!("{label}: the result is not a JSON object")))?;
+    let members = object_members(&result).ok_or_else(|| {
+        ToolError::unknown(format!(
+            "{label}: the result is not a JSON object; what the server did is not known"
+        ))
+    })?;
     let field = |key: &str| members.iter().find(|(k, _)| k == key).map(|(_, v)| v);
     let is_error = field("isError").is_some_and(|v| v.as_str() == "true");
     let structured = field("structuredContent").filter(|v| !v.is_null());

@@ -1,8 +1,9 @@
-//! Reaching a server (periphery §3.1): over stdio, a child process with
-//! only the environment the operator named, in its own process group and
-//! killed with its descendants on close; over streamable HTTP, our own
-//! client. The handshake and the whole tool listing run under one connect
-//! bound; the listing is pinned from the raw bytes the server sent.
+//! Reaching a server (periphery §3.1): over stdio, a child process (see
+//! [`crate::process`]: only the environment the operator named, its own
+//! process group, stopped in stages on close, under our supervisor where
+//! one is named); over streamable HTTP, our own client. The handshake and
+//! the whole tool listing run under one connect bound; the listing is
+//! pinned from the raw bytes the server sent.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,21 +19,21 @@ use rmcp::service::{Peer, RoleClient, RunningService, serve_client};
 use rmcp::transport::IntoTransport;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStderr, Command};
 
 use crate::capture::{Capture, TeeReader, TeeWriter};
 use crate::error::McpError;
 use crate::http_client::{HttpClient, MAX_BODY};
 use crate::listing::Listing;
 use crate::manifest::{ListedTool, Manifest};
+use crate::process::ServerProcess;
 use crate::server::{Endpoint, Server};
 
 /// The oldest protocol version accepted (rmcp does not check).
 const OLDEST_VERSION: &str = "2025-06-18";
 
-/// How much of a child's stderr is kept for errors.
-const STDERR_TAIL: usize = 4096;
+/// How long close waits for rmcp's own shutdown (over HTTP, the
+/// session's deletion).
+const PROTOCOL_CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// An open connection to one server, shared by the tools load offers;
 /// the consumer closes it (there is no reconnect).
@@ -49,12 +50,6 @@ pub struct Connection {
 
 /// rmcp's running client.
 type Service = RunningService<RoleClient, Client>;
-
-/// A stdio server's process and the tail of its stderr.
-struct ServerProcess {
-    child: tokio::sync::Mutex<Child>,
-    stderr: Arc<Mutex<Vec<u8>>>,
-}
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -107,8 +102,11 @@ fn client_config() -> ClientConfig {
 /// under the server's connect bound.
 ///
 /// Over stdio the child gets only the environment [`Server::child_env`]
-/// names, runs in its own process group (a terminal's Ctrl-C reaches this
-/// process, not the server) and, on Linux, is killed when the thread that
+/// names and runs in its own process group (a terminal's Ctrl-C reaches
+/// this process, not the server). On Linux, under the supervisor
+/// [`Server::supervisor`] names (see [`supervise`](mod@crate::supervise)),
+/// the server and every descendant die when this process does, however it
+/// ends; without one, the server alone is killed when the thread that
 /// started it ends: call this from a thread that lives as long as the
 /// connection (a runtime worker or the main thread, not a blocking-pool
 /// thread, which ends when idle). Over streamable HTTP the client follows
@@ -174,52 +172,16 @@ async fn connect_stdio(
         server: server.name.clone(),
         detail,
     };
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| fail("the command is empty".into()))?;
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .env_clear()
-        .envs(server.child_env(std::env::vars()))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    command.process_group(0);
-    #[cfg(target_os = "linux")]
-    // SAFETY: between fork and exec only async-signal-safe calls are made:
-    // prctl, which sets this child's parent-death signal so the server
-    // dies when this process does, however it ends.
-    unsafe {
-        command.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = command
-        .spawn()
-        .map_err(|e| fail(format!("cannot start {program:?}: {e}")))?;
-    let (Some(stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        return Err(fail("the child's pipes are missing".into()));
-    };
-    let stderr = keep_stderr_tail(stderr);
-    let reader = TeeReader::new(stdout, Arc::clone(capture));
-    let writer = TeeWriter::new(stdin, Arc::clone(capture));
+    let started = crate::process::start(server, argv).map_err(fail)?;
+    let reader = TeeReader::new(started.stdout, Arc::clone(capture));
+    let writer = TeeWriter::new(started.stdin, Arc::clone(capture));
+    let process = started.process;
     match handshake(server.connect_timeout(), (reader, writer)).await {
-        Ok(service) => Ok((
-            service,
-            ServerProcess {
-                child: tokio::sync::Mutex::new(child),
-                stderr,
-            },
-        )),
-        Err(detail) => Err(fail(stop_child(&mut child, &stderr, detail).await)),
+        Ok(service) => Ok((service, process)),
+        Err(detail) => {
+            process.kill().await;
+            Err(fail(with_stderr_tail(process.stderr(), detail).await))
+        }
     }
 }
 
@@ -243,28 +205,6 @@ async fn connect_http(
     handshake(server.connect_timeout(), transport)
         .await
         .map_err(fail)
-}
-
-/// Kills a child whose handshake failed and returns `detail` with the
-/// tail of its stderr.
-async fn stop_child(child: &mut Child, stderr: &Arc<Mutex<Vec<u8>>>, detail: String) -> String {
-    kill_group(child);
-    let _ = child.start_kill();
-    let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
-    with_stderr_tail(stderr, detail).await
-}
-
-/// SIGKILLs the process group `child` leads (it was started in its own),
-/// so its descendants die too.
-fn kill_group(child: &Child) {
-    #[cfg(unix)]
-    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
-        // SAFETY: kill has no memory preconditions; a negative pid names
-        // the group the child leads.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
 }
 
 /// `detail`, then the last of the child's stderr (quoted, sanitized),
@@ -332,9 +272,10 @@ impl Connection {
         Ok(listing.finish())
     }
 
-    /// The server process's id, while it runs (none over HTTP).
+    /// The id of the process this connection started, while it runs: the
+    /// server's, or its supervisor's when one is named (none over HTTP).
     pub async fn process_id(&self) -> Option<u32> {
-        self.process.as_ref()?.child.lock().await.id()
+        self.process.as_ref()?.id().await
     }
 
     fn connect_error(&self, detail: String) -> McpError {
@@ -348,8 +289,8 @@ impl Connection {
     async fn with_stderr(&self, detail: String) -> String {
         match &self.process {
             Some(process) => {
-                kill_group(&*process.child.lock().await);
-                with_stderr_tail(&process.stderr, detail).await
+                process.kill().await;
+                with_stderr_tail(process.stderr(), detail).await
             }
             None => detail,
         }
@@ -378,20 +319,31 @@ impl Connection {
         &self.capture
     }
 
-    /// Closes the connection: rmcp's shutdown (over HTTP, the session is
-    /// deleted), then a child's whole process group is killed, so its
-    /// descendants die too. Safe to call
-    /// twice, concurrently, and during a call (which then fails).
+    /// Closes the connection. Over stdio, the normal shutdown in stages
+    /// (periphery §3.1): the server's stdin closed and up to
+    /// [`SHUTDOWN_EOF_WAIT`](crate::SHUTDOWN_EOF_WAIT) for it to exit,
+    /// then SIGTERM to its process group and up to
+    /// [`SHUTDOWN_TERM_WAIT`](crate::SHUTDOWN_TERM_WAIT), then killed
+    /// (under a supervisor, the supervisor's lifeline ended, so it kills
+    /// the server's group and every descendant; then SIGKILL to the
+    /// group), up to [`SHUTDOWN_KILL_WAIT`](crate::SHUTDOWN_KILL_WAIT)
+    /// each; whatever stage it ends in, the group is SIGKILLed last, so
+    /// its descendants die too. Over HTTP, rmcp's shutdown deletes the
+    /// session. Bounded (about 10 s at worst); safe to call twice,
+    /// concurrently, and during a call (which then fails, its outcome
+    /// unknown).
     pub async fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
+        if let Some(process) = &self.process {
+            // First, so that rmcp's shutdown finds no write waiting on a
+            // server that does not read.
+            process.close_stdin();
+        }
         if let Some(client) = self.running.lock().await.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(2), client.cancel()).await;
+            let _ = tokio::time::timeout(PROTOCOL_CLOSE_WAIT, client.cancel()).await;
         }
         if let Some(process) = &self.process {
-            let mut child = process.child.lock().await;
-            kill_group(&child);
-            let _ = child.start_kill();
-            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+            process.stop().await;
         }
     }
 }
@@ -414,25 +366,4 @@ pub async fn pin(server: &Server, pinned_at: Timestamp) -> Result<Manifest, McpE
     };
     connection.close().await;
     result
-}
-
-/// Keeps the last [`STDERR_TAIL`] bytes of a child's stderr; the handle
-/// is dropped by the reader when the pipe closes.
-fn keep_stderr_tail(mut stderr: ChildStderr) -> Arc<Mutex<Vec<u8>>> {
-    let tail = Arc::new(Mutex::new(Vec::new()));
-    let kept = Arc::clone(&tail);
-    tokio::spawn(async move {
-        let mut buf = [0u8; 1024];
-        while let Ok(n) = stderr.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            if let Ok(mut t) = kept.lock() {
-                t.extend_from_slice(&buf[..n]);
-                let excess = t.len().saturating_sub(STDERR_TAIL);
-                t.drain(..excess);
-            }
-        }
-    });
-    tail
 }

@@ -53,6 +53,12 @@ pub struct Server {
     pub connect_timeout: Option<Duration>,
     /// The most bytes of a call's recorded content (`None`: 64 KiB).
     pub max_content_bytes: Option<usize>,
+    /// The argument prefix that starts a supervisor between this process
+    /// and a stdio server (see [`crate::supervise`](mod@crate::supervise); e.g. this binary's,
+    /// [`crate::own_supervisor`]): the server is started as `<prefix>
+    /// --lifeline <fd> -- <command>`. Used on Linux only; `None`: the
+    /// server is this process's child, as is.
+    pub supervisor: Option<Vec<String>>,
 }
 
 impl Server {
@@ -78,11 +84,12 @@ impl Server {
             default_timeout: None,
             connect_timeout: None,
             max_content_bytes: None,
+            supervisor: None,
         }
     }
 
-    /// Refuses a description that cannot work: no name, an empty command,
-    /// an endpoint that is not an http(s) URL, an `inherit_env` entry that
+    /// Refuses a description that cannot work: no name, an empty command
+    /// (or supervisor command), an endpoint that is not an http(s) URL, an `inherit_env` entry that
     /// is empty or holds `=`, an `env` entry that is not `NAME=value` with
     /// a name.
     ///
@@ -106,6 +113,11 @@ impl Server {
             Endpoint::Command(argv) => {
                 if argv.first().is_none_or(|p| p.is_empty()) {
                     return Err(bad("the command is empty".into()));
+                }
+                if let Some(prefix) = &self.supervisor
+                    && prefix.first().is_none_or(|p| p.is_empty())
+                {
+                    return Err(bad("the supervisor's command is empty".into()));
                 }
             }
             Endpoint::Url(url) => {

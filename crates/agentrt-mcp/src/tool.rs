@@ -59,12 +59,7 @@ impl McpTool {
         let response = self.connection.peer().call_tool_once(params).await;
         let response = match response {
             Ok(response) => response,
-            Err(ServiceError::McpError(e)) => {
-                // The server answered with an error: it did not run the call.
-                return Err(ToolError::failed(protocol(agentrt::text::sanitize(
-                    &e.message,
-                ))));
-            }
+            Err(ServiceError::McpError(e)) => return Err(error_answer(&protocol, &e)),
             Err(e) if self.connection.is_closed() => {
                 return Err(ToolError::Unknown {
                     message: protocol(format!(
@@ -84,9 +79,15 @@ impl McpTool {
         let result = match response {
             CallToolResponse::Complete(_) => self.connection.capture().take_call_result(&mark),
             CallToolResponse::InputRequired(_) => {
-                return Err(ToolError::failed(protocol(
-                    "the server asked for more input, which this client never gives".into(),
-                )));
+                // Not a refusal before the call: what the server did before
+                // asking is not known.
+                return Err(ToolError::Unknown {
+                    message: protocol(
+                        "the server asked for more input, which this client never gives; \
+                         what it did before asking is not known"
+                            .into(),
+                    ),
+                });
             }
             CallToolResponse::Task(_) => {
                 return Err(ToolError::Unknown {
@@ -108,6 +109,35 @@ impl McpTool {
             });
         };
         map_result(&server, &upstream, &raw, self.connection.content_cap())
+    }
+}
+
+/// JSON-RPC's "invalid params" code: the one error answer to `tools/call`
+/// taken as "the call did not run". Any other error answer is an unknown
+/// outcome (periphery §4.4); the MCP specification has a server answer
+/// arguments its tool cannot take with `-32602` before running the tool.
+pub const INVALID_PARAMS: i32 = -32602;
+
+/// What a JSON-RPC error answer to `tools/call` says about the call
+/// (periphery §4.4): only a tool result with `isError` or a refusal before
+/// anything was sent is a known failure, so an error answer is an unknown
+/// outcome (a change that failed halfway blocks its request until an
+/// operator settles it), except [`INVALID_PARAMS`]. The MCP specification
+/// has a server answer arguments its tool cannot take with `-32602`
+/// before running the tool; that one is a known failure, and the agent may
+/// correct its arguments. The risk, taken knowingly: a server that ran
+/// part of a change and then answered `-32602` has its request run again.
+fn error_answer(protocol: &dyn Fn(String) -> String, error: &rmcp::ErrorData) -> ToolError {
+    let message = agentrt::text::sanitize(&error.message);
+    let code = error.code.0;
+    if code == INVALID_PARAMS {
+        return ToolError::failed(protocol(format!("invalid arguments ({code}): {message}")));
+    }
+    ToolError::Unknown {
+        message: protocol(format!(
+            "the server answered with error {code}, not a result: {message}; \
+             what it did is not known"
+        )),
     }
 }
 

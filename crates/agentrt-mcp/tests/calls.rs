@@ -168,6 +168,20 @@ fn an_error_result_is_a_tool_error_with_its_text() {
         message(e),
         "fs/write_file: 50 bytes, error: Access denied - path outside allowed directories"
     );
-    let e = map_result("fs", "t", "[]", 1024).expect_err("not an object");
-    assert!(message(e).starts_with("fs/t: "));
+}
+
+#[test]
+fn a_result_that_cannot_be_read_is_an_unknown_outcome() {
+    for unreadable in ["[]", r#"{"content":[],"content":[]}"#, "{"] {
+        match map_result("fs", "t", unreadable, 1024) {
+            Err(ToolError::Unknown { message }) => {
+                assert!(message.starts_with("fs/t: "), "{message}");
+                assert!(
+                    message.ends_with("what the server did is not known"),
+                    "{message}"
+                );
+            }
+            other => panic!("{unreadable}: the server answered, not with a result: {other:?}"),
+        }
+    }
 }

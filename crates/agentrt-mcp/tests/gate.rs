@@ -113,7 +113,7 @@ async fn call_write(mode: &str) -> Result<ToolResult, ToolError> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_lost_during_a_call_is_an_unknown_outcome_and_its_refusal_a_known_failure() {
+async fn a_server_lost_during_a_call_is_an_unknown_outcome() {
     match call_write("die-on-call").await {
         Err(ToolError::Unknown { message }) => {
             assert!(
@@ -123,15 +123,92 @@ async fn a_server_lost_during_a_call_is_an_unknown_outcome_and_its_refusal_a_kno
         }
         other => panic!("a lost connection after sending is unknown: {other:?}"),
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_rpc_error_answer_is_an_unknown_outcome_and_invalid_params_a_known_failure() {
     match call_write("error-on-call").await {
+        Err(ToolError::Unknown { message }) => {
+            assert_eq!(
+                message,
+                r#"mcp: server "fs": tool "write_file": the server answered with error -32000, not a result: the transfer failed halfway; what it did is not known"#
+            );
+        }
+        other => panic!("an error answer says nothing of what ran: {other:?}"),
+    }
+    match call_write("invalid-params-on-call").await {
         Err(ToolError::Failed { message }) => {
             assert_eq!(
                 message,
-                r#"mcp: server "fs": tool "write_file": no such path"#
+                r#"mcp: server "fs": tool "write_file": invalid arguments (-32602): no such path"#
             );
         }
-        other => panic!("a JSON-RPC error is a known failure: {other:?}"),
+        other => panic!("invalid params are refused before the tool runs: {other:?}"),
     }
+}
+
+/// Runs one call of the fixture's write tool (a local mutation) in `mode`
+/// through the gate; the run as it stands after, and its store.
+async fn run_write_through_the_gate(mode: &str) -> (Run, Store) {
+    let mut server = fixture();
+    server.env = vec![format!("AGENTRT_MCP_FIXTURE={mode}")];
+    let manifest = pin(
+        &server,
+        Timestamp::parse("2026-12-01T09:00:00Z").expect("time"),
+    )
+    .await
+    .expect("pin");
+    let rules = parse_rules(
+        br#"{"write_file": {"side_effect": "local_mutation", "timeout": "5s", "allow_hint_mismatch": true}}"#,
+    )
+    .expect("rules");
+    let loaded = load(&server, &manifest, &rules).await.expect("load");
+    let store = Store::open(":memory:").expect("store");
+    let config = GateConfig::new(store.clone(), DefaultPolicy, loaded.tools.clone());
+    let agent = ScriptedAgent::new([
+        Decision::tool_call("fs_write_file", r#"{"path":"b.txt"}"#),
+        Decision::complete("true"),
+    ]);
+    let mut driver = Driver::new(config, agent).expect("driver");
+    let run = driver
+        .start(Some("r1"), "write", Limits::default())
+        .await
+        .expect("run");
+    loaded.connection.close().await;
+    (run, store)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_answered_with_a_json_rpc_error_pauses_for_an_operator() {
+    let (run, store) = run_write_through_the_gate("error-on-call").await;
+    assert_eq!(run.status, RunStatus::WaitingForApproval, "{run:?}");
+    let approvals = store.list_approvals("r1").expect("approvals");
+    assert_eq!(approvals.len(), 1);
+    assert_eq!(approvals[0].kind, "interrupted_side_effect");
+    let steps = store.list_steps("r1").expect("steps");
+    assert_eq!(steps.len(), 1, "not run again, nothing after it");
+    assert_eq!(steps[0].status, StepStatus::AwaitingApproval);
+    let question = steps[0].policy.as_ref().expect("asked");
+    assert!(
+        question
+            .reason
+            .contains("the server answered with error -32000, not a result"),
+        "{question:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_answered_invalid_params_is_a_tool_error_the_run_goes_on_from() {
+    let (run, store) = run_write_through_the_gate("invalid-params-on-call").await;
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    assert!(store.list_approvals("r1").expect("approvals").is_empty());
+    let steps = store.list_steps("r1").expect("steps");
+    let observation = steps[0].observation.as_ref().expect("observed");
+    assert_eq!(observation.kind, ObservationKind::ToolError);
+    assert!(
+        observation.summary.contains("invalid arguments (-32602)"),
+        "{observation:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,15 +239,15 @@ async fn a_load_that_offers_no_tool_fails_with_the_report() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_answered_with_a_request_for_input_fails_and_one_made_a_task_is_unknown() {
+async fn a_call_answered_with_a_request_for_input_or_made_a_task_is_unknown() {
     match call_write("input-required").await {
-        Err(ToolError::Failed { message }) => {
+        Err(ToolError::Unknown { message }) => {
             assert!(
                 message.contains("asked for more input, which this client never gives"),
                 "{message}"
             );
         }
-        other => panic!("an input-required round is refused: {other:?}"),
+        other => panic!("what ran before the server asked is not known: {other:?}"),
     }
     match call_write("task").await {
         Err(ToolError::Unknown { message }) => {

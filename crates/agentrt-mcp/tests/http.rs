@@ -158,3 +158,49 @@ async fn a_call_whose_answer_is_lost_over_http_is_an_unknown_outcome() {
     );
     assert_eq!(seen.gets.load(Ordering::SeqCst), 0, "not resumed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_rpc_error_over_http_is_an_unknown_outcome_whatever_the_status() {
+    for http_status in [200, 400, 500] {
+        let (result, seen) = call_once(Mode::CallError {
+            code: -32000,
+            http_status,
+        })
+        .await;
+        match result {
+            Err(ToolError::Unknown { message }) => assert!(
+                message.contains("the server answered with error -32000, not a result"),
+                "{http_status}: {message}"
+            ),
+            other => panic!("{http_status}: an error answer is not known: {other:?}"),
+        }
+        assert_eq!(seen.call_sessions.lock().expect("lock").len(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_params_over_http_is_a_known_failure_whatever_the_status() {
+    for http_status in [200, 400] {
+        let (result, _) = call_once(Mode::CallError {
+            code: -32602,
+            http_status,
+        })
+        .await;
+        match result {
+            Err(ToolError::Failed { message }) => assert!(
+                message.ends_with("invalid arguments (-32602): the transfer failed halfway"),
+                "{http_status}: {message}"
+            ),
+            other => panic!("{http_status}: invalid params are refused before running: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_over_http_that_does_not_parse_is_an_unknown_outcome() {
+    let (result, _) = call_once(Mode::Garbled).await;
+    assert!(
+        matches!(result, Err(ToolError::Unknown { .. })),
+        "answered with nothing readable: {result:?}"
+    );
+}

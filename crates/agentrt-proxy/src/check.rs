@@ -29,11 +29,16 @@ pub struct LoadedServers {
 }
 
 impl LoadedServers {
-    /// Closes every connection.
+    /// Closes every connection, all at once: each stops its server in
+    /// stages (a few seconds for a server that does not exit at the end of
+    /// its stdin), so the whole takes no longer than the slowest.
     pub async fn close(&self) {
+        let mut closing = tokio::task::JoinSet::new();
         for c in &self.connections {
-            c.close().await;
+            let c = Arc::clone(c);
+            closing.spawn(async move { c.close().await });
         }
+        while closing.join_next().await.is_some() {}
     }
 }
 

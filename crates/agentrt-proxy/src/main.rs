@@ -3,6 +3,12 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Started as the supervisor of a stdio server (see
+    // `agentrt_mcp::supervise`): that, and nothing else, before any
+    // thread starts.
+    if let Some(code) = agentrt_mcp::supervise_if_asked() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let args: Vec<String> = match std::env::args_os()
         .skip(1)
         .map(|a| a.into_string())
@@ -28,8 +34,14 @@ fn main() -> ExitCode {
     };
     // Not locked for the whole run: `serve` writes the protocol to stdout
     // from the runtime's own threads.
-    let code = runtime.block_on(agentrt_proxy::cli::run(
+    // Every stdio server runs under this binary as its supervisor, so it
+    // and its descendants die with this process, however it ends.
+    let options = agentrt_proxy::cli::RunOptions {
+        supervisor: agentrt_mcp::own_supervisor(),
+    };
+    let code = runtime.block_on(agentrt_proxy::cli::run_with(
         &args,
+        &options,
         &mut std::io::stdout(),
         &mut std::io::stderr(),
     ));

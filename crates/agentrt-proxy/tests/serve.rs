@@ -804,3 +804,72 @@ async fn recheck_replays_the_sessions_calls_under_the_policy_now_and_writes_noth
     );
     assert_eq!(std::fs::read(&db_path).expect("db"), db, "nothing written");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_answered_with_a_json_rpc_error_is_not_run_again_even_past_the_repeat_window() {
+    // No repeat window: a known failure could run again at once.
+    let rule = r#"{"side_effect": "remote_mutation", "timeout": "5s", "repeat_window": "0s"}"#;
+    let proxy = start_with(
+        Mode::CallError {
+            code: -32000,
+            http_status: 200,
+        },
+        rule,
+        r#", "hold": "0s", "policy": {"remote_mutation": "allow"}"#,
+    )
+    .await;
+    let args = serde_json::json!({"path": "transfer.txt"});
+    let first = text(&proxy.call(args.clone()).await);
+    let again = text(&proxy.call(args).await);
+    assert_eq!(
+        proxy.upstream_calls(),
+        1,
+        "the same request is not executed again: {first} / {again}"
+    );
+    assert!(first.starts_with("UNKNOWN_OUTCOME: "), "{first}");
+    assert!(
+        again.starts_with("INTERRUPTED: ") && again.contains("It will not run again unless"),
+        "the same question, not a new attempt: {again}"
+    );
+    let other = text(&proxy.call(serde_json::json!({"path": "other.txt"})).await);
+    assert!(
+        other.starts_with("BLOCKED: Another request to this tool"),
+        "{other}"
+    );
+    assert_eq!(
+        proxy.upstream_calls(),
+        1,
+        "never executed a second time without an operator"
+    );
+    proxy.client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_refused_as_invalid_params_is_a_known_failure_that_may_run_again() {
+    let rule = r#"{"side_effect": "remote_mutation", "timeout": "5s", "repeat_window": "0s"}"#;
+    let proxy = start_with(
+        Mode::CallError {
+            code: -32602,
+            http_status: 200,
+        },
+        rule,
+        r#", "hold": "0s", "policy": {"remote_mutation": "allow"}"#,
+    )
+    .await;
+    let args = serde_json::json!({"path": "transfer.txt"});
+    let first = proxy.call(args.clone()).await;
+    assert_eq!(first.is_error, Some(true));
+    assert!(
+        text(&first).contains("invalid arguments (-32602)"),
+        "{}",
+        text(&first)
+    );
+    let again = proxy.call(args).await;
+    assert!(
+        text(&again).contains("invalid arguments (-32602)"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(proxy.upstream_calls(), 2, "a refusal blocks nothing");
+    proxy.client.cancel().await.expect("close");
+}

@@ -17,9 +17,31 @@ use crate::check::check;
 use crate::config::read_config;
 use crate::pin::pin_all;
 
+/// How the binary runs a command, beyond its command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// The argument prefix that starts this binary as the supervisor of
+    /// each stdio server (`agentrt_mcp::own_supervisor()`; see
+    /// `agentrt_mcp::supervise`), set on every stdio server of the
+    /// configuration; `None`: servers are started as they are.
+    pub supervisor: Option<Vec<String>>,
+}
+
 /// Runs the command line `args` (without the program name), writing to
 /// `out` and `err`; returns the exit status: 0 done, 1 failed, 2 usage.
+/// Stdio servers are started without a supervisor (see [`run_with`]).
 pub async fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    run_with(args, &RunOptions::default(), out, err).await
+}
+
+/// [`run`] with `options`: the `agentrt-proxy` binary runs every command
+/// with its own supervisor.
+pub async fn run_with(
+    args: &[String],
+    options: &RunOptions,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
     let (command, config) = match parse(args) {
         Ok(Parsed::Help) => {
             let _ = err.write_all(USAGE.as_bytes());
@@ -33,7 +55,14 @@ pub async fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u
         }
     };
     let result = async {
-        let config = read_config(&config)?;
+        let mut config = read_config(&config)?;
+        if options.supervisor.is_some() {
+            for entry in &mut config.servers {
+                if matches!(entry.server.endpoint, agentrt_mcp::Endpoint::Command(_)) {
+                    entry.server.supervisor = options.supervisor.clone();
+                }
+            }
+        }
         match command {
             Command::Pin => pin_all(&config, Timestamp::now(), out).await.map(|()| true),
             Command::Check => check(&config, out).await,
