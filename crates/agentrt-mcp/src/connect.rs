@@ -181,7 +181,9 @@ async fn connect_stdio(
     command
         .args(args)
         .env_clear()
-        .envs(server.child_env(std::env::vars()))
+        // The OS's own strings: a variable that is not UTF-8 is passed
+        // through or left out by name, never a panic.
+        .envs(server.child_env(std::env::vars_os()))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
