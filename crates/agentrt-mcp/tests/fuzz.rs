@@ -69,6 +69,21 @@ macro_rules! pick {
     };
 }
 
+/// Strings matching `pattern`, the regex compiled once (a `&str`
+/// strategy compiles it for every value).
+fn re(pattern: &str) -> proptest::string::RegexGeneratorStrategy<String> {
+    proptest::string::string_regex(pattern).expect("a valid regex")
+}
+
+/// `None` or a value of `strategy`, as [`Pick`] picks.
+fn maybe<S>(strategy: S) -> Pick<Option<S::Value>>
+where
+    S: Strategy + 'static,
+    S::Value: Clone + std::fmt::Debug,
+{
+    pick![1 => Just(None), 2 => strategy.prop_map(Some)]
+}
+
 // ---------------------------------------------------------------------
 // JSON pieces
 
@@ -114,7 +129,7 @@ const NUMBERS: &[&str] = &[
 fn text() -> impl Strategy<Value = String> {
     pick![
         3 => prop::collection::vec(any::<char>(), 0..12).prop_map(String::from_iter),
-        3 => "[a-zé€😀\"\\\\\n\t\u{1}\u{7f}\u{2028} \\[\\]]{0,16}",
+        3 => re("[a-zé€😀\"\\\\\n\t\u{1}\u{7f}\u{2028} \\[\\]]{0,16}"),
         1 => Just(String::new()),
         1 => (40usize..90, prop::sample::select(&['a', 'é', '€', '😀', '"', '\n', '\u{1}'][..]))
             .prop_map(|(n, c)| c.to_string().repeat(n)),
@@ -124,7 +139,7 @@ fn text() -> impl Strategy<Value = String> {
 /// An object key.
 fn key() -> impl Strategy<Value = String> {
     pick![
-        4 => "[a-zA-Z$_]{0,6}",
+        4 => re("[a-zA-Z$_]{0,6}"),
         1 => prop::collection::vec(any::<char>(), 0..6).prop_map(String::from_iter),
     ]
 }
@@ -214,11 +229,11 @@ fn part() -> impl Strategy<Value = Part> {
     let whole = pick![
         4 => (0u64..5000).prop_map(|n| n.to_string()),
         1 => Just(String::new()),
-        1 => "[0-9]{1,45}",
+        1 => re("[0-9]{1,45}"),
         1 => (0..UNITS.len(), 0u128..3).prop_map(|(u, k)| (u128::MAX / UNITS[u].1 - k).to_string()),
         1 => (0..UNITS.len(), 0u128..3).prop_map(|(u, k)| (u128::from(u64::MAX) / UNITS[u].1 + 1 - k).to_string()),
     ];
-    let fraction = prop::option::of("[0-9]{0,9}");
+    let fraction = maybe(re("[0-9]{0,9}"));
     (whole, fraction, unit)
         .prop_filter("a number before the unit", |(w, f, _)| {
             !w.is_empty() || f.as_deref().is_some_and(|f| !f.is_empty())
@@ -244,23 +259,21 @@ fn expected_duration(negative: bool, parts: &[Part]) -> Option<Duration> {
 
 /// A valid positive duration: its text and value.
 fn valid_duration() -> impl Strategy<Value = (String, Duration)> {
-    prop::collection::vec(
-        (1u64..1000, prop::option::of("[0-9]{1,9}"), 0..UNITS.len()),
-        1..4,
+    prop::collection::vec((1u64..1000, maybe(re("[0-9]{1,9}")), 0..UNITS.len()), 1..4).prop_map(
+        |parts| {
+            let parts: Vec<Part> = parts
+                .into_iter()
+                .map(|(w, f, unit)| Part {
+                    whole: w.to_string(),
+                    fraction: f,
+                    unit,
+                })
+                .collect();
+            let text: String = parts.iter().map(Part::text).collect();
+            let value = expected_duration(false, &parts).unwrap_or_default();
+            (text, value)
+        },
     )
-    .prop_map(|parts| {
-        let parts: Vec<Part> = parts
-            .into_iter()
-            .map(|(w, f, unit)| Part {
-                whole: w.to_string(),
-                fraction: f,
-                unit,
-            })
-            .collect();
-        let text: String = parts.iter().map(Part::text).collect();
-        let value = expected_duration(false, &parts).unwrap_or_default();
-        (text, value)
-    })
 }
 
 /// Durations no file may hold: negative, no unit, a unit Go lacks, an
@@ -309,14 +322,14 @@ const CLASSES: [SideEffect; 4] = [
 fn rule_model() -> impl Strategy<Value = RuleModel> {
     (
         prop::sample::select(&CLASSES[..]),
-        prop::option::of(valid_duration()),
-        prop::option::of(any::<bool>()),
-        prop::option::of(text()),
+        maybe(valid_duration()),
+        maybe(any::<bool>()),
+        maybe(text()),
         // Denied names start with `d`, fixed ones with `f`: never both.
-        prop::collection::btree_set("d[a-z_é]{0,5}", 0..3),
-        prop::collection::btree_map("f[a-z_é]{0,5}", json_value(), 0..3),
-        prop::option::of(text()),
-        prop::option::of(any::<bool>()),
+        prop::collection::btree_set(re("d[a-z_é]{0,5}"), 0..3),
+        prop::collection::btree_map(re("f[a-z_é]{0,5}"), json_value(), 0..3),
+        maybe(text()),
+        maybe(any::<bool>()),
     )
         .prop_map(
             |(side_effect, timeout, terminal, description, deny, fixed, rename, allow)| RuleModel {
@@ -506,24 +519,21 @@ fn listed_tools(max: usize) -> impl Strategy<Value = Vec<ListedTool>> {
         1 => json_value().prop_map(|v| format!(" {v}\n")),
         1 => (120usize..200).prop_map(|d| format!(r#"{{"type":"object","x":{}}}"#, nested(d, "1"))),
     ];
-    prop::collection::btree_map(
-        text(),
-        (text(), schema, prop::option::of(json_value())),
-        0..max,
+    prop::collection::btree_map(text(), (text(), schema, maybe(json_value())), 0..max).prop_map(
+        |tools| {
+            tools
+                .into_iter()
+                .map(
+                    |(name, (description, input_schema, annotations))| ListedTool {
+                        name,
+                        description,
+                        input_schema,
+                        annotations,
+                    },
+                )
+                .collect()
+        },
     )
-    .prop_map(|tools| {
-        tools
-            .into_iter()
-            .map(
-                |(name, (description, input_schema, annotations))| ListedTool {
-                    name,
-                    description,
-                    input_schema,
-                    annotations,
-                },
-            )
-            .collect()
-    })
 }
 
 /// The manifest's text, assembled here: `Manifest::to_json`'s when
@@ -714,7 +724,7 @@ fn name_member() -> impl Strategy<Value = Option<String>> {
         6 => prop::sample::select(&["read", "write", "a", "b", "c", "read-file", "é"][..])
             .prop_map(|n| Some(enc(n))),
         2 => text().prop_map(|n| Some(enc(&n))),
-        1 => "[a-z_-]{60,70}".prop_map(|n| Some(enc(&n))),
+        1 => re("[a-z_-]{60,70}").prop_map(|n| Some(enc(&n))),
         1 => Just(Some(enc(""))),
         1 => Just(Some("null".to_owned())),
         1 => Just(Some("7".to_owned())),
@@ -1025,18 +1035,18 @@ fn result_model() -> impl Strategy<Value = ResultModel> {
         1 => (120usize..250).prop_map(|d| nested(d, "1")),
     ];
     (
-        prop::option::of(prop::collection::vec(block(), 0..5)),
+        maybe(prop::collection::vec(block(), 0..5)),
         prop::collection::vec(extra, 5),
         pick![
             3 => Just(None),
             1 => Just(Some("null".to_owned())),
             3 => json_value().prop_map(Some),
-            1 => "[a-zé€😀]{0,80}".prop_map(|s| Some(format!(r#"{{"text":{}}}"#, enc(&s)))),
+            1 => re("[a-zé€😀]{0,80}").prop_map(|s| Some(format!(r#"{{"text":{}}}"#, enc(&s)))),
         ],
-        prop::option::of(prop::sample::select(
+        maybe(prop::sample::select(
             &["true", "false", "\"true\"", "1", "null"][..],
         )),
-        prop::option::of(json_value()),
+        maybe(json_value()),
     )
         .prop_map(|(blocks, extra, structured, is_error, meta)| ResultModel {
             blocks,
@@ -1194,7 +1204,7 @@ proptest! {
     /// past `u64` nanoseconds.
     #[test]
     fn a_duration_is_read_exactly_or_refused(
-        negative in prop::option::of(any::<bool>()),
+        negative in maybe(any::<bool>()),
         parts in prop::collection::vec(part(), 1..4),
         noise in pick![1 => Just(String::new()), 1 => text(), 1 => prop::sample::select(BAD_DURATIONS).prop_map(str::to_owned)],
     ) {
