@@ -9,6 +9,7 @@ use agentrt::{Canonical, ToolError, ToolResult};
 use serde_json::{Map, Value};
 
 use crate::check::OfferedTool;
+use crate::listing::elements;
 
 /// The most bytes of recorded content when the server description sets
 /// none.
@@ -183,18 +184,25 @@ pub fn map_result(
 }
 
 /// The content blocks joined by newlines: text as it is, other kinds
-/// named.
+/// named. Read with the core's parser, not serde_json's: a block holding
+/// a number beyond `f64` or nesting past 128 levels would otherwise drop
+/// every block's text.
 fn joined_text(content: Option<&Canonical>) -> String {
-    let Some(content) = content else {
+    let Some(blocks) = content.and_then(elements) else {
         return String::new();
     };
-    let blocks: Vec<Value> = serde_json::from_str(content.as_str()).unwrap_or_default();
     let parts: Vec<String> = blocks
         .iter()
         .map(|block| {
-            let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
-            match (kind, block.get("text").and_then(Value::as_str)) {
-                ("text", Some(text)) => text.to_owned(),
+            let members = object_members(block).unwrap_or_default();
+            let string = |key: &str| {
+                members
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .and_then(|(_, v)| serde_json::from_str::<String>(v.as_str()).ok())
+            };
+            match (string("type").as_deref().unwrap_or(""), string("text")) {
+                ("text", Some(text)) => text,
                 ("image", _) => "[image omitted]".into(),
                 ("audio", _) => "[audio omitted]".into(),
                 ("resource_link", _) => "[resource link omitted]".into(),
@@ -249,6 +257,17 @@ fn encode_capped(text: &str, cap: usize) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_text_is_kept_when_a_block_holds_what_serde_json_cannot() {
+        // Found by the fuzz target: one such block emptied the whole text.
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let result = format!(
+            r#"{{"content":[{{"type":"text","text":"hello"}},{{"type":"image","data":"","n":1e400}},{{"type":"audio","x":{deep}}}]}}"#
+        );
+        let r = map_result("fs", "read", &result, 1024).unwrap();
+        assert_eq!(r.content, br#""hello\n[image omitted]\n[audio omitted]""#);
+    }
 
     #[test]
     fn cut_text_fits_the_cap_exactly_and_never_splits_a_character() {

@@ -185,6 +185,7 @@ fn check_one(
         return Err(format!("the name {name:?} is taken by another tool"));
     }
     let schema = &pin.input_schema;
+    offerable(schema)?;
     let value = schema.to_value();
     if value.get("type") != Some(&Value::String("object".into())) {
         return Err("its input schema is not a JSON object with \"type\":\"object\"".into());
@@ -217,6 +218,23 @@ fn check_one(
         },
         mismatch,
     ))
+}
+
+/// Refuses a schema `serde_json` cannot read: the host is offered the
+/// schema through the protocol library, as a `serde_json` map, and the
+/// core's canonical form holds what such a map cannot (a number beyond
+/// `f64`, such as `1e400`, which the core's `to_value` reads as `null`;
+/// nesting deeper than `serde_json`'s 128 levels). Offered anyway, the
+/// tool would reach the host with another schema than the one pinned and
+/// checked, or none.
+fn offerable(schema: &Canonical) -> Result<(), String> {
+    serde_json::from_str::<Value>(schema.as_str())
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "its input schema cannot be offered as the server wrote it: serde_json cannot read it ({e})"
+            )
+        })
 }
 
 /// How the server's hints contradict the operator's class, if they do.

@@ -89,7 +89,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, McpError> {
         let mut unit_scale = *scale;
         for digit in fraction.bytes() {
             unit_scale /= 10;
-            part += u128::from(digit - b'0') * unit_scale;
+            // Checked: a whole number just under u128's limit for its unit
+            // leaves no room for the fraction.
+            part = part
+                .checked_add(u128::from(digit - b'0') * unit_scale)
+                .ok_or_else(|| bad("it is too long"))?;
         }
         total = total
             .checked_add(part)
@@ -130,6 +134,17 @@ mod tests {
                 Some(Duration::from_nanos(nanos)),
                 "{text}"
             );
+        }
+    }
+
+    #[test]
+    fn a_fraction_past_u128_is_refused_not_wrapped() {
+        // The whole part times its unit fits u128 with less room than the
+        // fraction adds (found by the fuzz target).
+        let text = format!("{}.999us", u128::MAX / 1000);
+        match parse_duration(&text) {
+            Err(McpError::Duration { detail, .. }) => assert_eq!(detail, "it is too long"),
+            other => panic!("{text:?}: {other:?}"),
         }
     }
 

@@ -160,8 +160,9 @@ impl Listing {
     }
 }
 
-/// The elements of a JSON array, canonical.
-fn elements(list: &Canonical) -> Option<Vec<Canonical>> {
+/// The elements of a JSON array, canonical (read with the core's limits,
+/// not serde_json's: any depth the core allows, numbers as written).
+pub(crate) fn elements(list: &Canonical) -> Option<Vec<Canonical>> {
     // Each element keeps its bytes: read raw, then made canonical.
     let values: Vec<Box<serde_json::value::RawValue>> = serde_json::from_str(list.as_str()).ok()?;
     values

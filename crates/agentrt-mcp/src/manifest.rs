@@ -72,12 +72,15 @@ impl PinnedTool {
             Canonical::parse_str(&tool.input_schema)
                 .map_err(|e| refuse(format!("input schema: {e}")))?
         };
+        // `null` is no annotations, as the listing reads it: the manifest
+        // leaves them out, so the pin reads back as itself.
         let annotations = tool
             .annotations
             .as_deref()
             .map(Canonical::parse_str)
             .transpose()
-            .map_err(|e| refuse(format!("annotations: {e}")))?;
+            .map_err(|e| refuse(format!("annotations: {e}")))?
+            .filter(|a| !a.is_null());
         Ok(PinnedTool {
             name: tool.name.clone(),
             description: tool.description.clone(),
@@ -319,6 +322,18 @@ mod tests {
         }
         let twice = Manifest::pin("fs", at(), &[listed("t", "{}"), listed("t", "{}")]);
         assert!(matches!(twice, Err(McpError::Pin { .. })));
+    }
+
+    #[test]
+    fn null_annotations_pin_as_none_and_the_manifest_reads_back_as_itself() {
+        // Found by the fuzz target: `null` was pinned as annotations and
+        // written, and read back as none.
+        let mut tool = listed("a", r#"{"type":"object"}"#);
+        tool.annotations = Some(" null ".into());
+        let m = Manifest::pin("fs", at(), &[tool]).unwrap();
+        assert_eq!(m.tools["a"].annotations, None);
+        assert!(!m.to_json().contains("annotations"));
+        assert_eq!(parse_manifest(m.to_json().as_bytes()).unwrap(), m);
     }
 
     #[test]

@@ -99,7 +99,9 @@ pub(crate) fn start(server: &Server, argv: &[String]) -> Result<Started, String>
     };
     command
         .env_clear()
-        .envs(server.child_env(std::env::vars()))
+        // The OS's own strings: a variable that is not UTF-8 is passed
+        // through or left out by name, never a panic.
+        .envs(server.child_env(std::env::vars_os()))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -1,6 +1,7 @@
 //! How to reach a server (periphery §3.1): its description, checked, and
 //! the environment a child process gets (only what is named).
 
+use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 
 use crate::error::McpError;
@@ -145,39 +146,46 @@ impl Server {
     }
 
     /// The environment a child gets, from `current` (this process's
-    /// variables): only `PATH`, `HOME` and `TMPDIR` (Windows: its own short
-    /// list) when set, then each `inherit_env` name that is set, then the
-    /// `env` entries as written; a later entry replaces an earlier one of
-    /// the same name (case-insensitively on Windows). Nothing else: no
-    /// provider keys, no proxy settings, unless named.
+    /// variables, as the OS holds them: `std::env::vars_os()`): only
+    /// `PATH`, `HOME` and `TMPDIR` (Windows: its own short list) when set,
+    /// then each `inherit_env` name that is set, then the `env` entries as
+    /// written; a later entry replaces an earlier one of the same name
+    /// (case-insensitively on Windows). Nothing else: no provider keys, no
+    /// proxy settings, unless named.
+    ///
+    /// Names and values are OS strings: an inherited value that is not
+    /// UTF-8 reaches the child byte for byte, and a variable whose name is
+    /// not UTF-8 is never inherited (no configuration can name it).
     ///
     /// ```
+    /// use std::ffi::OsString;
     /// use agentrt_mcp::Server;
     /// let mut s = Server::command("fs", &["node"]);
     /// s.inherit_env.push("LANG".into());
     /// s.env.push("HOME=/srv/fs".into());
     /// let current = [("PATH", "/bin"), ("HOME", "/root"), ("OPENAI_API_KEY", "sk-x"), ("LANG", "C")];
-    /// let env = s.child_env(current.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    /// let env = s.child_env(current.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+    /// let os = |k: &str, v: &str| (OsString::from(k), OsString::from(v));
     /// # #[cfg(not(windows))]
-    /// assert_eq!(env, [("PATH".to_string(), "/bin".to_string()), ("HOME".into(), "/srv/fs".into()), ("LANG".into(), "C".into())]);
+    /// assert_eq!(env, [os("PATH", "/bin"), os("HOME", "/srv/fs"), os("LANG", "C")]);
     /// ```
     pub fn child_env(
         &self,
-        current: impl IntoIterator<Item = (String, String)>,
-    ) -> Vec<(String, String)> {
-        let current: Vec<(String, String)> = current.into_iter().collect();
+        current: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> Vec<(OsString, OsString)> {
+        let current: Vec<(OsString, OsString)> = current.into_iter().collect();
         let lookup = |name: &str| {
             current
                 .iter()
-                .find(|(k, _)| same_name(k, name))
+                .find(|(k, _)| same_name(k, OsStr::new(name)))
                 .map(|(_, v)| v.clone())
         };
-        let mut out: Vec<(String, String)> = Vec::new();
-        let mut set = |name: &str, value: String| {
-            if let Some(slot) = out.iter_mut().find(|(k, _)| same_name(k, name)) {
+        let mut out: Vec<(OsString, OsString)> = Vec::new();
+        let mut set = |name: &str, value: OsString| {
+            if let Some(slot) = out.iter_mut().find(|(k, _)| same_name(k, OsStr::new(name))) {
                 slot.1 = value;
             } else {
-                out.push((name.to_owned(), value));
+                out.push((name.into(), value));
             }
         };
         for name in BASE_ENV
@@ -191,7 +199,7 @@ impl Server {
         }
         for entry in &self.env {
             if let Some((name, value)) = entry.split_once('=') {
-                set(name, value.to_owned());
+                set(name, value.into());
             }
         }
         out
@@ -214,7 +222,7 @@ impl Server {
 
 /// Whether two variable names are the same (case-insensitively on
 /// Windows).
-fn same_name(a: &str, b: &str) -> bool {
+fn same_name(a: &OsStr, b: &OsStr) -> bool {
     if cfg!(windows) {
         a.eq_ignore_ascii_case(b)
     } else {
@@ -226,10 +234,10 @@ fn same_name(a: &str, b: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
         pairs
             .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
             .collect()
     }
 
@@ -257,6 +265,33 @@ mod tests {
                 ("B", "x=y"),
                 ("E", ""),
             ])
+        );
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_non_utf8_value_is_inherited_byte_for_byte_and_a_non_utf8_name_never() {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        let bytes = |b: &[u8]| OsStr::from_bytes(b).to_os_string();
+        let mut s = Server::command("fs", &["node"]);
+        s.inherit_env = vec!["ODD".into()];
+        let current = vec![
+            (bytes(b"PATH"), bytes(b"/bin:/opt/\xff\xfe")),
+            (bytes(b"ODD"), bytes(b"caf\xe9")),
+            (bytes(b"NAME\xff"), bytes(b"1")),
+            (bytes(b"OTHER"), bytes(b"\x80")),
+        ];
+        let child: Vec<(Vec<u8>, Vec<u8>)> = s
+            .child_env(current)
+            .into_iter()
+            .map(|(k, v)| (k.into_vec(), v.into_vec()))
+            .collect();
+        assert_eq!(
+            child,
+            [
+                (b"PATH".to_vec(), b"/bin:/opt/\xff\xfe".to_vec()),
+                (b"ODD".to_vec(), b"caf\xe9".to_vec()),
+            ]
         );
     }
 

@@ -373,3 +373,41 @@ fn the_report_names_every_tool_in_text_and_json() {
     };
     assert_eq!(empty.to_json(), r#"{"server":"fs"}"#);
 }
+
+#[test]
+fn a_schema_serde_json_cannot_read_is_refused_naming_what_did_not_parse() {
+    let deep = format!(
+        r#"{{"type":"object","x-deep":{}1{}}}"#,
+        "[".repeat(130),
+        "]".repeat(130)
+    );
+    let tools = [
+        tool("ok", OBJECT, None),
+        // The core keeps the literal; serde_json cannot hold it (the
+        // core's `to_value` reads it as null).
+        tool("big", r#"{"type":"object","enum":[{"n":1e400}]}"#, None),
+        // The core allows 256 levels; serde_json 128.
+        tool("deep", &deep, None),
+    ];
+    let rules = [
+        ("ok", rule(SideEffect::ReadOnly)),
+        ("big", rule(SideEffect::ReadOnly)),
+        ("deep", rule(SideEffect::ReadOnly)),
+    ];
+    let (offered, report) = load(&tools, &rules, &tools);
+    let names: Vec<&str> = offered.iter().map(|t| t.upstream.as_str()).collect();
+    assert_eq!(names, ["ok"]);
+    assert_eq!(
+        refusal(&report, "big"),
+        "its input schema cannot be offered as the server wrote it: serde_json cannot read it \
+         (number out of range at line 1 column 19)"
+    );
+    assert!(
+        refusal(&report, "deep").starts_with(
+            "its input schema cannot be offered as the server wrote it: serde_json cannot read it \
+             (recursion limit exceeded"
+        ),
+        "{}",
+        report.text()
+    );
+}

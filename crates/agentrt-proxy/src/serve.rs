@@ -67,14 +67,17 @@ impl ProxyServer {
         let tools = proxy
             .specs()
             .values()
-            .map(|spec| {
+            .filter_map(|spec| {
+                // Load refuses a tool whose schema serde_json cannot read
+                // (check names it), so this leaves nothing out; it never
+                // offers a tool with a schema other than its own, `{}`.
                 let schema: serde_json::Map<String, serde_json::Value> =
-                    serde_json::from_str(spec.input_schema.as_str()).unwrap_or_default();
-                rmcp::model::Tool::new(
+                    serde_json::from_str(spec.input_schema.as_str()).ok()?;
+                Some(rmcp::model::Tool::new(
                     spec.name.clone(),
                     spec.description.clone(),
                     Arc::new(schema),
-                )
+                ))
             })
             .chain(std::iter::once(status_tool(proxy.status_tool())))
             .collect();

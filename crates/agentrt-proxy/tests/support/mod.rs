@@ -79,3 +79,42 @@ pub async fn configure_on(
     pin(&config).await;
     config
 }
+
+/// A stdio MCP server, a POSIX shell script written into `dir` (so a test
+/// controls every byte it lists and the proxy starts it as it starts any
+/// server): it copies the environment it was started with, byte for byte
+/// as the kernel holds it (`/proc/<pid>/environ`, NUL-separated), to
+/// `environ` in `dir`, then answers `initialize` and each `tools/list`
+/// with the lines of `tools_replies` (`@ID@` replaced by the
+/// request's id; each line sent as written), and everything else
+/// with an error. Linux only (`/proc`). The script's path.
+#[allow(dead_code)] // Not every test target starts a shell server.
+#[cfg(target_os = "linux")]
+pub fn shell_server(dir: &Path, tools_replies: &[&str]) -> std::path::PathBuf {
+    let replies = dir.join("replies");
+    std::fs::write(&replies, tools_replies.join("\n") + "\n").expect("replies");
+    let script = dir.join("server.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"cat "/proc/$$/environ" > '{environ}'
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  [ -n "$id" ] || continue
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"protocolVersion":"2025-06-18","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"shell","version":"0"}}}}}}\n' "$id" ;;
+    *'"method":"tools/list"'*)
+      sed "s/@ID@/$id/g" '{replies}' ;;
+    *)
+      printf '{{"jsonrpc":"2.0","id":%s,"error":{{"code":-32601,"message":"no such method"}}}}\n' "$id" ;;
+  esac
+done
+"#,
+            environ = dir.join("environ").display(),
+            replies = replies.display(),
+        ),
+    )
+    .expect("script");
+    script
+}
