@@ -12,11 +12,11 @@
 use std::cell::OnceCell;
 use std::ops::{ControlFlow, Deref};
 
+use agentrt::store::engine::quoted_list;
+use agentrt::store::engine::schema::{StateTable, UNCHAINED_SEQ};
 use agentrt::store::engine::{
     ChainRows, EVENTS_PAGE_SQL, EventColumn, EventRow, Field, HASH_AT_SQL, HEAD_SQL, Piece,
 };
-use agentrt::store::extension::quoted_list;
-use agentrt::store::schema::{StateTable, UNCHAINED_SEQ};
 use agentrt::store::{ColumnType, MAX_PAGE_TEXT, RegistryEntry, SqlValue};
 use agentrt::{Error, Result};
 use tokio_postgres::Row;
@@ -25,7 +25,7 @@ use crate::error::pg_error;
 use crate::extension_rows::typed_key;
 use crate::extensions::POS;
 use crate::rows::{Param, PgRows, digest_row, int, text};
-use agentrt::store::extension::quoted;
+use agentrt::store::engine::quoted;
 
 /// Characters per piece of a long field: at most four bytes each in
 /// UTF-8, so a piece stays within `MAX_PAGE_TEXT` bytes.

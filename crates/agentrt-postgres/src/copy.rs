@@ -13,7 +13,7 @@ use tokio_postgres::types::ToSql;
 use crate::error::pg_error;
 use crate::extensions::create_table_sql;
 use crate::runtime::block_on;
-use agentrt::store::extension::quoted;
+use agentrt::store::engine::quoted;
 
 /// What a copy carried.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,14 +12,14 @@
 
 use agentrt::chain::{RowValue, row_digest};
 use agentrt::store::engine::{ExtensionOrder, ExtensionQuery, StoredRow, StoredValue};
-use agentrt::store::extension::{quoted, quoted_list};
-use agentrt::store::{ColumnType, ExtensionTable, SqlValue, TableShape};
+use agentrt::store::engine::{quoted, quoted_list};
+use agentrt::store::{ColumnType, ExtensionTable, SqlValue};
 use agentrt::{Error, Result};
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
 use crate::error::pg_error;
-use crate::extensions::POS;
+use crate::extensions::row_order;
 use crate::rows::{ExtensionWrite, Param, PgRows, digest_row, int, limit, text};
 
 fn param(value: &SqlValue) -> Param {
@@ -47,15 +47,6 @@ fn stored(row: &Row, at: usize) -> Result<StoredValue> {
         Ok(StoredValue::Text(t))
     } else {
         Ok(StoredValue::Other("Other"))
-    }
-}
-
-/// The order rows are listed in: SQLite's rowid order, which is the key's
-/// for a numbered key and insertion order otherwise.
-pub(crate) fn row_order(shape: &TableShape) -> String {
-    match &shape.numbered_key {
-        Some(key) => quoted(key),
-        None => POS.to_owned(),
     }
 }
 

@@ -16,10 +16,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use agentrt::store::extension::{check_held, quoted, quoted_list};
+use agentrt::store::engine::{Registration, check_held, quoted, quoted_list};
 use agentrt::store::{
-    ColumnShape, ColumnType, ExtensionShape, ExtensionTable, IndexShape, Registration,
-    RegistryEntry, ShapeChange, SqlValue, TableShape,
+    ColumnShape, ColumnType, ExtensionShape, ExtensionTable, IndexShape, RegistryEntry,
+    ShapeChange, SqlValue, TableShape,
 };
 use agentrt::{Error, Result, Timestamp};
 use tokio_postgres::{Client, Transaction};
@@ -30,6 +30,15 @@ use crate::schema::MIGRATION_LOCK;
 
 /// The bookkeeping column of insertion order on every extension table.
 pub(crate) const POS: &str = "\"_pos\"";
+
+/// The order rows are listed in: SQLite's rowid order, which is the key's
+/// for a numbered key and insertion order otherwise.
+pub(crate) fn row_order(shape: &TableShape) -> String {
+    match &shape.numbered_key {
+        Some(key) => quoted(key),
+        None => POS.to_owned(),
+    }
+}
 
 /// The extension tables a store was opened with, as created here.
 #[derive(Debug, Default)]
@@ -88,7 +97,7 @@ fn index_sql(table: &TableShape, index: &IndexShape) -> String {
         format!(" WHERE {}", equalities.join(" AND "))
     };
     let mut columns = quoted_list(&index.columns);
-    let inserted = crate::extension_rows::row_order(table);
+    let inserted = row_order(table);
     if !index.unique && !columns.ends_with(&inserted) {
         columns = format!("{columns}, {inserted}");
     }

@@ -8,14 +8,15 @@ use std::fmt::Write as _;
 use agentrt::chain::{RowValue, row_digest};
 use agentrt::clock::Timestamp;
 use agentrt::model::{Approval, ApprovalStatus, CallStatus, ModelCall, RunStatus, StepStatus};
-use agentrt::store::engine::{Dialect, GroupRows, RowTable, SealedEvent, StoredValue};
-use agentrt::store::schema::StateTable;
+use agentrt::store::engine::schema::StateTable;
+use agentrt::store::engine::{Assignment, GroupRows, RowTable, SealedEvent, StoredValue};
 use agentrt::store::{
-    ApprovalChange, Assignment, ExtensionTable, NewRun, NewStep, RunChange, RunGuard, SqlValue,
-    StepChange, StepGuard,
+    ApprovalChange, ExtensionTable, NewRun, NewStep, RunChange, RunGuard, SqlValue, StepChange,
+    StepGuard,
 };
 use agentrt::{Error, Result};
 
+use crate::dialect::Postgres;
 use crate::error::pg_error;
 use crate::rows::{Param, PgRows, count, digest_row, int, text};
 
@@ -75,7 +76,7 @@ fn push_run_guard(sql: &mut String, params: &mut Vec<Param>, prefix: &str, g: &R
 /// An update's `SET` list in PostgreSQL's dialect, its values bound in
 /// order.
 fn set_clause(sets: &[Assignment<'_>], params: &mut Vec<Param>) -> String {
-    let (sql, values) = Assignment::set_list(sets, Dialect::Postgres);
+    let (sql, values) = Assignment::set_list(sets, &Postgres);
     params.extend(values.into_iter().map(|value| match value {
         SqlValue::Int(n) => int(n),
         SqlValue::Text(t) => text(t),

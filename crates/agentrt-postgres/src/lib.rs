@@ -42,6 +42,7 @@ mod batch_server_tests;
 extern crate self as agentrt_postgres;
 mod chain_read;
 mod copy;
+mod dialect;
 mod endpoint;
 mod error;
 mod extension_rows;

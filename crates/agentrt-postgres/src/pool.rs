@@ -7,15 +7,18 @@
 //! closed starts again on another, so a server restart costs no caller an
 //! error.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agentrt::Result;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Statement};
 
 use crate::endpoint::Endpoint;
-use crate::rows::Statements;
 use crate::runtime::IoRuntime;
+
+/// Prepared statements of one connection, by their SQL.
+pub(crate) type Statements = HashMap<String, Statement>;
 
 /// One connection and the statements prepared on it.
 pub(crate) struct Conn {

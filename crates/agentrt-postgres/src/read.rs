@@ -6,23 +6,22 @@ use std::sync::LazyLock;
 use agentrt::Result;
 use agentrt::model::{Approval, Event, Labels, ModelCall, Run, Step};
 use agentrt::store::engine::{
-    APPROVAL_COLUMNS, CALL_COLUMNS, Cut, Decode, Dialect, EVENT_COLUMNS, ExtensionOrder,
-    ExtensionQuery, Page, PageTable, RUN_COLUMNS, RUN_FROM, ReadRows, STEP_COLUMNS, StoredRow,
-    capped_select, decode_approval, decode_capped_approval, decode_capped_run, decode_capped_step,
-    decode_event, decode_model_call, decode_run, decode_step,
+    APPROVAL_COLUMNS, CALL_COLUMNS, Cut, Decode, EVENT_COLUMNS, ExtensionOrder, ExtensionQuery,
+    Page, PageTable, RUN_COLUMNS, RUN_FROM, ReadRows, STEP_COLUMNS, StoredRow, capped_select,
+    decode_approval, decode_capped_approval, decode_capped_run, decode_capped_step, decode_event,
+    decode_model_call, decode_run, decode_step,
 };
 use agentrt::store::{ExtensionTable, MAX_PAGE_TEXT, SqlValue};
 
+use crate::dialect::Postgres;
 use crate::rows::{Param, PgRows, count, int, limit, text};
 
-static RUN_SELECT: LazyLock<String> =
-    LazyLock::new(|| capped_select(PageTable::Runs, Dialect::Postgres));
-static STEP_SELECT: LazyLock<String> =
-    LazyLock::new(|| capped_select(PageTable::Steps, Dialect::Postgres));
+static RUN_SELECT: LazyLock<String> = LazyLock::new(|| capped_select(PageTable::Runs, &Postgres));
+static STEP_SELECT: LazyLock<String> = LazyLock::new(|| capped_select(PageTable::Steps, &Postgres));
 static APPROVAL_SELECT: LazyLock<String> =
-    LazyLock::new(|| capped_select(PageTable::Approvals, Dialect::Postgres));
+    LazyLock::new(|| capped_select(PageTable::Approvals, &Postgres));
 static EVENT_SELECT: LazyLock<String> =
-    LazyLock::new(|| capped_select(PageTable::Events, Dialect::Postgres));
+    LazyLock::new(|| capped_select(PageTable::Events, &Postgres));
 
 const PENDING_COUNT: &str =
     "SELECT COUNT(*) FROM approvals WHERE run_id = ? AND status = 'pending'";

@@ -8,14 +8,14 @@ use std::collections::HashMap;
 use agentrt::chain::{RowValue, row_digest};
 use agentrt::clock::Timestamp;
 use agentrt::store::engine::RowColumns;
-use agentrt::store::schema::StateTable;
+use agentrt::store::engine::schema::StateTable;
 use agentrt::{Error, Result};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row, SimpleQueryMessage, Statement};
 
 use crate::error::{connection_gone, is_retryable, pg_error};
 use crate::extensions::ExtensionTables;
-use crate::pool::Conn;
+use crate::pool::{Conn, Statements};
 use crate::runtime::round_trip;
 
 /// `BEGIN`, then the chain head's lock taken with the server's clock read
@@ -71,9 +71,6 @@ pub(crate) fn digest_row(table: &str, row: &Row) -> Result<String> {
 
 /// A bound parameter.
 pub(crate) type Param = Box<dyn ToSql + Sync>;
-
-/// Prepared statements of one connection, by their SQL.
-pub(crate) type Statements = HashMap<String, Statement>;
 
 /// A statement sent later: one whose result decides nothing in the group
 /// (an insert, the head's move), only whether the group fails.

@@ -15,7 +15,7 @@
 //! - `agentrt_listing(text)`, an event's row listing as a `jsonb` array,
 //!   `[]` when it is not one (`verify` then names the rows it misses).
 
-use agentrt::store::schema::META;
+use agentrt::store::engine::schema::META;
 use tokio_postgres::Client;
 
 use crate::error::{Describe, pg_error};

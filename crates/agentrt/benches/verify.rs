@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use agentrt::store::schema::MIGRATION_1;
+use agentrt::store::engine::schema::MIGRATION_1;
 use agentrt::store::{NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard};
 use agentrt::verify::{self, VerifyOptions};
 use agentrt::{Durability, EventType, StepStatus, Store, StoreOptions, Timestamp};

@@ -73,9 +73,10 @@ fn raw(path: &Path) -> rusqlite::Connection {
 /// `events` with `AUTOINCREMENT` as migration 1 created it (its counter at
 /// the highest seq), the rows as they were.
 fn undo_migration_5(conn: &rusqlite::Connection) {
-    let events_ddl = &agentrt::store::schema::MIGRATION_1[agentrt::store::schema::MIGRATION_1
-        .find("CREATE TABLE events")
-        .unwrap()..];
+    let events_ddl = &agentrt::store::engine::schema::MIGRATION_1
+        [agentrt::store::engine::schema::MIGRATION_1
+            .find("CREATE TABLE events")
+            .unwrap()..];
     let events_ddl = &events_ddl[..events_ddl.find(");").unwrap() + 2];
     assert!(events_ddl.contains("AUTOINCREMENT"), "{events_ddl}");
     conn.execute_batch(&format!(
@@ -114,7 +115,7 @@ fn refused_as_older(db: &Path, version: i64) {
         let e = open_existing_err(db, read_only);
         assert!(
             matches!(&e, Error::SchemaVersion { database, build, .. }
-                if *database == version && *build == agentrt::store::schema::SCHEMA_VERSION),
+                if *database == version && *build == agentrt::store::engine::schema::SCHEMA_VERSION),
             "{e:?}"
         );
     }
@@ -334,9 +335,9 @@ fn fresh_store_has_every_table_at_the_current_version_with_its_meta() {
         .unwrap();
     assert_eq!(
         versions.iter().map(|v| v.0).collect::<Vec<_>>(),
-        [1, 2, 3, 4, agentrt::store::schema::SCHEMA_VERSION]
+        [1, 2, 3, 4, agentrt::store::engine::schema::SCHEMA_VERSION]
     );
-    assert_eq!(agentrt::store::schema::SCHEMA_VERSION, 5);
+    assert_eq!(agentrt::store::engine::schema::SCHEMA_VERSION, 5);
     for (_, applied_at) in &versions {
         Timestamp::parse(applied_at).unwrap();
     }
@@ -349,9 +350,15 @@ fn fresh_store_has_every_table_at_the_current_version_with_its_meta() {
         .collect::<Result<_, _>>()
         .unwrap();
     let want: Vec<(String, String)> = [
-        ("canonical_form", agentrt::store::schema::CANONICAL_FORM),
-        ("hash_algorithm", agentrt::store::schema::HASH_ALGORITHM),
-        ("time_format", agentrt::store::schema::TIME_FORMAT),
+        (
+            "canonical_form",
+            agentrt::store::engine::schema::CANONICAL_FORM,
+        ),
+        (
+            "hash_algorithm",
+            agentrt::store::engine::schema::HASH_ALGORITHM,
+        ),
+        ("time_format", agentrt::store::engine::schema::TIME_FORMAT),
         // A new database has no row older than the chain.
         ("unchained_rows", "0"),
     ]
@@ -395,7 +402,7 @@ fn file_store_survives_reopen() {
     let n: i64 = raw(&db)
         .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(n, agentrt::store::schema::MIGRATIONS.len() as i64);
+    assert_eq!(n, agentrt::store::engine::schema::MIGRATIONS.len() as i64);
 }
 
 #[test]
@@ -453,7 +460,7 @@ fn concurrent_first_opens_all_succeed_and_migrate_once() {
             .unwrap();
         assert_eq!(
             rows,
-            agentrt::store::schema::MIGRATIONS.len() as i64,
+            agentrt::store::engine::schema::MIGRATIONS.len() as i64,
             "round {round}"
         );
         let meta: i64 = conn

@@ -45,7 +45,7 @@ fn rows_older_than_their_tables_place_on_the_chain_are_counted_and_cannot_be_add
     let conn = rusqlite::Connection::open(&db).unwrap();
     // The call's run is not part of this picture.
     conn.pragma_update(None, "foreign_keys", false).unwrap();
-    conn.execute_batch(agentrt::store::schema::MIGRATION_1)
+    conn.execute_batch(agentrt::store::engine::schema::MIGRATION_1)
         .unwrap();
     conn.execute_batch(
         "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);

@@ -3,8 +3,8 @@
 //! group's front ([`WriteTx`](super::WriteTx)) and every engine
 //! ([`GroupRows`](super::GroupRows)).
 
+use super::dialect::Dialect;
 use super::extension::SqlValue;
-use super::page::Dialect;
 use crate::clock::Timestamp;
 use crate::json::Canonical;
 use crate::model::{ApprovalStatus, RunStatus, StepStatus, TerminalReason};
@@ -188,18 +188,12 @@ impl Assignment<'_> {
     }
 
     /// The assignment in `dialect`, with one `?` for its value.
-    pub fn sql(&self, dialect: Dialect) -> String {
+    pub fn sql(&self, dialect: &dyn Dialect) -> String {
         let c = self.column();
-        match (self, dialect) {
-            (Assignment::Text(..) | Assignment::Int(..), _) => format!("{c} = ?"),
-            (Assignment::Add(..), _) => format!("{c} = {c} + ?"),
-            (Assignment::AddSaturating(..), Dialect::Sqlite) => {
-                format!("{c} = MIN({c} + ?, 9223372036854775807)")
-            }
-            // The sum in numeric, so it saturates instead of failing.
-            (Assignment::AddSaturating(..), Dialect::Postgres) => {
-                format!("{c} = LEAST({c}::numeric + ?::bigint, 9223372036854775807)::bigint")
-            }
+        match self {
+            Assignment::Text(..) | Assignment::Int(..) => format!("{c} = ?"),
+            Assignment::Add(..) => format!("{c} = {c} + ?"),
+            Assignment::AddSaturating(..) => format!("{c} = {}", dialect.add_saturating(c)),
         }
     }
 
@@ -207,15 +201,25 @@ impl Assignment<'_> {
     /// (`id = id` for no assignment).
     ///
     /// ```
-    /// use agentrt::store::engine::Dialect;
-    /// use agentrt::store::{Assignment, SqlValue};
+    /// use agentrt::store::SqlValue;
+    /// use agentrt::store::engine::{Assignment, Dialect};
+    ///
+    /// struct Plain;
+    /// impl Dialect for Plain {
+    ///     fn add_saturating(&self, column: &str) -> String {
+    ///         format!("least({column} + ?, 9223372036854775807)")
+    ///     }
+    ///     fn json_cut(&self, column: &str, cap: usize) -> String {
+    ///         format!("substr({column}, 1, {cap})")
+    ///     }
+    /// }
     ///
     /// let sets = [Assignment::Text("status", "done".into()), Assignment::Add("step_count", 1)];
-    /// let (sql, values) = Assignment::set_list(&sets, Dialect::Postgres);
+    /// let (sql, values) = Assignment::set_list(&sets, &Plain);
     /// assert_eq!(sql, "status = ?, step_count = step_count + ?");
     /// assert_eq!(values, [SqlValue::from("done"), SqlValue::Int(1)]);
     /// ```
-    pub fn set_list(sets: &[Assignment<'_>], dialect: Dialect) -> (String, Vec<SqlValue>) {
+    pub fn set_list(sets: &[Assignment<'_>], dialect: &dyn Dialect) -> (String, Vec<SqlValue>) {
         if sets.is_empty() {
             return ("id = id".to_owned(), Vec::new());
         }
@@ -234,7 +238,8 @@ impl RunChange<'_> {
     /// changes nothing).
     ///
     /// ```
-    /// use agentrt::store::{Assignment, LeaseChange, RunChange};
+    /// use agentrt::store::engine::Assignment;
+    /// use agentrt::store::{LeaseChange, RunChange};
     ///
     /// let change = RunChange { step_count_add: 1, lease: LeaseChange::Clear, ..RunChange::default() };
     /// let columns: Vec<_> = change.assignments().iter().map(Assignment::column).collect();
@@ -300,7 +305,8 @@ impl StepChange<'_> {
     /// changes nothing).
     ///
     /// ```
-    /// use agentrt::store::{Assignment, StepChange};
+    /// use agentrt::store::StepChange;
+    /// use agentrt::store::engine::Assignment;
     ///
     /// let change = StepChange { finished_at: Some(None), ..StepChange::default() };
     /// assert_eq!(change.assignments(), [Assignment::Text("finished_at", "".into())]);

@@ -6,8 +6,11 @@
 //! group, whose events are returned only after the commit.
 //!
 //! The store reaches its engine through two backend-neutral traits,
-//! [`ReadRows`] and [`GroupRows`]; [`WriteTx`] and the public reads are the
-//! fronts over them. SQLite (`store::sqlite`) is the one engine today.
+//! [`ReadRows`] and [`GroupRows`](engine::GroupRows);
+//! [`WriteTx`] and the public reads are the fronts over them. SQLite
+//! (`store::sqlite`) is the engine inside the core; an engine outside it
+//! (`agentrt-postgres`) is built from [`engine`], the one module that
+//! exposes the store's internals.
 
 mod backend;
 mod batch;
@@ -16,12 +19,13 @@ mod chain_rows;
 mod chained;
 mod changes;
 mod columns;
+mod dialect;
 mod digest;
 pub mod engine;
 mod export;
-pub mod extension;
+mod extension;
 mod files;
-pub mod group_rows;
+mod group_rows;
 mod heap;
 mod lease;
 mod open;
@@ -30,7 +34,7 @@ mod read;
 mod read_rows;
 mod readers;
 mod recheck_read;
-pub mod schema;
+mod schema;
 #[cfg(test)]
 mod second_engine_tests;
 mod sqlite;
@@ -49,21 +53,20 @@ use crate::clock::lock;
 use crate::error::{Error, Result};
 use crate::model::{Event, Run};
 
-pub use backend::{Backend, BatchedGroup, ChangeSignal};
+use backend::Backend;
+use read_rows::{Cut, ReadRows};
+
 pub use changes::{
-    ApprovalChange, Assignment, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange,
-    StepGuard,
+    ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
 };
 pub use export::{EXPORTED_TABLES, ExportPage, Exported, ExportedTable, ExtensionExport};
 pub use extension::{
     ColumnShape, ColumnType, Extension, ExtensionRow, ExtensionShape, ExtensionTable, IndexShape,
-    Registration, RegistryEntry, RowOrder, RowQuery, ShapeChange, SqlValue, TableShape,
+    RegistryEntry, RowOrder, RowQuery, ShapeChange, SqlValue, TableShape,
 };
-pub use group_rows::GroupRows;
 pub use heap::retain_freed_heap;
 pub use page::{MAX_PAGE_TEXT, PAGE_READ_ROWS, PendingCount};
 pub use read::Page;
-pub use read_rows::{Cut, ReadRows};
 pub use tx::WriteTx;
 
 /// How hard a commit works to survive failures.

@@ -27,6 +27,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use super::columns::RowColumns;
+use super::dialect::{Dialect, SqliteDialect};
 
 use super::Store;
 use super::read::{approval_from_row, run_from_row, step_from_row};
@@ -65,21 +66,17 @@ impl Col {
         }
     }
 
-    fn select(self, dialect: Dialect) -> String {
+    fn select(self, dialect: &dyn Dialect) -> String {
         let n = MAX_PAGE_TEXT;
         match self {
             Int(c) => c.to_owned(),
             Text(c) => format!(
                 "CASE WHEN length({c}) > {n} THEN substr({c}, 1, {n}) || '\u{2026}[cut: ' || length({c}) || ' characters]' ELSE {c} END"
             ),
-            Json(c) => match dialect {
-                Dialect::Sqlite => format!(
-                    "CASE WHEN length({c}) > {n} THEN json_object('truncated', json('true'), 'length', length({c}), 'head', CAST(substr({c}, 1, {n}) AS TEXT)) ELSE {c} END"
-                ),
-                Dialect::Postgres => format!(
-                    "CASE WHEN length({c}) > {n} THEN json_build_object('truncated', true, 'length', length({c}), 'head', substr({c}, 1, {n}))::text ELSE {c} END"
-                ),
-            },
+            Json(c) => format!(
+                "CASE WHEN length({c}) > {n} THEN {} ELSE {c} END",
+                dialect.json_cut(c, n)
+            ),
             Dropped(c) => format!("CASE WHEN length({c}) > {n} THEN '' ELSE {c} END"),
         }
     }
@@ -161,7 +158,7 @@ const EVENT_COLS: &[Col] = &[
 
 /// `SELECT` list: the capped columns, then one text column naming the cut
 /// ones (empty when nothing was cut).
-fn select_list(cols: &[Col], dialect: Dialect) -> String {
+fn select_list(cols: &[Col], dialect: &dyn Dialect) -> String {
     let mut parts: Vec<String> = cols.iter().map(|c| c.select(dialect)).collect();
     let notes: Vec<String> = cols.iter().filter_map(|c| c.cut_note()).collect();
     parts.push(format!("({})", notes.join(" || ")));
@@ -169,22 +166,13 @@ fn select_list(cols: &[Col], dialect: Dialect) -> String {
 }
 
 pub(super) static RUN_SELECT: LazyLock<String> =
-    LazyLock::new(|| select_list(RUN_COLS, Dialect::Sqlite));
+    LazyLock::new(|| select_list(RUN_COLS, &SqliteDialect));
 pub(super) static STEP_SELECT: LazyLock<String> =
-    LazyLock::new(|| select_list(STEP_COLS, Dialect::Sqlite));
+    LazyLock::new(|| select_list(STEP_COLS, &SqliteDialect));
 pub(super) static APPROVAL_SELECT: LazyLock<String> =
-    LazyLock::new(|| select_list(APPROVAL_COLS, Dialect::Sqlite));
+    LazyLock::new(|| select_list(APPROVAL_COLS, &SqliteDialect));
 pub(super) static EVENT_SELECT: LazyLock<String> =
-    LazyLock::new(|| select_list(EVENT_COLS, Dialect::Sqlite));
-
-/// The SQL dialect a capped select list is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    /// SQLite's.
-    Sqlite,
-    /// PostgreSQL's.
-    Postgres,
-}
+    LazyLock::new(|| select_list(EVENT_COLS, &SqliteDialect));
 
 /// The tables a page read selects from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,7 +191,7 @@ pub enum PageTable {
 /// of the table's whole read in the same order, each cut at
 /// [`MAX_PAGE_TEXT`], then one text column naming the cut ones, which
 /// `capped_run`, `capped_step` and `capped_approval` read.
-pub fn capped_select(table: PageTable, dialect: Dialect) -> String {
+pub fn capped_select(table: PageTable, dialect: &dyn Dialect) -> String {
     let cols = match table {
         PageTable::Runs => RUN_COLS,
         PageTable::Steps => STEP_COLS,

@@ -229,7 +229,7 @@ pub const UNCHAINED_SEQ: i64 = -1;
 /// wrote it, the event whose `rows_json` lists the row's digest.
 ///
 /// ```
-/// use agentrt::store::schema::StateTable;
+/// use agentrt::store::engine::schema::StateTable;
 ///
 /// assert_eq!(StateTable::parse("steps"), Some(StateTable::Steps));
 /// assert_eq!(StateTable::Steps.name(), "steps");

@@ -494,7 +494,7 @@ pub(crate) fn is_identifier(name: &str, max: usize) -> bool {
 /// extension tables' names with it.
 ///
 /// ```
-/// assert_eq!(agentrt::store::extension::quoted("demo_items"), r#""demo_items""#);
+/// assert_eq!(agentrt::store::engine::quoted("demo_items"), r#""demo_items""#);
 /// ```
 pub fn quoted(name: &str) -> String {
     format!("\"{name}\"")
@@ -503,7 +503,7 @@ pub fn quoted(name: &str) -> String {
 /// `"a", "b", …`: [`quoted`] names, comma-separated.
 ///
 /// ```
-/// assert_eq!(agentrt::store::extension::quoted_list(&["a", "b"]), r#""a", "b""#);
+/// assert_eq!(agentrt::store::engine::quoted_list(&["a", "b"]), r#""a", "b""#);
 /// ```
 pub fn quoted_list(names: &[impl AsRef<str>]) -> String {
     names

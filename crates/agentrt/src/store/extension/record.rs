@@ -255,7 +255,8 @@ impl Extension {
     /// An opener that does not migrate (`register` false) only keeps.
     ///
     /// ```
-    /// use agentrt::store::{Extension, ExtensionTable, Registration, RegistryEntry};
+    /// use agentrt::store::engine::Registration;
+    /// use agentrt::store::{Extension, ExtensionTable, RegistryEntry};
     ///
     /// const TABLE: ExtensionTable = ExtensionTable { name: "demo_items", key_column: "id", columns: &["id", "n"] };
     /// const DEMO: Extension = Extension { name: "demo", migrations: &[(1, "")], tables: &[TABLE] };

@@ -12,10 +12,10 @@ use crate::model::{Approval, ApprovalStatus, CallStatus, ModelCall, RunStatus, S
 use super::super::changes::{
     ApprovalChange, Assignment, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
 };
+use super::super::dialect::SqliteDialect;
 use super::super::digest::{digest_row, mark_sql};
 use super::super::extension::{ExtensionTable, SqlValue, quoted, quoted_list};
 use super::super::group_rows::{GroupRows, RowTable, SealedEvent};
-use super::super::page::Dialect;
 use super::super::read_rows::StoredValue;
 use super::{SqliteRows, sql_value, stored};
 
@@ -47,7 +47,7 @@ fn text(t: &Timestamp) -> Value {
 
 /// An update's `SET` list in SQLite's dialect, its values bound in order.
 fn set_clause(sets: &[Assignment<'_>], params: &mut Vec<Value>) -> String {
-    let (sql, values) = Assignment::set_list(sets, Dialect::Sqlite);
+    let (sql, values) = Assignment::set_list(sets, &SqliteDialect);
     params.extend(values.iter().map(sql_value));
     sql
 }
