@@ -15,7 +15,11 @@
 //! - `agentrt_listing(text)`, an event's row listing as a `jsonb` array,
 //!   `[]` when it is not one (`verify` then names the rows it misses).
 
-use agentrt::store::engine::schema::META;
+use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+use agentrt::store::ColumnType;
+use agentrt::store::engine::schema::{CORE_TABLES, CoreTable, META};
 use tokio_postgres::Client;
 
 use crate::error::{Describe, pg_error};
@@ -28,133 +32,37 @@ pub const SCHEMA_VERSION: i64 = 1;
 /// (`pg_advisory_xact_lock`): hosts that open it at once migrate in turn.
 pub(crate) const MIGRATION_LOCK: i64 = 0x6167_656e_7472_7431; // "agentrt1"
 
-/// Migration 1: the whole schema (SQLite's schema 5, on PostgreSQL).
-pub const MIGRATION_1: &str = "
-CREATE TABLE agentrt_meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
+/// The column of insertion order on every state table (SQLite's
+/// `rowid`), outside every digest.
+const INSERTED: &str = "pos";
+
+/// The chain head row every write group locks first: PostgreSQL's own,
+/// created beside `agentrt_meta`.
+const CHAIN: &str = "\
 CREATE TABLE agentrt_chain (
     id        INTEGER PRIMARY KEY CHECK (id = 1),
     head_seq  BIGINT NOT NULL,
     head_hash TEXT NOT NULL
 );
 INSERT INTO agentrt_chain (id, head_seq, head_hash) VALUES (1, 0, '');
-CREATE TABLE runs (
-    pos                   BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-    id                    TEXT PRIMARY KEY,
-    written_seq           BIGINT NOT NULL DEFAULT 0,
-    goal                  TEXT NOT NULL,
-    status                TEXT NOT NULL,
-    reason                TEXT NOT NULL DEFAULT '',
-    reason_detail         TEXT NOT NULL DEFAULT '',
-    limits_json           TEXT NOT NULL,
-    step_count            BIGINT NOT NULL DEFAULT 0,
-    created_at            TEXT NOT NULL,
-    started_at            TEXT NOT NULL DEFAULT '',
-    finished_at           TEXT NOT NULL DEFAULT '',
-    result_json           TEXT NOT NULL DEFAULT '',
-    model_calls           BIGINT NOT NULL DEFAULT 0,
-    input_tokens          BIGINT NOT NULL DEFAULT 0,
-    output_tokens         BIGINT NOT NULL DEFAULT 0,
-    cached_input_tokens   BIGINT NOT NULL DEFAULT 0,
-    estimated_cost_micros BIGINT NOT NULL DEFAULT 0,
-    active_ms             BIGINT NOT NULL DEFAULT 0,
-    lease_owner           TEXT NOT NULL DEFAULT '',
-    lease_expires_at      TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE run_labels (
-    pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-    run_id      TEXT PRIMARY KEY REFERENCES runs(id),
-    labels_json TEXT NOT NULL,
-    written_seq BIGINT NOT NULL DEFAULT 0
-);
-CREATE TABLE steps (
-    pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-    id               TEXT PRIMARY KEY,
-    written_seq      BIGINT NOT NULL DEFAULT 0,
-    run_id           TEXT NOT NULL REFERENCES runs(id),
-    idx              BIGINT NOT NULL,
-    status           TEXT NOT NULL,
-    decision_json    TEXT NOT NULL DEFAULT '',
-    policy_json      TEXT NOT NULL DEFAULT '',
-    observation_json TEXT NOT NULL DEFAULT '',
-    observation_hash TEXT NOT NULL DEFAULT '',
-    started_at       TEXT NOT NULL,
-    finished_at      TEXT NOT NULL DEFAULT '',
-    spec_hash        TEXT NOT NULL DEFAULT '',
-    policy_id        TEXT NOT NULL DEFAULT '',
-    UNIQUE (run_id, idx)
-);
-CREATE TABLE events (
-    seq          BIGINT PRIMARY KEY,
-    run_id       TEXT NOT NULL REFERENCES runs(id),
-    step_id      TEXT NOT NULL DEFAULT '',
-    at           TEXT NOT NULL,
-    type         TEXT NOT NULL,
-    payload_json TEXT NOT NULL,
-    rows_json    TEXT NOT NULL DEFAULT '',
-    hash         TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX events_run ON events (run_id, seq);
-CREATE TABLE approvals (
-    pos               BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-    id                TEXT PRIMARY KEY,
-    written_seq       BIGINT NOT NULL DEFAULT 0,
-    run_id            TEXT NOT NULL REFERENCES runs(id),
-    step_id           TEXT NOT NULL,
-    kind              TEXT NOT NULL,
-    capability_json   TEXT NOT NULL,
-    presentation_json TEXT NOT NULL,
-    request_json      TEXT NOT NULL,
-    hash              TEXT NOT NULL,
-    status            TEXT NOT NULL,
-    created_at        TEXT NOT NULL,
-    decided_at        TEXT NOT NULL DEFAULT '',
-    decided_by        TEXT NOT NULL DEFAULT '',
-    note              TEXT NOT NULL DEFAULT '',
-    expires_at        TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX approvals_run ON approvals (run_id, pos);
-CREATE INDEX approvals_step ON approvals (run_id, step_id, pos);
-CREATE TABLE model_calls (
-    pos                 BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-    id                  TEXT PRIMARY KEY,
-    run_id              TEXT NOT NULL REFERENCES runs(id),
-    step_id             TEXT NOT NULL,
-    attempt             BIGINT NOT NULL,
-    status              TEXT NOT NULL,
-    model               TEXT NOT NULL,
-    input_tokens        BIGINT NOT NULL DEFAULT 0,
-    output_tokens       BIGINT NOT NULL DEFAULT 0,
-    cached_input_tokens BIGINT NOT NULL DEFAULT 0,
-    cost_micros         BIGINT NOT NULL DEFAULT 0,
-    latency_ms          BIGINT NOT NULL DEFAULT 0,
-    error               TEXT NOT NULL DEFAULT '',
-    dispatched_at       TEXT NOT NULL,
-    completed_at        TEXT NOT NULL DEFAULT '',
-    written_seq         BIGINT NOT NULL DEFAULT 0
-);
-CREATE INDEX model_calls_run ON model_calls (run_id, pos);
-CREATE TABLE tool_specs (
-    pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-    hash        TEXT PRIMARY KEY,
-    spec_json   TEXT NOT NULL,
-    written_seq BIGINT NOT NULL DEFAULT 0
-);
-CREATE TABLE extension_migrations (
-    extension  TEXT NOT NULL,
-    version    BIGINT NOT NULL,
-    ddl_hash   TEXT NOT NULL,
-    applied_at TEXT NOT NULL,
-    PRIMARY KEY (extension, version)
-);
-CREATE TABLE extension_tables (
-    name         TEXT PRIMARY KEY,
-    extension    TEXT NOT NULL,
-    key_column   TEXT NOT NULL,
-    columns_json TEXT NOT NULL
-);
+";
+
+/// PostgreSQL's indexes on the core tables, `(table, name, columns)`: a
+/// run's rows in insertion order ([`INSERTED`]), where SQLite's indexes
+/// order them by a time column.
+const INDEXES: &[(&str, &str, &[&str])] = &[
+    ("events", "events_run", &["run_id", "seq"]),
+    ("approvals", "approvals_run", &["run_id", INSERTED]),
+    (
+        "approvals",
+        "approvals_step",
+        &["run_id", "step_id", INSERTED],
+    ),
+    ("model_calls", "model_calls_run", &["run_id", INSERTED]),
+];
+
+/// The functions reads filter with (see the module's doc).
+const FUNCTIONS: &str = "\
 CREATE FUNCTION agentrt_labels(labels TEXT) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
@@ -173,8 +81,81 @@ END
 $$;
 ";
 
+/// Migration 1: the whole schema (SQLite's schema 5, on PostgreSQL),
+/// rendered from the core's description of its tables
+/// ([`CORE_TABLES`]) with what PostgreSQL adds.
+pub static MIGRATION_1: LazyLock<String> = LazyLock::new(migration_1);
+
+/// Renders [`MIGRATION_1`].
+fn migration_1() -> String {
+    let mut sql = String::new();
+    for table in CORE_TABLES {
+        sql.push_str(&create_table(table));
+        if table.name == "agentrt_meta" {
+            sql.push_str(CHAIN);
+        }
+        for (_, name, columns) in INDEXES.iter().filter(|(on, ..)| *on == table.name) {
+            let _ = writeln!(
+                sql,
+                "CREATE INDEX {name} ON {} ({});",
+                table.name,
+                columns.join(", ")
+            );
+        }
+    }
+    sql.push_str(FUNCTIONS);
+    sql
+}
+
+/// `CREATE TABLE` of a core table: its columns as described (64-bit
+/// integers, text), an insertion-order identity column first on a state
+/// table, then its composite key and unique constraints.
+fn create_table(table: &CoreTable) -> String {
+    let mut lines = Vec::new();
+    if table.state().is_some() {
+        lines.push(format!(
+            "{INSERTED} BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE"
+        ));
+    }
+    let lone_key = match table.primary_key {
+        [key] => Some(*key),
+        _ => None,
+    };
+    for column in table.columns {
+        let kind = match column.kind {
+            ColumnType::Int => "BIGINT",
+            ColumnType::Text => "TEXT",
+        };
+        let mut line = format!("{} {kind}", column.name);
+        if lone_key == Some(column.name) {
+            line.push_str(" PRIMARY KEY");
+        }
+        if column.not_null {
+            line.push_str(" NOT NULL");
+        }
+        if let Some(literal) = column.default {
+            let _ = write!(line, " DEFAULT {literal}");
+        }
+        if let Some(referenced) = column.references {
+            let _ = write!(line, " REFERENCES {referenced}(id)");
+        }
+        lines.push(line);
+    }
+    if lone_key.is_none() && !table.primary_key.is_empty() {
+        lines.push(format!("PRIMARY KEY ({})", table.primary_key.join(", ")));
+    }
+    for unique in table.unique {
+        lines.push(format!("UNIQUE ({})", unique.join(", ")));
+    }
+    format!(
+        "CREATE TABLE {} (\n    {}\n);\n",
+        table.name,
+        lines.join(",\n    ")
+    )
+}
+
 /// Every migration, in order: `(version, sql)`.
-pub const MIGRATIONS: &[(i64, &str)] = &[(1, MIGRATION_1)];
+pub static MIGRATIONS: LazyLock<[(i64, &str); 1]> = LazyLock::new(|| [(1, MIGRATION_1.as_str())]);
 
 /// Creates or migrates the schema, in one transaction under the migration
 /// lock; refuses a database at a newer version than this build's.
@@ -260,4 +241,25 @@ async fn migrate_async(
         }
     }
     tx.commit().await.map_err(|e| pg_error(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MIGRATION_1;
+
+    /// Migration 1 as it was written by hand before it was rendered from
+    /// the core's description.
+    const WRITTEN: &str = include_str!("testdata/migration_1.sql");
+
+    fn words(sql: &str) -> Vec<&str> {
+        sql.split_whitespace().collect()
+    }
+
+    /// The rendered migration is the hand-written one, statement for
+    /// statement and word for word (only the spacing differs), so a
+    /// database it creates is the one earlier builds created.
+    #[test]
+    fn the_rendered_migration_is_the_one_written_by_hand() {
+        assert_eq!(words(&MIGRATION_1), words(WRITTEN));
+    }
 }

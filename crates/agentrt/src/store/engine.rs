@@ -49,6 +49,7 @@ pub use super::read_rows::{
 /// the state tables the chain covers, and the description of the core
 /// tables another engine creates its own schema from.
 pub mod schema {
+    pub use super::super::core_tables::{CORE_TABLES, CoreColumn, CoreTable};
     pub use super::super::schema::{
         CANONICAL_FORM, CORE_OBJECTS, HASH_ALGORITHM, META, MIGRATION_1, MIGRATION_2, MIGRATION_3,
         MIGRATION_4, MIGRATION_5, MIGRATIONS, NOT_DIGESTED, SCHEMA_VERSION, StateTable,

@@ -19,6 +19,7 @@ mod chain_rows;
 mod chained;
 mod changes;
 mod columns;
+mod core_tables;
 mod dialect;
 mod digest;
 pub mod engine;
