@@ -12,12 +12,13 @@
 use std::cell::OnceCell;
 use std::ops::{ControlFlow, Deref};
 
+use agentrt::store::engine::RegistryEntry;
 use agentrt::store::engine::quoted_list;
 use agentrt::store::engine::schema::{StateTable, UNCHAINED_SEQ};
 use agentrt::store::engine::{
     ChainRows, EVENTS_PAGE_SQL, EventColumn, EventRow, Field, HASH_AT_SQL, HEAD_SQL, Piece,
 };
-use agentrt::store::{ColumnType, MAX_PAGE_TEXT, RegistryEntry, SqlValue};
+use agentrt::store::{ColumnType, MAX_PAGE_TEXT, SqlValue};
 use agentrt::{Error, Result};
 use tokio_postgres::Row;
 

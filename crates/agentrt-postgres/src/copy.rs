@@ -4,8 +4,9 @@
 //! ends by setting the chain head row to the last event. Either the whole
 //! database arrives or nothing does.
 
+use agentrt::Store;
 use agentrt::store::engine::StoredValue;
-use agentrt::store::{ExportPage, Exported, ExtensionExport, Store};
+use agentrt::store::engine::{ExportPage, Exported, ExtensionExport};
 use agentrt::{Error, Result};
 use tokio_postgres::Transaction;
 use tokio_postgres::types::ToSql;

@@ -16,10 +16,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use agentrt::store::engine::{Registration, check_held, quoted, quoted_list};
+use agentrt::store::engine::{Registration, RegistryEntry, check_held, quoted, quoted_list};
 use agentrt::store::{
-    ColumnShape, ColumnType, ExtensionShape, ExtensionTable, IndexShape, RegistryEntry,
-    ShapeChange, SqlValue, TableShape,
+    ColumnShape, ColumnType, ExtensionShape, ExtensionTable, IndexShape, ShapeChange, SqlValue,
+    TableShape,
 };
 use agentrt::{Error, Result, Timestamp};
 use tokio_postgres::{Client, Transaction};

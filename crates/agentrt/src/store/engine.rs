@@ -30,7 +30,8 @@ pub use super::chain_rows::{
 pub use super::changes::Assignment;
 pub use super::columns::{Column, Decode, RowColumns};
 pub use super::dialect::Dialect;
-pub use super::extension::{Registration, check_held, quoted, quoted_list};
+pub use super::export::{EXPORTED_TABLES, ExportPage, Exported, ExportedTable, ExtensionExport};
+pub use super::extension::{Registration, RegistryEntry, check_held, quoted, quoted_list};
 pub use super::group_rows::{GroupRows, RowTable, SealedEvent};
 pub use super::page::{
     PageTable, capped_approval as decode_capped_approval, capped_run as decode_capped_run,

@@ -60,10 +60,9 @@ use read_rows::{Cut, ReadRows};
 pub use changes::{
     ApprovalChange, LeaseChange, NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard,
 };
-pub use export::{EXPORTED_TABLES, ExportPage, Exported, ExportedTable, ExtensionExport};
 pub use extension::{
     ColumnShape, ColumnType, Extension, ExtensionRow, ExtensionShape, ExtensionTable, IndexShape,
-    RegistryEntry, RowOrder, RowQuery, ShapeChange, SqlValue, TableShape,
+    RowOrder, RowQuery, ShapeChange, SqlValue, TableShape,
 };
 pub use heap::retain_freed_heap;
 pub use page::{MAX_PAGE_TEXT, PAGE_READ_ROWS, PendingCount};

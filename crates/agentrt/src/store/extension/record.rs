@@ -39,7 +39,7 @@ impl RegistryEntry {
     /// statements.
     ///
     /// ```
-    /// use agentrt::store::RegistryEntry;
+    /// use agentrt::store::engine::RegistryEntry;
     ///
     /// let entry = RegistryEntry { extension: "demo".into(), key_column: "id".into(), columns_json: r#"["id","n"]"#.into() };
     /// assert_eq!(entry.checked_columns("demo_items"), Ok(vec!["id".to_owned(), "n".to_owned()]));
@@ -255,8 +255,8 @@ impl Extension {
     /// An opener that does not migrate (`register` false) only keeps.
     ///
     /// ```
-    /// use agentrt::store::engine::Registration;
-    /// use agentrt::store::{Extension, ExtensionTable, RegistryEntry};
+    /// use agentrt::store::engine::{Registration, RegistryEntry};
+    /// use agentrt::store::{Extension, ExtensionTable};
     ///
     /// const TABLE: ExtensionTable = ExtensionTable { name: "demo_items", key_column: "id", columns: &["id", "n"] };
     /// const DEMO: Extension = Extension { name: "demo", migrations: &[(1, "")], tables: &[TABLE] };
