@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agentrt::{
     Decision, DefaultPolicy, Driver, EventType, GateConfig, Limits, RunStatus, ScriptedAgent,
-    SideEffect, Store, Tool, ToolResult, ToolSpec, random_id, tool_fn,
+    SideEffect, Store, Tool, ToolResult, ToolSpec, ids::random_id, tool_fn,
 };
 use agentrt_approver::StoreApprover;
 use agentrt_approver::signature::{Secret, signed_headers};

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentrt::{CrashPoint, SideEffect};
+use agentrt::{SideEffect, gate::CrashPoint};
 
 pub const USAGE: &str =
     "usage: crash-consumer --db PATH --effects FILE --class CLASS --run RUN COMMAND [options]

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentrt::{
-    Agent, AgentError, BoxFuture, CrashHook, CrashPoint, Decision, JsonError, SideEffect,
-    StepInput, Tool, ToolError, ToolResult, ToolSpec, tool_fn,
+    Agent, AgentError, BoxFuture, Decision, JsonError, SideEffect, StepInput, Tool, ToolError,
+    ToolResult, ToolSpec, gate::CrashHook, gate::CrashPoint, tool_fn,
 };
 
 /// The tool's name.

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use agentrt::budget::{ModelConfig, PriceTable};
 use agentrt::render::{self, RenderOptions};
 use agentrt::{
-    Agent, AgentError, ApprovalStatus, BoxFuture, Decision, Driver, GateConfig, IdSource, Limits,
-    Observer, Policy, PolicyDecision, PolicyError, RunStatus, RunView, SideEffect, StepInput,
-    Store, Tool, ToolRequest, ToolResult, ToolSpec, tool_fn,
+    Agent, AgentError, ApprovalStatus, BoxFuture, Decision, Driver, GateConfig, Limits, Observer,
+    Policy, PolicyDecision, PolicyError, RunStatus, RunView, SideEffect, StepInput, Store, Tool,
+    ToolRequest, ToolResult, ToolSpec, ids::IdSource, tool_fn,
 };
 
 /// The model name recordings are kept under.

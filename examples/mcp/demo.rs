@@ -26,9 +26,9 @@ use std::time::Duration;
 use agentrt::budget::{ModelConfig, PriceTable};
 use agentrt::render::{self, RenderOptions};
 use agentrt::{
-    Agent, AgentError, BoxFuture, Decision, Driver, GateConfig, IdSource, Limits, Observer, Policy,
+    Agent, AgentError, BoxFuture, Decision, Driver, GateConfig, Limits, Observer, Policy,
     PolicyDecision, PolicyError, RunStatus, RunView, SideEffect, StepInput, Store, Timestamp, Tool,
-    ToolRequest, ToolResult, ToolSpec, tool_fn,
+    ToolRequest, ToolResult, ToolSpec, ids::IdSource, tool_fn,
 };
 use agentrt_mcp::{Manifest, Server, read_manifest, read_rules, write_private};
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use agentrt::recheck::{RecheckOptions, write_recheck};
 use agentrt::{
     Decision, Driver, GateConfig, Limits, Outcome, Policy, RunStatus, ScriptedAgent, SideEffect,
-    SideEffectPolicy, Store, Tool, ToolResult, ToolSpec, sequential_ids, tool_fn,
+    SideEffectPolicy, Store, Tool, ToolResult, ToolSpec, ids::sequential_ids, tool_fn,
 };
 
 pub const USAGE: &str = "usage: cargo run --example recheck -- [--db PATH]
@@ -148,7 +148,7 @@ fn recheck_one(
     policy: &dyn Policy,
     out: &mut dyn Write,
 ) -> Result<Rechecked, Box<dyn std::error::Error>> {
-    let report = agentrt::recheck(store, run_id, policy, &RecheckOptions::default())?;
+    let report = agentrt::recheck::recheck(store, run_id, policy, &RecheckOptions::default())?;
     write_recheck(&report, out)?;
     let stopped: Vec<(u64, String)> = report
         .evaluations

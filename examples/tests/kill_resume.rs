@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use agentrt::{
-    Approval, ApprovalStatus, EventType, INTERRUPTED_SIDE_EFFECT, RunStatus, Step, Store,
+    Approval, ApprovalStatus, EventType, RunStatus, Store, model::INTERRUPTED_SIDE_EFFECT,
+    model::Step,
 };
 use serde_json::Value;
 

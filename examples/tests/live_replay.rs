@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentrt::{
-    DecideOptions, Event, ManualClock, Operator, RunStatus, Store, Timestamp, sequential_ids,
+    DecideOptions, Event, Operator, RunStatus, Store, Timestamp, clock::ManualClock,
+    ids::sequential_ids,
 };
 
 fn recording() -> PathBuf {

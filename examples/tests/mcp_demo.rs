@@ -25,7 +25,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentrt::{ManualClock, RunStatus, Timestamp, sequential_ids};
+use agentrt::{RunStatus, Timestamp, clock::ManualClock, ids::sequential_ids};
 
 /// The content the recorded model writes.
 const TODO: &str = "# Open tasks\n\nMonday:\n- order the cake\n\nTuesday:\n- pick up the cake\n- confirm the speakers\n";

@@ -7,7 +7,9 @@ mod demo;
 
 use std::sync::Arc;
 
-use agentrt::{DecideOptions, EventType, ObservationKind, Operator, RunStatus, StepStatus, Store};
+use agentrt::{
+    DecideOptions, EventType, Operator, RunStatus, Store, model::ObservationKind, model::StepStatus,
+};
 
 #[tokio::test]
 async fn the_demo_pauses_prints_the_approve_command_and_resumes_to_completion() {

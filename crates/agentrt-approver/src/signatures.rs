@@ -4,7 +4,7 @@
 //! decision's event: a restart does not forget them.
 
 use agentrt::store::SqlValue;
-use agentrt::{SatelliteRows, Timestamp};
+use agentrt::{Timestamp, gate::SatelliteRows};
 
 use crate::extension::SIGNATURES_TABLE;
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use agentrt::view::{RunSummary, run_summary};
 use agentrt::{
-    Approval, Clock, DecideOptions, Observer, Operator, Run, RunStatus, SatelliteRows, Store,
-    StoreOptions, system_clock,
+    Approval, Clock, DecideOptions, Observer, Operator, Run, RunStatus, Store, StoreOptions,
+    gate::SatelliteRows, system_clock,
 };
 
 use crate::extension::EXTENSION;

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentrt::{ApprovalStatus, Limits, ManualClock, Store, Timestamp};
+use agentrt::{ApprovalStatus, Limits, Store, Timestamp, clock::ManualClock};
 use agentrt_approver::StoreApprover;
 
 mod support;

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use agentrt::{
     ApprovalStatus, Decision as AgentDecision, DefaultPolicy, Driver, Event, EventType, GateConfig,
-    Limits, ManualClock, Observer, RunStatus, ScriptedAgent, SideEffect, Store, TerminalReason,
-    Timestamp, Tool, ToolResult, ToolSpec, tool_fn,
+    Limits, Observer, RunStatus, ScriptedAgent, SideEffect, Store, TerminalReason, Timestamp, Tool,
+    ToolResult, ToolSpec, clock::ManualClock, tool_fn,
 };
 use agentrt_approver::{
     Approver, ApproverError, Cancellation, Decision, LOGIN_NONCES_TABLE, SIGNATURES_TABLE,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentrt::{Limits, ManualClock, RunStatus, Store, Timestamp};
+use agentrt::{Limits, RunStatus, Store, Timestamp, clock::ManualClock};
 use agentrt_approver::StoreApprover;
 
 mod support;

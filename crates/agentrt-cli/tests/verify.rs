@@ -595,7 +595,7 @@ impl agentrt::Model for Answering {
             Ok(agentrt::ModelResponse {
                 text: "read the readme".into(),
                 tool_uses: vec![],
-                stop_reason: Some(agentrt::StopReason::EndTurn),
+                stop_reason: Some(agentrt::llm::StopReason::EndTurn),
                 usage: agentrt::Usage {
                     input_tokens: 100,
                     output_tokens: 20,
@@ -620,9 +620,9 @@ impl agentrt::Agent for Asking {
             model
                 .generate(agentrt::ModelRequest {
                     system: String::new(),
-                    messages: vec![agentrt::Message {
-                        role: agentrt::Role::User,
-                        content: vec![agentrt::ContentBlock::text("what next?")],
+                    messages: vec![agentrt::llm::Message {
+                        role: agentrt::llm::Role::User,
+                        content: vec![agentrt::llm::ContentBlock::text("what next?")],
                     }],
                     tools: vec![],
                     max_output_tokens: Some(64),

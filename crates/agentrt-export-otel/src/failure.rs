@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use agentrt::ObservationKind;
+use agentrt::model::ObservationKind;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
 use serde_json::Value;

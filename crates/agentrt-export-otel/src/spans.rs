@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agentrt::{
-    CallStatus, DecisionKind, Event, EventType, ObservationKind, Outcome, TerminalReason, Timestamp,
+    Event, EventType, Outcome, TerminalReason, Timestamp, model::CallStatus, model::DecisionKind,
+    model::ObservationKind,
 };
 use opentelemetry::trace::{
     Event as SpanEvent, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceState,

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use agentrt::json::{object_members, write_string};
-use agentrt::{Canonical, SideEffect, ToolSchema, ToolSpec};
+use agentrt::{Canonical, SideEffect, ToolSpec, registry::ToolSchema};
 use serde_json::Value;
 
 use crate::error::McpError;

@@ -43,7 +43,7 @@ impl McpTool {
             serde_json::from_str(args.as_str()).map_err(|e| {
                 ToolError::failed(protocol(format!("the arguments do not decode: {e}")))
             })?;
-        let mark = agentrt::random_id();
+        let mark = agentrt::ids::random_id();
         let mut meta = serde_json::Map::new();
         meta.insert(
             CALL_MARK.to_owned(),

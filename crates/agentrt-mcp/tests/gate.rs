@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use agentrt::*;
+use agentrt::{model::ObservationKind, model::StepStatus};
 use agentrt_mcp::{Server, load, parse_rules, pin};
 
 fn fixture() -> Server {

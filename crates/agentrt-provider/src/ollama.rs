@@ -6,7 +6,7 @@
 //! from the environment, and no key is ever sent.
 //!
 //! ```no_run
-//! use agentrt::{ContentBlock, Message, Model, ModelRequest, Role};
+//! use agentrt::{llm::ContentBlock, llm::Message, Model, ModelRequest, llm::Role};
 //! use agentrt_provider::ollama;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -27,7 +27,8 @@ use std::fmt;
 
 use agentrt::model::BoxFuture;
 use agentrt::{
-    BlockKind, Message, Model, ModelError, ModelRequest, ModelResponse, Role, StopReason, ToolUse,
+    Model, ModelError, ModelRequest, ModelResponse, llm::BlockKind, llm::Message, llm::Role,
+    llm::StopReason, llm::ToolUse,
 };
 use reqwest::Url;
 use serde::{Deserialize, Serialize};

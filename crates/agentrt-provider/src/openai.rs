@@ -38,7 +38,8 @@ use std::fmt;
 
 use agentrt::model::BoxFuture;
 use agentrt::{
-    BlockKind, Message, Model, ModelError, ModelRequest, ModelResponse, Role, StopReason, ToolUse,
+    Model, ModelError, ModelRequest, ModelResponse, llm::BlockKind, llm::Message, llm::Role,
+    llm::StopReason, llm::ToolUse,
 };
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,

@@ -7,8 +7,8 @@ mod common;
 use std::sync::Mutex;
 
 use agentrt::{
-    Canonical, ContentBlock, Message, Model, ModelError, ModelRequest, ModelTool, Role, StopReason,
-    Usage,
+    Canonical, Model, ModelError, ModelRequest, Usage, llm::ContentBlock, llm::Message,
+    llm::ModelTool, llm::Role, llm::StopReason,
 };
 use agentrt_provider::ollama::{self, Config, DEFAULT_HOST, resolve_host};
 use agentrt_provider::price::Price;

@@ -8,8 +8,8 @@ mod common;
 use std::sync::Mutex;
 
 use agentrt::{
-    Canonical, ContentBlock, Message, Model, ModelError, ModelRequest, ModelTool, Role, StopReason,
-    Usage,
+    Canonical, Model, ModelError, ModelRequest, Usage, llm::ContentBlock, llm::Message,
+    llm::ModelTool, llm::Role, llm::StopReason,
 };
 use agentrt_provider::openai::{self, Config, DEFAULT_BASE_URL};
 use agentrt_provider::{ApiKey, ConfigError};

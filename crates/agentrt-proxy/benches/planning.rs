@@ -107,7 +107,7 @@ fn history_gate(store: &Store) -> Gate {
 /// row in the run's first write group (`settled`: closed, as the proxy
 /// leaves the row of a call whose outcome it saw), then the call.
 async fn past_call(gate: &Gate, tool: &str, args: &str, settled: bool) {
-    let run_id = format!("{SESSION}.{}", &agentrt::random_id()[..16]);
+    let run_id = format!("{SESSION}.{}", &agentrt::ids::random_id()[..16]);
     let key = request_key(tool, &Canonical::parse_str(args).expect("args"));
     let side_effect = if tool == TOOL {
         "local_mutation"
@@ -127,7 +127,7 @@ async fn past_call(gate: &Gate, tool: &str, args: &str, settled: bool) {
         ..Limits::default()
     };
     let (row_run, row_tool) = (run_id.clone(), tool.to_owned());
-    let rows: agentrt::SatelliteRows = Box::new(move |tx| {
+    let rows: agentrt::gate::SatelliteRows = Box::new(move |tx| {
         let at = agentrt::Timestamp::now().to_string();
         let closed_at = if settled { at.as_str() } else { "" };
         tx.insert_row(

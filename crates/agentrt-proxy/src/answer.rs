@@ -3,7 +3,7 @@
 //! under a fixed prefix. Nothing here names the operator's command, the
 //! database, the configuration or a run id; approval ids are shown.
 
-use agentrt::{Canonical, Observation, ObservationKind, Timestamp};
+use agentrt::{Canonical, Timestamp, model::Observation, model::ObservationKind};
 
 /// The most bytes of a quoted reason or note.
 const QUOTE: usize = 500;

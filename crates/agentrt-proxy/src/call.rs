@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use agentrt::operator::{Awaited, Operator};
 use agentrt::{
-    Canonical, Decision, Gate, Labels, Limits, Origin, RunStatus, Session, Store, Timestamp,
-    ToolSpec, VerdictOutcome,
+    Canonical, Decision, Gate, Labels, Limits, RunStatus, Store, Timestamp, ToolSpec,
+    VerdictOutcome, gate::Session, model::Origin,
 };
 
 use crate::answer::{self, Answer};
@@ -705,7 +705,7 @@ impl Proxy {
         mut settled: Vec<String>,
     ) -> Plan {
         let config = &self.config;
-        let run_id = format!("{}.{}", config.session, &agentrt::random_id()[..16]);
+        let run_id = format!("{}.{}", config.session, &agentrt::ids::random_id()[..16]);
         let server = self
             .origins
             .get(&spec.name)
@@ -747,7 +747,7 @@ impl Proxy {
         settled.extend(self.settled.take(SETTLE_MAX.saturating_sub(settled.len())));
         settled.truncate(SETTLE_MAX);
         let settling = settled.clone();
-        let rows: agentrt::SatelliteRows = Box::new(move |tx| {
+        let rows: agentrt::gate::SatelliteRows = Box::new(move |tx| {
             match claiming {
                 Claiming::New => index::claim_new(tx, &row, at)?,
                 Claiming::After(previous) => index::claim(tx, &row, previous.as_deref(), at)?,

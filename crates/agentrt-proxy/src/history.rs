@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use agentrt::{Approval, ApprovalStatus, Event, RunStatus, Step, Store, Timestamp};
+use agentrt::{Approval, ApprovalStatus, Event, RunStatus, Store, Timestamp, model::Step};
 
 use crate::index::{self, CallRow};
 use crate::key_state::{self, INTERRUPTION};
@@ -226,7 +226,7 @@ struct StepMarks<'a> {
 /// whatever the question's answer wrote over its observation: cut off if
 /// its run was taken over while it executed, else no answer.
 fn tool_ran(run_id: &str, steps: &[Step], marks: &StepMarks<'_>) -> ToolRan {
-    use agentrt::ObservationKind as K;
+    use agentrt::model::ObservationKind as K;
     for step in steps.iter().rev() {
         let Some(observation) = &step.observation else {
             continue;

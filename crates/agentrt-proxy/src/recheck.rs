@@ -12,7 +12,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use agentrt::recheck::RecheckOptions as CoreOptions;
-use agentrt::{RecheckReport, Store, ToolSpec};
+use agentrt::{Store, ToolSpec, recheck::RecheckReport};
 
 use crate::check::load_all;
 use crate::config::Config;
@@ -126,7 +126,7 @@ pub async fn recheck(
             {
                 r.insert(id.clone(), attempt);
             }
-            reports.push(agentrt::recheck(&store, &id, &policy, &core)?);
+            reports.push(agentrt::recheck::recheck(&store, &id, &policy, &core)?);
         }
         Ok(reports)
     })

@@ -21,7 +21,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentrt::operator::{DecideOptions, Operator};
-use agentrt::{ApprovalStatus, INTERRUPTED_SIDE_EFFECT, RunStatus, Store, StoreOptions, Timestamp};
+use agentrt::{
+    ApprovalStatus, RunStatus, Store, StoreOptions, Timestamp, model::INTERRUPTED_SIDE_EFFECT,
+};
 use agentrt_mcp_fixture::{Mode, Seen, serve};
 use agentrt_proxy::{Config, INDEX, Proxy, build_proxy, load_all, read_config};
 use proptest::prelude::*;

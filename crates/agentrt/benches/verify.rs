@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use agentrt::store::engine::schema::MIGRATION_1;
 use agentrt::store::{NewRun, NewStep, RunChange, RunGuard, StepChange, StepGuard};
 use agentrt::verify::{self, VerifyOptions};
-use agentrt::{Durability, EventType, StepStatus, Store, StoreOptions, Timestamp};
+use agentrt::{Durability, EventType, Store, StoreOptions, Timestamp, model::StepStatus};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 struct Counting;

@@ -133,7 +133,7 @@ pub fn system_clock() -> Clock {
 /// fixed step after each reading, and counts its readings.
 ///
 /// ```
-/// use agentrt::{ManualClock, Timestamp};
+/// use agentrt::{clock::ManualClock, Timestamp};
 /// use std::time::Duration;
 /// let clock = ManualClock::new(Timestamp::parse("2026-10-01T09:00:00Z").unwrap())
 ///     .stepping(Duration::from_secs(1));

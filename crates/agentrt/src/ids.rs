@@ -47,8 +47,8 @@ pub fn random_id() -> String {
 /// be unpredictable as a whole.
 ///
 /// ```
-/// let a = agentrt::ordered_id();
-/// let b = agentrt::ordered_id();
+/// let a = agentrt::ids::ordered_id();
+/// let b = agentrt::ids::ordered_id();
 /// assert_eq!(a.len(), 32);
 /// assert!(a < b);
 /// ```
@@ -84,7 +84,7 @@ pub fn random_ids() -> IdSource {
 /// Deterministic ids for tests: `<prefix>1`, `<prefix>2`, …
 ///
 /// ```
-/// let ids = agentrt::sequential_ids("id-");
+/// let ids = agentrt::ids::sequential_ids("id-");
 /// assert_eq!(ids(), "id-1");
 /// assert_eq!(ids(), "id-2");
 /// ```

@@ -27,7 +27,7 @@ pub mod operator;
 pub mod policy;
 pub mod recheck;
 pub mod reconcile;
-mod registry;
+pub mod registry;
 pub mod render;
 pub mod replay;
 pub mod store;
@@ -38,29 +38,22 @@ pub mod trace;
 pub mod verify;
 pub mod view;
 
+// The crate root holds what a user of the Driver or the Gate needs: the
+// loop and its agent, tools and policy, the store it writes and the
+// records read back. Everything else has one path, in its module.
 pub use agent::{Agent, AgentError, Observer, ScriptedAgent, StepInput};
 pub use cancel::{Cancel, CancelHandle, cancel_pair};
-pub use clock::{Clock, ManualClock, Timestamp, system_clock};
+pub use clock::{Clock, Timestamp, system_clock};
 pub use driver::Driver;
 pub use error::{DatabaseErrorKind, Error, Result};
-pub use gate::{
-    CrashHook, CrashPoint, Gate, GateConfig, SatelliteRows, Session, StepInfo, Verdict,
-    VerdictOutcome,
-};
-pub use ids::{IdSource, ordered_id, ordered_ids, random_id, random_ids, sequential_ids};
+pub use gate::{Gate, GateConfig, Verdict, VerdictOutcome};
 pub use json::{Canonical, JsonError};
-pub use llm::{
-    BlockKind, ContentBlock, Message, Model, ModelError, ModelRequest, ModelResponse, ModelTool,
-    Role, StopReason, ToolUse,
+pub use llm::{Model, ModelError, ModelRequest, ModelResponse};
+pub use model::{
+    Approval, ApprovalStatus, BoxFuture, Decision, Event, EventType, FnTool, Label, Labels, Limits,
+    Outcome, PolicyDecision, Run, RunStatus, RunView, SideEffect, TerminalReason, Tool, ToolCall,
+    ToolError, ToolRequest, ToolResult, ToolSpec, Usage, tool_fn,
 };
-pub use model::*;
 pub use operator::{DecideOptions, Operator};
 pub use policy::{DefaultPolicy, Policy, PolicyError, SideEffectPolicy};
-pub use recheck::{RecheckOptions, RecheckReport, recheck};
-pub use reconcile::{Reconcile, ReconcileError, ReconcileInput, Reconciled};
-pub use render::RenderOptions;
-// Replay types stay under `agentrt::replay` (`Recorder` there records model
-// exchanges; the name is too general for the crate root).
-pub use registry::{ToolSchema, check_args};
-pub use replay::{NotRecorded, ReplayError, Replayer};
-pub use store::{Durability, Page, Store, StoreOptions};
+pub use store::{Durability, Store, StoreOptions};

@@ -86,7 +86,7 @@ impl ToolSchema {
 /// before a policy sees them.
 ///
 /// ```
-/// use agentrt::{SideEffect, ToolSpec, check_args};
+/// use agentrt::{SideEffect, ToolSpec, registry::check_args};
 /// let spec = ToolSpec::new("t", "", SideEffect::ReadOnly)
 ///     .with_schema_str(r#"{"type":"object","required":["path"]}"#).unwrap();
 /// assert!(check_args(&spec, br#"{"path":"a"}"#).is_ok());

@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use agentrt::budget::{CallError, ModelCaller, ModelConfig, Price, PriceTable};
 use agentrt::*;
+use agentrt::{
+    clock::ManualClock, ids::sequential_ids, llm::ContentBlock, llm::Message, llm::Role,
+    llm::StopReason, model::CallStatus, model::ModelCall,
+};
 use common::*;
 use proptest::prelude::*;
 use tokio::sync::{Notify, watch};

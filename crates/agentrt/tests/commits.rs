@@ -7,6 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use agentrt::*;
+use agentrt::{gate::SatelliteRows, gate::Session};
 use common::*;
 
 struct Fixture {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentrt::*;
+use agentrt::{ids::random_ids, model::DecisionKind, model::StepStatus};
 
 const CHILD_DB: &str = "AGENTRT_TEST_CRASH_DB";
 const CHILD_EFFECTS: &str = "AGENTRT_TEST_CRASH_EFFECTS";

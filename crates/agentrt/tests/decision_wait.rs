@@ -10,6 +10,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentrt::ids::random_ids;
 use agentrt::operator::{self, Awaited, DecideOptions, Operator};
 use agentrt::*;
 use common::*;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentrt::*;
+use agentrt::{ids::sequential_ids, model::Origin, model::Step, model::StepStatus};
 use common::*;
 
 fn plan() -> Vec<Decision> {

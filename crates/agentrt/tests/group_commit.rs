@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use agentrt::store::{NewRun, NewStep, StepChange, StepGuard};
 use agentrt::*;
+use agentrt::{ids::random_ids, model::StepStatus};
 use common::*;
 use write_lock::hold_write_lock;
 

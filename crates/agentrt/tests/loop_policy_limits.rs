@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentrt::*;
+use agentrt::{clock::ManualClock, model::LimitsError, model::ObservationKind};
 use common::*;
 
 /// A policy that answers from a function.

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use agentrt::ids::random_ids;
 use agentrt::*;
 use common::*;
 use tokio::time::Instant;

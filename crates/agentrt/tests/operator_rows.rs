@@ -9,6 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentrt::*;
+use agentrt::{
+    clock::ManualClock, gate::SatelliteRows, ids::IdSource, ids::sequential_ids,
+    model::Observation, model::ObservationKind, model::Step, model::StepStatus,
+};
 use common::*;
 
 const RUN: &str = "r";

@@ -5,6 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
+use agentrt::ids::sequential_ids;
 use agentrt::*;
 use common::*;
 

@@ -7,6 +7,11 @@ use agentrt::json::Canonical;
 use agentrt::render::{self, RenderOptions};
 use agentrt::text::truncate;
 use agentrt::*;
+use agentrt::{
+    llm::BlockKind, llm::ContentBlock, llm::Message, llm::Role, llm::StopReason, llm::ToolUse,
+    model::DecisionKind, model::Observation, model::ObservationKind, model::RecordedDecision,
+    model::Step, model::StepStatus,
+};
 
 fn c(text: &str) -> Canonical {
     Canonical::parse_str(text).expect("canonical")

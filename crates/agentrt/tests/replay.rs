@@ -7,6 +7,10 @@ use agentrt::json::Canonical;
 use agentrt::render::{self, RenderOptions};
 use agentrt::replay::{self, FORMAT, NotRecorded, Recorder, ReplayError, Replayer, Scripted};
 use agentrt::*;
+use agentrt::{
+    clock::ManualClock, ids::sequential_ids, llm::ContentBlock, llm::Message, llm::ModelTool,
+    llm::Role, llm::StopReason, llm::ToolUse, model::Step,
+};
 
 fn c(text: &str) -> Canonical {
     Canonical::parse_str(text).expect("canonical")

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use agentrt::testkit::{self, Choice, Crash, HarnessError, Scenario};
 use agentrt::*;
+use agentrt::{gate::CrashPoint, gate::Session};
 
 /// Decides by step index, so a fresh instance continues the plan.
 struct Plan(Vec<Decision>);

@@ -10,6 +10,7 @@ use agentrt::json::Canonical;
 use agentrt::testkit::fuzz::Fuzz;
 use agentrt::testkit::policy_check::{Got, PolicyCase, StandIn, Want, check_policy, never};
 use agentrt::*;
+use agentrt::{model::ObservationKind, registry::check_args};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -13,6 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentrt::*;
+use agentrt::{
+    clock::ManualClock, ids::sequential_ids, model::INTERRUPTED_SIDE_EFFECT, model::Observation,
+    model::ObservationKind, model::Step, model::StepStatus, reconcile::Reconcile,
+    reconcile::ReconcileError, reconcile::ReconcileInput, reconcile::Reconciled,
+};
 use common::*;
 
 /// The spec timeout of a tool that times out; its call sleeps far longer.

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use agentrt::model::StepStatus;
 use agentrt::store::{MAX_PAGE_TEXT, PAGE_READ_ROWS};
 use agentrt::view;
 use agentrt::*;

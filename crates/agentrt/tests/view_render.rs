@@ -3,6 +3,7 @@
 //! and trace line (core §11; periphery §1.4–§1.6; control 72).
 
 use agentrt::json::Canonical;
+use agentrt::model::StepStatus;
 use agentrt::view::{self, BlockOptions, RunSummary, StepSummary};
 use agentrt::*;
 

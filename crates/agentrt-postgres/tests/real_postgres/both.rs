@@ -8,6 +8,7 @@ use std::time::Duration;
 use agentrt::store::{NewRun, RunChange, RunGuard};
 use agentrt::verify::{self, VerifyOptions, VerifyReport};
 use agentrt::*;
+use agentrt::{clock::ManualClock, ids::IdSource, ids::sequential_ids, model::StepStatus};
 
 use crate::backends::{self, Backend};
 

@@ -17,7 +17,7 @@ pub const NAME: &str = "postgres";
 /// Lets every lease taken so far lapse: PostgreSQL judges leases by its own
 /// clock, so the test waits them out (the lease clock is moved too, for
 /// the session's own view of its lease).
-pub async fn let_leases_lapse(lease_clock: &agentrt::ManualClock, ttl: std::time::Duration) {
+pub async fn let_leases_lapse(lease_clock: &agentrt::clock::ManualClock, ttl: std::time::Duration) {
     lease_clock.advance(ttl + std::time::Duration::from_millis(1));
     tokio::time::sleep(ttl + std::time::Duration::from_millis(50)).await;
 }

@@ -23,7 +23,7 @@
 //!   profiles are ignored.
 //!
 //! ```no_run
-//! use agentrt::{Message, Model, ModelRequest};
+//! use agentrt::{llm::Message, Model, ModelRequest};
 //! use agentrt_provider::{ApiKey, anthropic};
 //!
 //! # async fn run(mut conversation: Vec<Message>) -> Result<(), Box<dyn std::error::Error>> {
@@ -49,8 +49,8 @@ use std::sync::OnceLock;
 
 use agentrt::model::BoxFuture;
 use agentrt::{
-    BlockKind, ContentBlock, Message, Model, ModelError, ModelRequest, ModelResponse, Role,
-    StopReason, ToolUse, Usage,
+    Model, ModelError, ModelRequest, ModelResponse, Usage, llm::BlockKind, llm::ContentBlock,
+    llm::Message, llm::Role, llm::StopReason, llm::ToolUse,
 };
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentrt::{ContentBlock, Message, ModelRequest, Role};
+use agentrt::{ModelRequest, llm::ContentBlock, llm::Message, llm::Role};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;

@@ -62,10 +62,10 @@ pub struct GateConfig {
     pub clock: Clock,
     /// The clock leases are measured by (default: the system's wall clock).
     /// Leases are compared across processes, so every gate on a database
-    /// must use the same wall clock; tests inject a [`crate::ManualClock`]
+    /// must use the same wall clock; tests inject a [`crate::clock::ManualClock`]
     /// to expire a lease without waiting for it.
     pub lease_clock: Clock,
-    /// The id source (default: [`crate::ordered_ids`], 128-bit hex that
+    /// The id source (default: [`crate::ids::ordered_ids`], 128-bit hex that
     /// increases within the process).
     pub ids: IdSource,
     /// How long a lease lasts without renewal (default 30 s).
@@ -203,7 +203,7 @@ impl GateConfig {
     /// Sets the clock leases are measured by (see [`GateConfig::lease_clock`]).
     ///
     /// ```
-    /// use agentrt::{DefaultPolicy, GateConfig, ManualClock, Store, Timestamp};
+    /// use agentrt::{DefaultPolicy, GateConfig, clock::ManualClock, Store, Timestamp};
     /// let leases = ManualClock::new(Timestamp::parse("2026-10-01T09:00:00Z").unwrap());
     /// let config = GateConfig::new(Store::open(":memory:").unwrap(), DefaultPolicy, vec![])
     ///     .with_lease_clock(leases.clock());
@@ -464,6 +464,7 @@ impl Gate {
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// use agentrt::store::{Extension, ExtensionTable, SqlValue};
     /// use agentrt::*;
+    /// use agentrt::{gate::SatelliteRows};
     /// const CALLS: Extension = Extension {
     ///     name: "calls",
     ///     migrations: &[(1, "CREATE TABLE calls_index (run_id TEXT NOT NULL PRIMARY KEY,
@@ -510,6 +511,7 @@ impl Gate {
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// use agentrt::*;
+    /// use agentrt::{gate::SatelliteRows, gate::Session};
     /// let gate = Gate::new(GateConfig::new(Store::open(":memory:")?, DefaultPolicy, vec![]))?;
     /// let rows: SatelliteRows = Box::new(|_| Ok(()));
     /// let mut session = gate

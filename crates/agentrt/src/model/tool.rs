@@ -177,7 +177,7 @@ impl ToolResult {
 /// ([`ToolError::Unknown`]: the request went out and may have taken
 /// effect). The runtime never retries an unknown outcome of a tool that is
 /// not read-only: the step follows the interruption contract (an operator
-/// approves a re-run, or the [`Reconcile`](crate::Reconcile) hook settles
+/// approves a re-run, or the [`Reconcile`](crate::reconcile::Reconcile) hook settles
 /// it).
 ///
 /// ```

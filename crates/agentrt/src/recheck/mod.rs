@@ -24,7 +24,7 @@
 //!
 //! // Would the new rules have decided the old run alike?
 //! let strict = rules(Outcome::Deny).with_id("v2");
-//! let report = agentrt::recheck(&store, "r1", &strict, &RecheckOptions::default())?;
+//! let report = agentrt::recheck::recheck(&store, "r1", &strict, &RecheckOptions::default())?;
 //! assert_eq!(report.differing_steps(), [0]);
 //! write_recheck(&report, &mut std::io::stdout()).ok();
 //! # Ok(())
@@ -299,7 +299,7 @@ impl Serialize for RecheckReport {
 /// use agentrt::recheck::RecheckOptions;
 /// use agentrt::{DefaultPolicy, Error, Store};
 /// let store = Store::open(":memory:").unwrap();
-/// let err = agentrt::recheck(&store, "nope", &DefaultPolicy, &RecheckOptions::default());
+/// let err = agentrt::recheck::recheck(&store, "nope", &DefaultPolicy, &RecheckOptions::default());
 /// assert!(matches!(err, Err(Error::NotFound { what: "run", .. })));
 /// ```
 pub fn recheck(

@@ -39,7 +39,7 @@ const NOTE_SEPARATOR: &str = "\n";
 ///
 /// ```
 /// use agentrt::render::decide;
-/// use agentrt::{DecisionKind, ModelResponse, StopReason, Usage};
+/// use agentrt::{model::DecisionKind, ModelResponse, llm::StopReason, Usage};
 /// let reply = ModelResponse {
 ///     text: "I cannot help with that.".into(),
 ///     tool_uses: vec![],
@@ -82,7 +82,7 @@ fn tool_decision(text: &str, uses: &[ToolUse]) -> Decision {
 /// when there are none.
 ///
 /// ```
-/// use agentrt::ToolUse;
+/// use agentrt::llm::ToolUse;
 /// use agentrt::render::extra_calls_note;
 /// let call = |name: &str| ToolUse { id: String::new(), name: name.into(), args: "{}".into() };
 /// assert_eq!(extra_calls_note(&[]), None);
@@ -108,7 +108,7 @@ pub fn extra_calls_note(extra: &[ToolUse]) -> Option<String> {
 /// of which is executed; `None` when there are none.
 ///
 /// ```
-/// use agentrt::ToolUse;
+/// use agentrt::llm::ToolUse;
 /// use agentrt::render::truncated_calls_note;
 /// let call = |name: &str| ToolUse { id: String::new(), name: name.into(), args: "{\"pa".into() };
 /// assert_eq!(

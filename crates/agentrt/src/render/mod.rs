@@ -39,7 +39,7 @@
 //!
 //! ```
 //! use agentrt::render::{self, RenderOptions};
-//! use agentrt::{ModelResponse, StopReason, ToolUse, Usage, DecisionKind};
+//! use agentrt::{ModelResponse, llm::StopReason, llm::ToolUse, Usage, model::DecisionKind};
 //!
 //! let opts = RenderOptions::new(|input| format!("Goal: {}", input.run.goal))
 //!     .with_system("You are careful.");
@@ -402,7 +402,7 @@ pub fn summary_text(summary: &str) -> String {
 /// followed by the step's summary.
 ///
 /// ```
-/// use agentrt::DecisionKind;
+/// use agentrt::model::DecisionKind;
 /// use agentrt::render::{NUDGE_TRUNCATED, nudge};
 /// assert_eq!(nudge(&DecisionKind::Truncated, "ignored"), NUDGE_TRUNCATED);
 /// assert_eq!(

@@ -59,7 +59,7 @@
 //!
 //! ```
 //! use agentrt::replay::{self, Recorder, Replayer, Scripted};
-//! use agentrt::{ContentBlock, Message, Model, ModelRequest, ModelResponse, Role, Usage};
+//! use agentrt::{llm::ContentBlock, llm::Message, Model, ModelRequest, ModelResponse, llm::Role, Usage};
 //! use std::sync::Arc;
 //!
 //! # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
@@ -138,7 +138,7 @@ pub fn key_document(model: &str, request: &ModelRequest) -> Result<Canonical, Re
 /// [`ReplayError::Key`] when the request cannot be encoded.
 ///
 /// ```
-/// use agentrt::{ContentBlock, Message, ModelRequest, Role, replay};
+/// use agentrt::{llm::ContentBlock, llm::Message, ModelRequest, llm::Role, replay};
 /// let request = ModelRequest {
 ///     system: String::new(),
 ///     messages: vec![Message { role: Role::User, content: vec![ContentBlock::text("hi")] }],

@@ -20,7 +20,7 @@ use crate::model::BoxFuture;
 ///
 /// ```
 /// use agentrt::replay::{ReplayError, Replayer};
-/// use agentrt::{ContentBlock, Message, ModelRequest, Role};
+/// use agentrt::{llm::ContentBlock, llm::Message, ModelRequest, llm::Role};
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
 /// let replayer = Replayer::new("scripted", "/nonexistent/recordings");
 /// let request = ModelRequest {

@@ -34,7 +34,7 @@ use crate::registry::{ToolSchema, check_args};
 ///
 /// ```
 /// use agentrt::testkit::fuzz::Fuzz;
-/// use agentrt::{SideEffect, ToolSpec, check_args};
+/// use agentrt::{SideEffect, ToolSpec, registry::check_args};
 ///
 /// let spec = ToolSpec::new("fs_read", "Read a file", SideEffect::ReadOnly).with_schema_str(
 ///     r#"{"type":"object","properties":{"path":{"type":"string","minLength":1}},"required":["path"]}"#,
@@ -242,7 +242,7 @@ impl Fuzz {
     ///
     /// ```
     /// use agentrt::testkit::fuzz::Fuzz;
-    /// use agentrt::{SideEffect, ToolSpec, check_args};
+    /// use agentrt::{SideEffect, ToolSpec, registry::check_args};
     /// let spec = ToolSpec::new("t", "", SideEffect::ReadOnly).with_schema_str(
     ///     r#"{"type":"object","properties":{"mode":{"enum":["fast","safe"]}},"required":["mode"],"additionalProperties":false}"#,
     /// )?;

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentrt::*;
+use agentrt::{clock::ManualClock, ids::sequential_ids};
 
 pub fn t0() -> Timestamp {
     Timestamp::parse("2026-10-01T09:00:00Z").unwrap()

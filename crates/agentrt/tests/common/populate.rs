@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use agentrt::*;
+use agentrt::{ids::sequential_ids, llm::ContentBlock, llm::Message, llm::Role, llm::StopReason};
 
 use crate::common::{Counting, Recorder, config, shared, stepping_clock};
 

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::common::*;
 use agentrt::*;
+use agentrt::{clock::ManualClock, ids::sequential_ids, model::StepStatus};
 
 /// Asks for a second opinion on every request: a changed policy whose
 /// approval hashes differently from the default one.

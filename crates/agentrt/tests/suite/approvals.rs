@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use crate::common::*;
 use agentrt::*;
+use agentrt::{
+    clock::ManualClock, ids::IdSource, ids::sequential_ids, model::Origin, model::StepStatus,
+};
 
 struct Fixture {
     ids: IdSource,

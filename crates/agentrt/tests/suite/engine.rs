@@ -14,7 +14,7 @@ pub const NAME: &str = "sqlite";
 
 /// Lets every lease taken so far lapse: SQLite judges leases by the gate's
 /// lease clock, which the test moves past them (no waiting).
-pub async fn let_leases_lapse(lease_clock: &agentrt::ManualClock, ttl: std::time::Duration) {
+pub async fn let_leases_lapse(lease_clock: &agentrt::clock::ManualClock, ttl: std::time::Duration) {
     lease_clock.advance(ttl + std::time::Duration::from_millis(1));
 }
 

@@ -9,6 +9,11 @@ use std::time::Duration;
 
 use crate::common::*;
 use agentrt::*;
+use agentrt::{
+    clock::ManualClock, gate::Session, ids::sequential_ids, model::INTERRUPTED_SIDE_EFFECT,
+    model::ObservationKind, model::Step, model::StepStatus, reconcile::Reconcile,
+    reconcile::ReconcileError, reconcile::ReconcileInput, reconcile::Reconciled,
+};
 
 pub(crate) const TTL: Duration = Duration::from_millis(300);
 

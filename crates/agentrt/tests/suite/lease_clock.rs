@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use agentrt::model::StepStatus;
 use agentrt::*;
 
 use crate::common::*;

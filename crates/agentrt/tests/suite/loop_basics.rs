@@ -6,6 +6,10 @@ use std::sync::Arc;
 
 use crate::common::*;
 use agentrt::*;
+use agentrt::{
+    clock::ManualClock, model::DecisionKind, model::ObservationKind, model::Origin, model::Step,
+    model::StepStatus,
+};
 
 #[tokio::test]
 async fn happy_path_writes_the_exact_event_sequence() {

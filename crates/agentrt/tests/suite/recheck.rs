@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use crate::common::*;
 use agentrt::policy::tool_and_args;
+use agentrt::recheck::recheck;
 use agentrt::recheck::{Identity, RecheckResult, SpecSource};
 use agentrt::testkit::{self, RecheckError};
 use agentrt::*;
+use agentrt::{ids::sequential_ids, recheck::RecheckOptions, recheck::RecheckReport};
 
 /// Allows reads and local changes, denies destruction, answers remote
 /// mutations with `remote`; identified by `id`.

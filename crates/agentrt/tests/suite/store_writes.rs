@@ -442,7 +442,7 @@ fn a_write_group_that_changes_state_rows_without_an_event_is_refused() {
                     id: "s1",
                     run_id: "r1",
                     index: 0,
-                    status: agentrt::StepStatus::Deciding,
+                    status: agentrt::model::StepStatus::Deciding,
                     started_at: at,
                 })
             }),

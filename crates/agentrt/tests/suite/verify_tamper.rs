@@ -10,6 +10,7 @@ mod populate;
 
 use std::sync::Arc;
 
+use agentrt::ids::sequential_ids;
 use agentrt::verify::{self, ChainHead, VerifyOptions, VerifyReport};
 use agentrt::*;
 use proptest::prelude::*;
