@@ -36,10 +36,10 @@ impl From<agentrt::Error> for ApproverError {
     fn from(core: agentrt::Error) -> ApproverError {
         match core {
             agentrt::Error::ApprovalExpired { .. } => ApproverError::Expired { core },
-            agentrt::Error::InvalidInput { what, .. } if what == crate::signatures::USED => {
+            agentrt::Error::ClaimHeld { claim, .. } if claim == crate::signatures::USED => {
                 ApproverError::Replayed
             }
-            agentrt::Error::InvalidInput { what, .. } if what == crate::login_nonces::LINK_USED => {
+            agentrt::Error::ClaimHeld { claim, .. } if claim == crate::login_nonces::LINK_USED => {
                 ApproverError::LinkUsed
             }
             core => ApproverError::Core(core),

@@ -37,8 +37,8 @@ pub(crate) fn take(store: &Store, sign_in: &SignIn, at: Timestamp) -> agentrt::R
             .row(LOGIN_NONCES_TABLE, sign_in.nonce.as_str())?
             .is_some()
         {
-            return Err(agentrt::Error::InvalidInput {
-                what: LINK_USED,
+            return Err(agentrt::Error::ClaimHeld {
+                claim: LINK_USED,
                 detail: "this login link was used already".into(),
             });
         }

@@ -22,8 +22,8 @@ pub(crate) fn record(signature: Option<String>, run_id: String, at: Timestamp) -
             return Ok(());
         };
         if tx.row(SIGNATURES_TABLE, signature.as_str())?.is_some() {
-            return Err(agentrt::Error::InvalidInput {
-                what: USED,
+            return Err(agentrt::Error::ClaimHeld {
+                claim: USED,
                 detail: "signature already used".into(),
             });
         }

@@ -17,18 +17,15 @@
 
 use std::time::Duration;
 
-use agentrt::{Approval, ApprovalStatus, Event, RunStatus, Store, Timestamp, model::Step};
+use agentrt::{
+    Approval, ApprovalStatus, RunStatus, Store, Timestamp, model::Step, model::ToolFailure,
+};
 
 use crate::index::{self, CallRow};
 use crate::key_state::{self, INTERRUPTION};
 use crate::repeat::{self, Attempt, Ending, Known, PastRun, ToolRan};
+use crate::run_rows::{approvals, events, steps};
 
-/// Most steps of one run read (the proxy's runs have at most three).
-const MAX_STEPS: u64 = 16;
-/// Most events of one run read.
-const MAX_EVENTS: u64 = 256;
-/// Most approvals of one run read.
-const MAX_APPROVALS: u64 = 64;
 /// The newest runs of a request read first: most calls are decided by
 /// the newest one or two.
 const FIRST_RUNS: u64 = 8;
@@ -38,42 +35,6 @@ const FIRST_RUNS: u64 = 8;
 /// decided on its own; only as many consecutive runs that the policy
 /// denied outright could hide it.
 pub const KEY_RUNS_READ: u64 = 64;
-
-/// A run holding more rows of `what` than a run of the proxy can.
-fn too_many(table: &'static str, run_id: &str, total: u64, cap: u64) -> agentrt::Error {
-    agentrt::Error::Corrupt {
-        table,
-        id: run_id.to_owned(),
-        detail: format!("the run has {total} rows here; a run of the proxy has at most {cap}"),
-    }
-}
-
-/// Run `run_id`'s approvals in creation order (at most [`MAX_APPROVALS`]).
-pub(crate) fn approvals(store: &Store, run_id: &str) -> agentrt::Result<Vec<Approval>> {
-    let (approvals, total) = store.first_approvals(run_id, MAX_APPROVALS)?;
-    if total > MAX_APPROVALS {
-        return Err(too_many("approvals", run_id, total, MAX_APPROVALS));
-    }
-    Ok(approvals)
-}
-
-/// Run `run_id`'s steps in index order (at most [`MAX_STEPS`]).
-pub(crate) fn steps(store: &Store, run_id: &str) -> agentrt::Result<Vec<Step>> {
-    let page = store.steps_page(run_id, MAX_STEPS, 0)?;
-    if page.total > MAX_STEPS {
-        return Err(too_many("steps", run_id, page.total, MAX_STEPS));
-    }
-    Ok(page.items)
-}
-
-/// Run `run_id`'s events in seq order (at most [`MAX_EVENTS`]).
-fn events(store: &Store, run_id: &str) -> agentrt::Result<Vec<Event>> {
-    let page = store.events_page(run_id, MAX_EVENTS, 0)?;
-    if page.total > MAX_EVENTS {
-        return Err(too_many("events", run_id, page.total, MAX_EVENTS));
-    }
-    Ok(page.items)
-}
 
 /// Which rules a walk over a request's runs decides.
 #[derive(Debug, Clone, Copy)]
@@ -242,18 +203,15 @@ fn tool_ran(run_id: &str, steps: &[Step], marks: &StepMarks<'_>) -> ToolRan {
         match observation.kind {
             K::ToolResult => return ToolRan::Known(Known::Succeeded),
             K::ToolError => {
-                let failure = observation
-                    .content
-                    .as_ref()
-                    .and_then(|c| serde_json::from_str::<serde_json::Value>(c.as_str()).ok())
-                    .and_then(|v| v.get("failure").and_then(|f| f.as_str().map(str::to_owned)));
-                return match failure.as_deref() {
-                    Some("invalid_content") => ToolRan::Known(Known::Unrecorded),
+                return match observation.tool_failure() {
+                    Some(ToolFailure::InvalidContent) => ToolRan::Known(Known::Unrecorded),
                     // Timed out, no answer, cut short: not known.
-                    Some("timeout") => unknown("timed_out"),
-                    Some("unknown_outcome") => unknown("no_answer"),
-                    Some("cancelled") => unknown("cut_off"),
-                    _ => ToolRan::Known(Known::ServerError),
+                    Some(ToolFailure::Timeout) => unknown("timed_out"),
+                    Some(ToolFailure::UnknownOutcome) => unknown("no_answer"),
+                    Some(ToolFailure::Cancelled) => unknown("cut_off"),
+                    Some(ToolFailure::Failed | ToolFailure::Abort) | None => {
+                        ToolRan::Known(Known::ServerError)
+                    }
                 };
             }
             K::Interrupted => return unknown("cut_off"),

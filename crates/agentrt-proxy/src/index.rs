@@ -247,7 +247,7 @@ fn newest_in(tx: &WriteTx<'_>, session: &str, key: &str) -> agentrt::Result<Opti
 /// row (`expected`, as the caller saw it, its run finished) is closed if
 /// still open and the new run's row inserted open. If the key's newest row
 /// is no longer the one the caller saw, another call won the race: nothing
-/// is written and [`agentrt::Error::InvalidInput`] about the request key is
+/// is written and [`agentrt::Error::ClaimHeld`] naming the request key is
 /// returned (see [`is_lost_race`]).
 pub fn claim(
     tx: &mut WriteTx<'_>,
@@ -257,8 +257,8 @@ pub fn claim(
 ) -> agentrt::Result<()> {
     let current = newest_in(tx, &row.session, &row.request_key)?.map(|r| r.run_id);
     if current.as_deref() != expected {
-        return Err(agentrt::Error::InvalidInput {
-            what: "request key",
+        return Err(agentrt::Error::ClaimHeld {
+            claim: LOST_RACE,
             detail: "another call of the same request began a run first".into(),
         });
     }
@@ -294,13 +294,13 @@ fn open_new_row(
 /// The index's part of a new run's first write group when the caller
 /// believes the request is new in the session: the run's row is inserted
 /// open only if (`session`, `key`) has no row at all, open or closed.
-/// Otherwise nothing is written and [`agentrt::Error::InvalidInput`] about
+/// Otherwise nothing is written and [`agentrt::Error::ClaimHeld`] naming
 /// a seen request key is returned (see [`is_seen`]): the caller decides
 /// the call the long way, with the key's history read.
 pub fn claim_new(tx: &mut WriteTx<'_>, row: &CallRow, at: Timestamp) -> agentrt::Result<()> {
     if newest_in(tx, &row.session, &row.request_key)?.is_some() {
-        return Err(agentrt::Error::InvalidInput {
-            what: SEEN_KEY,
+        return Err(agentrt::Error::ClaimHeld {
+            claim: SEEN_KEY,
             detail: "the request was made before in this session".into(),
         });
     }
@@ -327,15 +327,18 @@ pub fn settle(tx: &mut WriteTx<'_>, run_id: &str, at: Timestamp) -> agentrt::Res
 /// What [`claim_new`]'s refusal names.
 const SEEN_KEY: &str = "seen request key";
 
+/// What [`claim`]'s refusal names.
+const LOST_RACE: &str = "request key";
+
 /// Whether `error` is [`claim_new`]'s refusal: the request has rows.
 pub fn is_seen(error: &agentrt::Error) -> bool {
-    matches!(error, agentrt::Error::InvalidInput { what, .. } if *what == SEEN_KEY)
+    error.held_claim() == Some(SEEN_KEY)
 }
 
 /// Whether `error` is [`claim`]'s refusal: another call of the same
 /// request began a run first.
 pub fn is_lost_race(error: &agentrt::Error) -> bool {
-    matches!(error, agentrt::Error::InvalidInput { what, .. } if *what == "request key")
+    error.held_claim() == Some(LOST_RACE)
 }
 
 /// `{"k":v,…}` of canonical members in sorted key order (the caller sorts).

@@ -174,7 +174,7 @@ pub fn read(
     };
     let run = store.get_run(&row.run_id)?;
     let latest_approval = if run.status == RunStatus::WaitingForApproval {
-        crate::history::approvals(store, &row.run_id)?
+        crate::run_rows::approvals(store, &row.run_id)?
             .pop()
             .map(|a| (a.id, a.status, a.kind))
     } else {

@@ -34,6 +34,7 @@ mod raw_args;
 mod reach;
 mod recheck;
 mod repeat;
+mod run_rows;
 mod serve;
 mod status;
 

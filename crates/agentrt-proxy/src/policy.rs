@@ -212,7 +212,7 @@ pub(crate) fn named_attempt(
     store: &agentrt::Store,
     run_id: &str,
 ) -> agentrt::Result<Option<Attempt>> {
-    Ok(named_in(&crate::history::approvals(store, run_id)?))
+    Ok(named_in(&crate::run_rows::approvals(store, run_id)?))
 }
 
 /// The attempt the first interruption approval of `approvals` names, if

@@ -7,7 +7,6 @@ use std::time::Duration;
 use agentrt::{ApprovalStatus, Canonical, RunStatus, Store, Timestamp};
 
 use crate::answer::{Answer, quote};
-use crate::history;
 use crate::index::{self, CallRow};
 
 /// The most index rows read.
@@ -96,11 +95,11 @@ fn waiting(store: &Store, open: &[CallRow], now: Timestamp) -> agentrt::Result<S
         if run.status != RunStatus::WaitingForApproval {
             continue;
         }
-        for approval in history::approvals(store, &run.id)? {
+        for approval in crate::run_rows::approvals(store, &run.id)? {
             if approval.status != ApprovalStatus::Pending {
                 continue;
             }
-            let args = history::steps(store, &run.id)?
+            let args = crate::run_rows::steps(store, &run.id)?
                 .iter()
                 .find(|s| s.id == approval.step_id)
                 .and_then(|s| s.decision.as_ref())
@@ -141,7 +140,7 @@ fn about(store: &Store, rows: &[CallRow], id: &str, now: Timestamp) -> agentrt::
         quote(id, 200)
     );
     for row in rows {
-        let approvals = history::approvals(store, &row.run_id)?;
+        let approvals = crate::run_rows::approvals(store, &row.run_id)?;
         let Some(position) = approvals.iter().position(|a| a.id == id) else {
             continue;
         };

@@ -251,6 +251,18 @@ pub enum Error {
         detail: String,
     },
 
+    /// A satellite refused its write group because a claim it keeps is
+    /// held already (a request made before, a signature or a login link
+    /// used): nothing of the group was written. The satellite names its
+    /// claims and matches this variant by that name, never by the text.
+    #[error("{claim}: {detail}")]
+    ClaimHeld {
+        /// Which claim, as the satellite that keeps it names it.
+        claim: &'static str,
+        /// What was refused and why.
+        detail: String,
+    },
+
     /// The configured model has no price (declare it free if it is).
     #[error(transparent)]
     NoPrice(#[from] crate::budget::NoPrice),
@@ -389,6 +401,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// The claim a satellite refused with ([`Error::ClaimHeld`]), if that
+    /// is what this error is.
+    ///
+    /// ```
+    /// use agentrt::Error;
+    ///
+    /// const USED: &str = "login link";
+    /// let refused = Error::ClaimHeld { claim: USED, detail: "used already".into() };
+    /// assert_eq!(refused.held_claim(), Some(USED));
+    /// assert_eq!(refused.to_string(), "login link: used already");
+    /// ```
+    pub fn held_claim(&self) -> Option<&'static str> {
+        match self {
+            Error::ClaimHeld { claim, .. } => Some(claim),
+            _ => None,
+        }
+    }
+
     /// `true` for the errors that mean "this approval cannot be decided
     /// because it is not the pending one": not pending, expired, superseded.
     pub fn is_not_pending(&self) -> bool {

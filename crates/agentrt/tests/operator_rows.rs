@@ -890,8 +890,8 @@ async fn a_satellites_rows_are_written_with_the_decision_or_not_at_all() {
     let nonce = |n: &'static str| -> SatelliteRows {
         Box::new(move |tx| {
             if tx.row("proxy_nonces", n)?.is_some() {
-                return Err(Error::InvalidInput {
-                    what: "nonce",
+                return Err(Error::ClaimHeld {
+                    claim: "nonce",
                     detail: "used before".into(),
                 });
             }
@@ -932,15 +932,13 @@ async fn a_satellites_rows_are_written_with_the_decision_or_not_at_all() {
     assert_eq!(row.written_seq(), decided.seq);
     assert_eq!(after.events.len(), before.events.len() + 1);
 
-    // Refused by the rows: the cancel rolls back whole.
+    // Refused by the rows: the cancel rolls back whole, and the
+    // satellite's typed refusal comes back as it was raised.
     let e = f
         .operator()
         .cancel_with_rows(RUN, "alice", "stop", nonce("n-1"))
         .unwrap_err();
-    assert!(
-        matches!(e, Error::InvalidInput { what: "nonce", .. }),
-        "{e:?}"
-    );
+    assert_eq!(e.held_claim(), Some("nonce"), "{e:?}");
     assert_eq!(rows(&f.store), after, "nothing of the cancel was written");
     let cancelled = f
         .operator()

@@ -8,7 +8,8 @@ use std::time::Duration;
 use crate::cancel::Cancel;
 use crate::json::Canonical;
 use crate::model::{
-    Observation, ObservationKind, SideEffect, Tool, ToolCall, ToolError, ToolResult, base64,
+    Observation, ObservationKind, SideEffect, Tool, ToolCall, ToolError, ToolFailure, ToolResult,
+    base64,
 };
 
 /// How a tool call ended.
@@ -125,7 +126,7 @@ pub(crate) fn observe(tool: &str, side_effect: SideEffect, run: ToolRun) -> Outc
                         &[
                             ("tool", tool),
                             ("error", &problem),
-                            ("failure", "invalid_content"),
+                            ("failure", ToolFailure::InvalidContent.as_str()),
                             ("content", text),
                         ],
                         format!("{tool} returned content that is not acceptable JSON"),
@@ -134,7 +135,7 @@ pub(crate) fn observe(tool: &str, side_effect: SideEffect, run: ToolRun) -> Outc
                         &[
                             ("tool", tool),
                             ("error", &problem),
-                            ("failure", "invalid_content"),
+                            ("failure", ToolFailure::InvalidContent.as_str()),
                             ("content_base64", &base64(&result.content)),
                         ],
                         format!("{tool} returned content that is not UTF-8"),
@@ -143,7 +144,11 @@ pub(crate) fn observe(tool: &str, side_effect: SideEffect, run: ToolRun) -> Outc
             }
         },
         ToolRun::Returned(Err(ToolError::Failed { message })) => error(
-            &[("tool", tool), ("error", &message), ("failure", "error")],
+            &[
+                ("tool", tool),
+                ("error", &message),
+                ("failure", ToolFailure::Failed.as_str()),
+            ],
             format!("{tool} error: {message}"),
         ),
         ToolRun::Returned(Err(ToolError::Unknown { message })) => unknown(
@@ -151,7 +156,7 @@ pub(crate) fn observe(tool: &str, side_effect: SideEffect, run: ToolRun) -> Outc
             &[
                 ("tool", tool),
                 ("error", &message),
-                ("failure", "unknown_outcome"),
+                ("failure", ToolFailure::UnknownOutcome.as_str()),
             ],
             format!("{tool} outcome unknown: {message}"),
             format!("{tool} reported that the outcome of its call is unknown: {message}"),
@@ -159,7 +164,11 @@ pub(crate) fn observe(tool: &str, side_effect: SideEffect, run: ToolRun) -> Outc
         ToolRun::Returned(Err(ToolError::AbortRun { detail })) => Outcome {
             observation: Observation::runtime(
                 ObservationKind::ToolError,
-                &[("tool", tool), ("error", &detail), ("failure", "abort")],
+                &[
+                    ("tool", tool),
+                    ("error", &detail),
+                    ("failure", ToolFailure::Abort.as_str()),
+                ],
                 format!("{tool} aborted the run: {detail}"),
             ),
             then: Then::Abort(detail),
@@ -168,7 +177,11 @@ pub(crate) fn observe(tool: &str, side_effect: SideEffect, run: ToolRun) -> Outc
             let message = format!("no result within {ms} ms");
             unknown(
                 side_effect,
-                &[("tool", tool), ("error", &message), ("failure", "timeout")],
+                &[
+                    ("tool", tool),
+                    ("error", &message),
+                    ("failure", ToolFailure::Timeout.as_str()),
+                ],
                 format!("{tool} timeout: {message}"),
                 format!(
                     "{tool} timed out after its call started ({message}); its outcome is unknown"
@@ -187,7 +200,7 @@ pub(crate) fn observe(tool: &str, side_effect: SideEffect, run: ToolRun) -> Outc
                 &[
                     ("tool", tool),
                     ("error", "cancelled by the caller"),
-                    ("failure", "cancelled"),
+                    ("failure", ToolFailure::Cancelled.as_str()),
                 ],
                 format!("{tool} was cancelled while running; outcome unknown"),
             ),

@@ -22,7 +22,7 @@ pub(crate) use decision::{base64, is_blank};
 pub use event::{Event, EventType};
 pub use labels::{Label, Labels, MAX_LABEL_KEY_CHARS, MAX_LABEL_VALUE_CHARS, MAX_LABELS};
 pub use limits::{Limits, LimitsError};
-pub use observation::{Observation, ObservationKind};
+pub use observation::{Observation, ObservationKind, ToolFailure};
 pub use policy::{RunView, ToolRequest};
 pub use policy_decision::{Outcome, PolicyDecision};
 pub(crate) use run::NewRunFields;

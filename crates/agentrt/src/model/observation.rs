@@ -23,6 +23,27 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// Why a tool call failed, as the runtime records it in the `failure`
+    /// field of a `tool_error` or `interrupted` observation. Readers (the
+    /// proxy's history, the exporter) match this type, never the word.
+    pub enum ToolFailure {
+        /// The tool returned content that is not acceptable JSON or not
+        /// UTF-8: it ran, but what it returned was not recorded as content.
+        InvalidContent => "invalid_content",
+        /// The tool reported a failure: it did not make its change.
+        Failed => "error",
+        /// The tool reported that the outcome of its call is unknown.
+        UnknownOutcome => "unknown_outcome",
+        /// The tool asked to end the run.
+        Abort => "abort",
+        /// No result within the tool's time limit: the outcome is unknown.
+        Timeout => "timeout",
+        /// The caller cancelled the call while it ran: the outcome is unknown.
+        Cancelled => "cancelled",
+    }
+}
+
 /// What a step observed: a tool's content, or an outcome the runtime wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Observation {
@@ -63,6 +84,25 @@ impl Observation {
         summary: impl Into<String>,
     ) -> Observation {
         Observation::new(kind, Some(string_object(fields)), summary)
+    }
+
+    /// Why the tool call failed, as recorded in the content's `failure`
+    /// field (`None` for a result, a policy's refusal, a panic, or a
+    /// word this version does not know).
+    ///
+    /// ```
+    /// use agentrt::model::{Observation, ObservationKind, ToolFailure};
+    ///
+    /// let o = Observation::runtime(
+    ///     ObservationKind::Interrupted,
+    ///     &[("tool", "deploy"), ("failure", ToolFailure::Timeout.as_str())],
+    ///     "deploy timeout",
+    /// );
+    /// assert_eq!(o.tool_failure(), Some(ToolFailure::Timeout));
+    /// ```
+    pub fn tool_failure(&self) -> Option<ToolFailure> {
+        let value = self.content.as_ref()?.to_value();
+        ToolFailure::parse(value.get("failure")?.as_str()?)
     }
 
     /// `true` unless the tool ran and returned content.
