@@ -3,23 +3,12 @@
 
 use std::borrow::Cow;
 
-use agentrt::model::ObservationKind;
+use agentrt::model::{ObservationKind, ToolFailure};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Status;
 use serde_json::Value;
 
 use crate::attributes::{ours, str_of, text};
-
-/// The words the runtime writes as a failed tool call's `failure` (core
-/// §3.5); any other value is not exported.
-const FAILURES: &[&str] = &[
-    "error",
-    "timeout",
-    "unknown_outcome",
-    "abort",
-    "invalid_content",
-    "cancelled",
-];
 
 /// What kind of failure an observation records: its kind and, for a tool
 /// call, the runtime's word for how it failed. Only these fixed words
@@ -27,7 +16,7 @@ const FAILURES: &[&str] = &[
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Failure {
     kind: Option<ObservationKind>,
-    failure: Option<&'static str>,
+    failure: Option<ToolFailure>,
 }
 
 impl Failure {
@@ -41,7 +30,8 @@ impl Failure {
             failure: observation
                 .get("content")
                 .and_then(|c| str_of(c, "failure"))
-                .and_then(|f| FAILURES.iter().find(|w| **w == f).copied()),
+                // The runtime's fixed words only: any other value stays home.
+                .and_then(ToolFailure::parse),
         }
     }
 
@@ -51,7 +41,7 @@ impl Failure {
             attributes.push(ours("step.observation", kind.as_str()));
         }
         if let Some(failure) = self.failure {
-            attributes.push(ours("tool.failure", failure));
+            attributes.push(ours("tool.failure", failure.as_str()));
         }
     }
 
@@ -61,7 +51,7 @@ impl Failure {
         match (self.kind, self.failure) {
             (Some(kind), Some(failure)) => format!("{kind}: {failure}"),
             (Some(kind), None) => kind.as_str().to_owned(),
-            (None, Some(failure)) => failure.to_owned(),
+            (None, Some(failure)) => failure.as_str().to_owned(),
             (None, None) => "failed".to_owned(),
         }
     }

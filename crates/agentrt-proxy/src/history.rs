@@ -372,3 +372,56 @@ pub(crate) fn waiting_approvals(
         settled,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use agentrt::model::{Observation, ObservationKind, StepStatus};
+
+    use super::*;
+
+    fn failed_with(failure: &str) -> Step {
+        Step {
+            id: "s1".into(),
+            run_id: "r1".into(),
+            index: 0,
+            status: StepStatus::Failed,
+            decision: None,
+            policy: None,
+            observation: Some(Observation::runtime(
+                ObservationKind::ToolError,
+                &[("tool", "read"), ("failure", failure)],
+                "read failed",
+            )),
+            started_at: Timestamp::from_unix_nanos(0),
+            finished_at: None,
+            spec_hash: String::new(),
+            policy_id: String::new(),
+            decode_error: None,
+        }
+    }
+
+    /// A read-only tool's failure (a `tool_error`) is judged by the
+    /// runtime's recorded word: timed out, no answer and cancelled leave
+    /// the outcome unknown; bad content was an answer not recorded; a
+    /// reported error or a word not known is the server's error.
+    #[test]
+    fn a_tool_error_is_judged_by_its_recorded_failure() {
+        let marks = StepMarks {
+            started: &[],
+            asked: &[],
+            cut: &[],
+        };
+        let ended = |failure: &str| match tool_ran("r1", &[failed_with(failure)], &marks) {
+            ToolRan::Unknown(attempt) => Ok(attempt.ended),
+            ToolRan::Known(known) => Err(known),
+            ToolRan::No => panic!("the tool ran"),
+        };
+        assert_eq!(ended("timeout"), Ok("timed_out"));
+        assert_eq!(ended("unknown_outcome"), Ok("no_answer"));
+        assert_eq!(ended("cancelled"), Ok("cut_off"));
+        assert_eq!(ended("invalid_content"), Err(Known::Unrecorded));
+        assert_eq!(ended("error"), Err(Known::ServerError));
+        assert_eq!(ended("abort"), Err(Known::ServerError));
+        assert_eq!(ended("melted"), Err(Known::ServerError));
+    }
+}

@@ -86,9 +86,11 @@ impl Observation {
         Observation::new(kind, Some(string_object(fields)), summary)
     }
 
-    /// Why the tool call failed, as recorded in the content's `failure`
-    /// field (`None` for a result, a policy's refusal, a panic, or a
-    /// word this version does not know).
+    /// Why the tool call failed, as the runtime recorded it in the
+    /// content's `failure` field of a `tool_error` or `interrupted`
+    /// observation (`None` for a tool's own result, whatever its content
+    /// says, a policy's refusal, a panic, or a word this version does not
+    /// know).
     ///
     /// ```
     /// use agentrt::model::{Observation, ObservationKind, ToolFailure};
@@ -101,6 +103,12 @@ impl Observation {
     /// assert_eq!(o.tool_failure(), Some(ToolFailure::Timeout));
     /// ```
     pub fn tool_failure(&self) -> Option<ToolFailure> {
+        if !matches!(
+            self.kind,
+            ObservationKind::ToolError | ObservationKind::Interrupted
+        ) {
+            return None;
+        }
         let value = self.content.as_ref()?.to_value();
         ToolFailure::parse(value.get("failure")?.as_str()?)
     }
@@ -150,5 +158,24 @@ mod tests {
         );
         assert_eq!(o.content_hash, content.hash());
         assert!(o.is_failure());
+    }
+
+    #[test]
+    fn a_tool_failure_is_read_back_from_the_runtimes_observations_only() {
+        for failure in ToolFailure::ALL {
+            let o = Observation::runtime(
+                ObservationKind::ToolError,
+                &[("tool", "t"), ("failure", failure.as_str())],
+                "failed",
+            );
+            assert_eq!(o.tool_failure(), Some(*failure));
+        }
+        let unknown =
+            Observation::runtime(ObservationKind::Interrupted, &[("failure", "melted")], "?");
+        assert_eq!(unknown.tool_failure(), None);
+        // A tool's own content may say anything: it is not the runtime's word.
+        let own =
+            Observation::runtime(ObservationKind::ToolResult, &[("failure", "timeout")], "ok");
+        assert_eq!(own.tool_failure(), None);
     }
 }
