@@ -52,3 +52,35 @@ fn a_group_whose_change_is_guarded_takes_two_round_trips() {
     assert_eq!(trips, 2);
     assert_eq!(store.get_run("r").unwrap().step_count, 2);
 }
+
+#[test]
+fn a_runs_record_is_one_snapshot_in_the_trips_of_its_four_reads() {
+    use agentrt::store::RecordCaps;
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let store = agentrt_postgres::open(&backends::fresh_database()).unwrap();
+    store.write(created_run("r")).unwrap();
+    store.write(stepped_run("r", 0)).unwrap();
+    let caps = RecordCaps {
+        steps: 16,
+        events: 256,
+        approvals: 64,
+    };
+    let four = || {
+        store.get_run("r").unwrap();
+        store.steps_page("r", 16, 0).unwrap();
+        store.events_page("r", 256, 0).unwrap();
+        store.first_approvals("r", 64).unwrap();
+    };
+    // Prepared on the connection first (see above).
+    four();
+    store.run_records(&["r"], caps).unwrap();
+    let ((), apart) = counted(four);
+    let (records, together) = counted(|| store.run_records(&["r"], caps));
+    assert_eq!(records.unwrap()[0].run.id, "r");
+    // Apart: the run (1: `BEGIN` with the query), then steps, events and
+    // approvals, each a page and its count (2 each). Together: one
+    // `BEGIN`, then one trip per statement: the same 7, in one snapshot
+    // of the database instead of four (what saves trips is fewer
+    // statements, not fewer reads).
+    assert_eq!((apart, together), (7, 7));
+}

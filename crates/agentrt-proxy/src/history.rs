@@ -17,14 +17,13 @@
 
 use std::time::Duration;
 
-use agentrt::{
-    Approval, ApprovalStatus, RunStatus, Store, Timestamp, model::Step, model::ToolFailure,
-};
+use agentrt::store::RunRecord;
+use agentrt::{ApprovalStatus, RunStatus, Store, Timestamp, model::Step, model::ToolFailure};
 
 use crate::index::{self, CallRow};
 use crate::key_state::{self, INTERRUPTION};
 use crate::repeat::{self, Attempt, Ending, Known, PastRun, ToolRan};
-use crate::run_rows::{approvals, events, steps};
+use crate::run_rows::{approvals, records, steps};
 
 /// The newest runs of a request read first: most calls are decided by
 /// the newest one or two.
@@ -75,7 +74,10 @@ impl Rules {
 }
 
 /// The finished runs of (`session`, `key`), newest first, as rules 4–6 see
-/// them: read until they decide `rules`, at most [`KEY_RUNS_READ`].
+/// them: read until they decide `rules`, at most [`KEY_RUNS_READ`]. Each
+/// round is two reads (the key's newest index rows, then the records of
+/// those not read yet, whole); most calls are decided by the first round,
+/// which reads the newest run alone.
 pub(crate) fn past_runs(
     store: &Store,
     session: &str,
@@ -84,12 +86,13 @@ pub(crate) fn past_runs(
 ) -> agentrt::Result<Vec<PastRun>> {
     let mut past = Vec::new();
     let mut read = 0;
-    for limit in [FIRST_RUNS, KEY_RUNS_READ] {
+    for limit in [1, FIRST_RUNS, KEY_RUNS_READ] {
         let rows = index::newest_key_rows(store, session, key, limit)?;
         let fetched = rows.len();
-        for row in rows.into_iter().skip(read) {
-            read += 1;
-            if let Some(run) = past_run(store, &row.run_id)? {
+        let unread: Vec<&str> = rows.iter().skip(read).map(|r| r.run_id.as_str()).collect();
+        read = fetched;
+        for record in records(store, &unread)? {
+            if let Some(run) = past_run(&record) {
                 past.push(run);
                 if rules.decided(&past) {
                     return Ok(past);
@@ -103,13 +106,11 @@ pub(crate) fn past_runs(
     Ok(past)
 }
 
-/// Run `run_id` as rules 4–6 see it, if it finished.
-fn past_run(store: &Store, run_id: &str) -> agentrt::Result<Option<PastRun>> {
-    let run = store.get_run(run_id)?;
-    let Some(finished_at) = run.finished_at else {
-        return Ok(None);
-    };
-    let approvals = approvals(store, &run.id)?;
+/// A run as rules 4–6 see it, if it finished.
+fn past_run(record: &RunRecord) -> Option<PastRun> {
+    let run = &record.run;
+    let finished_at = run.finished_at?;
+    let approvals = &record.approvals;
     let latest = approvals.last();
     use agentrt::TerminalReason as R;
     let ending = match run.reason {
@@ -126,28 +127,28 @@ fn past_run(store: &Store, run_id: &str) -> agentrt::Result<Option<PastRun>> {
         },
         _ => Ending::Other,
     };
-    let mut tool = run_tool_ran(store, &run.id, &approvals)?;
+    let mut tool = run_tool_ran(record);
     if tool == ToolRan::No {
         // A run that did not run the tool but asked about an earlier
         // attempt (rules 6 and 7 ask in a fresh run) leaves that attempt
         // unresolved: rule 6 needs read no further back. (No known outcome
         // came between: the run was begun because there was none.)
-        if let Some(attempt) = crate::policy::named_in(&approvals) {
+        if let Some(attempt) = crate::policy::named_in(approvals) {
             tool = ToolRan::Unknown(attempt);
         }
     }
-    Ok(Some(PastRun {
+    Some(PastRun {
         finished_at,
         ending,
         tool,
-    }))
+    })
 }
 
-/// What the tool of run `run_id` (its approvals read) did.
-fn run_tool_ran(store: &Store, run_id: &str, approvals: &[Approval]) -> agentrt::Result<ToolRan> {
-    let events = events(store, run_id)?;
+/// What the tool of a run did, from its record.
+fn run_tool_ran(record: &RunRecord) -> ToolRan {
     let steps_with = |kind: agentrt::EventType| -> Vec<String> {
-        events
+        record
+            .events
             .iter()
             .filter(|e| e.event_type == kind)
             .map(|e| e.step_id.clone())
@@ -155,20 +156,21 @@ fn run_tool_ran(store: &Store, run_id: &str, approvals: &[Approval]) -> agentrt:
     };
     let started = steps_with(agentrt::EventType::StepToolStarted);
     let cut = steps_with(agentrt::EventType::StepInterrupted);
-    let asked: Vec<String> = approvals
+    let asked: Vec<String> = record
+        .approvals
         .iter()
         .filter(|a| a.kind == INTERRUPTION)
         .map(|a| a.step_id.clone())
         .collect();
-    Ok(tool_ran(
-        run_id,
-        &steps(store, run_id)?,
+    tool_ran(
+        &record.run.id,
+        &record.steps,
         &StepMarks {
             started: &started,
             asked: &asked,
             cut: &cut,
         },
-    ))
+    )
 }
 
 /// Which steps of a run their events and approvals mark.

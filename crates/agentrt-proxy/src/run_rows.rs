@@ -3,7 +3,8 @@
 //! is refused as corrupt rather than judged on part of itself. Below the
 //! history, the key state and the policy, which all read runs.
 
-use agentrt::{Approval, Event, Store, model::Step};
+use agentrt::store::{RecordCaps, RunRecord};
+use agentrt::{Approval, Store, model::Step};
 
 /// Most steps of one run read (the proxy's runs have at most three).
 const MAX_STEPS: u64 = 16;
@@ -39,11 +40,29 @@ pub(crate) fn steps(store: &Store, run_id: &str) -> agentrt::Result<Vec<Step>> {
     Ok(page.items)
 }
 
-/// Run `run_id`'s events in seq order (at most [`MAX_EVENTS`]).
-pub(crate) fn events(store: &Store, run_id: &str) -> agentrt::Result<Vec<Event>> {
-    let page = store.events_page(run_id, MAX_EVENTS, 0)?;
-    if page.total > MAX_EVENTS {
-        return Err(too_many("events", run_id, page.total, MAX_EVENTS));
+/// What [`records`] reads of each run.
+const CAPS: RecordCaps = RecordCaps {
+    steps: MAX_STEPS,
+    events: MAX_EVENTS,
+    approvals: MAX_APPROVALS,
+};
+
+/// The records of `run_ids` (run, steps, events, approvals), in the order
+/// given, in one read of the store; a run with more rows than a run of the
+/// proxy can hold is refused as corrupt.
+pub(crate) fn records(store: &Store, run_ids: &[&str]) -> agentrt::Result<Vec<RunRecord>> {
+    let records = store.run_records(run_ids, CAPS)?;
+    for record in &records {
+        let (id, totals) = (&record.run.id, record.totals);
+        if totals.steps > MAX_STEPS {
+            return Err(too_many("steps", id, totals.steps, MAX_STEPS));
+        }
+        if totals.events > MAX_EVENTS {
+            return Err(too_many("events", id, totals.events, MAX_EVENTS));
+        }
+        if totals.approvals > MAX_APPROVALS {
+            return Err(too_many("approvals", id, totals.approvals, MAX_APPROVALS));
+        }
     }
-    Ok(page.items)
+    Ok(records)
 }

@@ -680,6 +680,8 @@ async fn an_unknown_outcome_nobody_is_asked_about_is_asked_again_before_its_tool
     // outcome now, and it is not resolved.
     let runs = proxy.runs();
     let question = proxy.store().list_approvals(&runs[0].0).expect("approvals");
+    // The answer names the question the run paused on.
+    assert!(first.contains(&question[0].id), "{first}");
     let options = DecideOptions {
         by: "operator",
         note: "",

@@ -302,3 +302,66 @@ async fn an_unknown_event_type_is_listed_not_refused() {
     );
     assert_eq!(events[1].event_type.as_str(), "run.exploded");
 }
+
+#[tokio::test]
+async fn run_records_read_each_run_whole_or_capped_in_the_order_asked() {
+    use agentrt::store::RecordCaps;
+    let store = Store::open(":memory:").unwrap();
+    let clock = stepping_clock();
+    let rec = Recorder::default();
+    let push = Arc::new(Counting::new("push", SideEffect::RemoteMutation));
+    for id in ["a", "b"] {
+        let mut d = Driver::new(
+            config(
+                &store,
+                DefaultPolicy,
+                shared(vec![push.clone()]),
+                &clock,
+                &rec,
+            )
+            .with_ids(sequential_ids(&format!("{id}-"))),
+            ScriptedAgent::new([Decision::tool_call("push", "{}")]),
+        )
+        .unwrap();
+        d.start(Some(id), "g", Limits::default()).await.unwrap();
+    }
+    let wide = RecordCaps {
+        steps: 100,
+        events: 100,
+        approvals: 100,
+    };
+    let records = store.run_records(&["b", "a"], wide).unwrap();
+    assert_eq!(records.len(), 2);
+    for (record, id) in records.iter().zip(["b", "a"]) {
+        assert_eq!(record.run, store.get_run(id).unwrap());
+        assert_eq!(record.steps, store.list_steps(id).unwrap());
+        assert_eq!(record.events, store.list_events(id).unwrap());
+        assert_eq!(record.approvals, store.list_approvals(id).unwrap());
+        assert_eq!(record.approvals.len(), 1, "paused on the push");
+        assert!(record.whole());
+    }
+
+    let narrow = RecordCaps {
+        steps: 1,
+        events: 1,
+        approvals: 1,
+    };
+    let cut = &store.run_records(&["a"], narrow).unwrap()[0];
+    let events = store.list_events("a").unwrap();
+    assert!(events.len() > 1);
+    assert_eq!(cut.events, events[..1]);
+    assert_eq!(cut.totals.events, events.len() as u64);
+    assert!(!cut.whole());
+
+    let missing = store.run_records(&["a", "nope"], wide).unwrap_err();
+    assert!(
+        matches!(&missing, Error::NotFound { what: "run", id } if id == "nope"),
+        "{missing:?}"
+    );
+    let zero = RecordCaps { events: 0, ..wide };
+    let refused = store.run_records(&["a"], zero).unwrap_err();
+    assert!(
+        matches!(refused, Error::InvalidInput { what: "caps", .. }),
+        "{refused:?}"
+    );
+}

@@ -737,3 +737,21 @@ async fn a_session_that_dies_in_the_hook_leaves_the_step_for_the_next_takeover()
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     w.verified();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn execute_leaves_the_interruption_it_opened_as_the_sessions_waiting_approval() {
+    let w = World::new();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tool = flaky(SideEffect::LocalMutation, Cause::Reported, &calls);
+    let gate = Gate::new(w.config(allow_all(), &tool, "a-")).unwrap();
+    let mut session = gate.begin(Some("r"), "g", Limits::default()).await.unwrap();
+    session.step().await.unwrap().unwrap();
+    session.propose(call()).await.unwrap();
+    assert_eq!(session.waiting_approval(), None, "allowed: nothing waits");
+    session.execute().await.unwrap();
+    let stored = w.approvals();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(session.waiting_approval(), Some(&stored[0]));
+    assert_eq!(stored[0].kind, INTERRUPTED_SIDE_EFFECT);
+    session.close().await.unwrap();
+}

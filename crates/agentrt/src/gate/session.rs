@@ -590,6 +590,21 @@ impl Session {
         &self.run
     }
 
+    /// The approval the run waits on, as this session wrote or read it:
+    /// the latest pending one while the run is waiting for approval
+    /// (after [`Session::propose`] paused it, or [`Session::execute`] met
+    /// an unknown outcome and opened an interruption), else `None`. No
+    /// read: the session keeps what it wrote.
+    pub fn waiting_approval(&self) -> Option<&Approval> {
+        if self.run.status != crate::model::RunStatus::WaitingForApproval {
+            return None;
+        }
+        self.approvals
+            .iter()
+            .rev()
+            .find(|a| a.status == crate::model::ApprovalStatus::Pending)
+    }
+
     /// `true` while this session's lease heartbeat task runs (a closed or
     /// finished session has none).
     pub fn heartbeat_running(&self) -> bool {
