@@ -18,6 +18,7 @@
 mod canonical;
 mod error;
 mod hash;
+pub(crate) mod layout;
 mod parse;
 mod scan;
 mod write;
