@@ -16,7 +16,9 @@ use agentrt_approver::StoreApprover;
 use agentrt_approver::signature::{Secret, signed_headers};
 use agentrt_approver::webhook::{WebhookConfig, router};
 
-pub const USAGE: &str = "usage: cargo run --example approver [-- --db PATH]";
+pub const USAGE: &str = "usage: cargo run --example approver [-- --db PATH]
+
+  --db PATH  the SQLite file to use (default: a scratch file), or a postgres:// URL";
 
 const RUN: &str = "deploy-1";
 
@@ -84,7 +86,7 @@ async fn send(
 /// Runs the demo on the database at `db`, narrating to `out`.
 pub async fn run(db: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn std::error::Error>> {
     let deploys = Arc::new(AtomicUsize::new(0));
-    let store = Store::open(db)?;
+    let store = examples::open_store(db)?;
     let deploy = Decision::tool_call(
         "deploy",
         r#"{"build":"2026.12.02-1","target":"production"}"#,

@@ -12,7 +12,7 @@ use agentrt::budget::{ModelConfig, PriceTable};
 use agentrt::render::{self, RenderOptions};
 use agentrt::{
     Agent, AgentError, ApprovalStatus, BoxFuture, Decision, Driver, GateConfig, Limits, Observer,
-    Policy, PolicyDecision, PolicyError, RunStatus, RunView, SideEffect, StepInput, Store, Tool,
+    Policy, PolicyDecision, PolicyError, RunStatus, RunView, SideEffect, StepInput, Tool,
     ToolRequest, ToolResult, ToolSpec, ids::IdSource, tool_fn,
 };
 
@@ -175,7 +175,7 @@ pub async fn run(
     ids: Option<IdSource>,
     out: &mut dyn Write,
 ) -> Result<Finished, String> {
-    let store = Store::open(&options.db).map_err(|e| e.to_string())?;
+    let store = examples::open_store(&options.db).map_err(|e| e.to_string())?;
     let model = model_source::model(&options.source, MODEL_NAME)?;
     let mut config = GateConfig::new(store.clone(), FirstChangeAsks, tools())
         .with_model(ModelConfig::new(model, PriceTable::free([MODEL_NAME])))

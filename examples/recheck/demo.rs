@@ -11,7 +11,8 @@ use agentrt::{
 
 pub const USAGE: &str = "usage: cargo run --example recheck -- [--db PATH]
 
-  --db PATH  the SQLite file to record the runs in (default: in memory)";
+  --db PATH  the SQLite file to record the runs in (default: in memory), or a
+             postgres:// URL";
 
 /// The identity of the policy the runs ran under.
 pub const LENIENT: &str = "rules v1: mutations allowed";

@@ -25,7 +25,7 @@ async fn main() -> ExitCode {
         Err(code) => return code,
     };
     let store = match db {
-        Some(path) => Store::open(path),
+        Some(path) => examples::open_store(&path),
         None => Store::open(":memory:"),
     };
     let result = match store {

@@ -7,12 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use agentrt::{
     Agent, AgentError, BoxFuture, Decision, DefaultPolicy, Driver, GateConfig, Limits, Observer,
-    RunStatus, SideEffect, StepInput, Store, Tool, ToolError, ToolResult, ToolSpec, text, tool_fn,
+    RunStatus, SideEffect, StepInput, Tool, ToolError, ToolResult, ToolSpec, text, tool_fn,
 };
 
 pub const USAGE: &str = "usage: cargo run --example scripted -- [--db PATH] [--resume RUN]
 
-  --db PATH     the SQLite file to use (default agentrt-demo.db; created if missing)
+  --db PATH     the SQLite file to use (default agentrt-demo.db; created if missing),
+                or a postgres:// URL (its schema created if missing)
   --resume RUN  resume RUN after its approval was decided";
 
 /// The agent's plan, one decision per step: deterministic, so a resumed
@@ -144,7 +145,7 @@ pub fn operator_name() -> String {
 
 /// What the demo was asked to do.
 pub struct Options {
-    /// The SQLite file.
+    /// The SQLite file, or a `postgres://` URL.
     pub db: PathBuf,
     /// Resume this run instead of starting one.
     pub resume: Option<String>,
@@ -165,7 +166,7 @@ pub async fn run(
     out: &mut dyn Write,
     trace: Arc<dyn Observer>,
 ) -> Result<Outcome, DemoError> {
-    let store = Store::open(&options.db)?;
+    let store = examples::open_store(&options.db)?;
     let repo = Arc::new(Mutex::new(BTreeMap::from([
         (
             "README.md".to_owned(),
@@ -185,7 +186,7 @@ pub async fn run(
         }
         Some(run_id) => driver.resume(run_id).await?,
     };
-    let db = std::path::absolute(&options.db).unwrap_or(options.db.clone());
+    let db = examples::shown_db(&options.db);
     let mut pending = None;
     match run.status {
         RunStatus::WaitingForApproval => {
@@ -202,14 +203,13 @@ pub async fn run(
             writeln!(
                 out,
                 "  cargo run -p agentrt-cli -- --db {:?} show {}",
-                db.display().to_string(),
-                run.id
+                db, run.id
             )?;
             writeln!(out, "Approve it:")?;
             writeln!(
                 out,
                 "  cargo run -p agentrt-cli -- --db {:?} approve {} --approval {} --by {:?}",
-                db.display().to_string(),
+                db,
                 run.id,
                 approval,
                 operator_name()
@@ -221,8 +221,7 @@ pub async fn run(
             writeln!(
                 out,
                 "  cargo run --example scripted -- --db {:?} --resume {}",
-                db.display().to_string(),
-                run.id
+                db, run.id
             )?;
         }
         status => {
@@ -248,8 +247,7 @@ pub async fn run(
             writeln!(
                 out,
                 "  cargo run -p agentrt-cli -- --db {:?} events {}",
-                db.display().to_string(),
-                run.id
+                db, run.id
             )?;
         }
     }

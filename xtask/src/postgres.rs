@@ -101,7 +101,7 @@ pub fn real_postgres_tests() -> Result<(), String> {
     let cluster = Cluster::start()?;
     let (conninfo, tls) = (cluster.conninfo(), cluster.tls_conninfo());
     let env = [(ENV, OsStr::new(&conninfo)), (ENV_TLS, OsStr::new(&tls))];
-    let targets: [&[&str]; 4] = [
+    let targets: [&[&str]; 5] = [
         &[
             "test",
             "-p",
@@ -135,6 +135,15 @@ pub fn real_postgres_tests() -> Result<(), String> {
             "real-postgres",
             "--test",
             "postgres",
+        ],
+        &[
+            "test",
+            "-p",
+            "examples",
+            "--features",
+            "real-postgres",
+            "--test",
+            "postgres_demo",
         ],
     ];
     let failed: Vec<&str> = targets
