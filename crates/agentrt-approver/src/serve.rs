@@ -8,10 +8,11 @@
 //! `--trust-forwarded-proto HEADER` ([`ServeOptions::secure_cookie`]).
 
 use std::future::Future;
-use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use agentrt::private_file::Others;
 
 use crate::StoreApprover;
 use crate::signature::{Secret, ShortSecret};
@@ -62,6 +63,9 @@ pub enum ServeError {
     },
 }
 
+/// The most bytes a secret file may hold.
+const MAX_SECRET_FILE: u64 = 64 << 10;
+
 /// The secret in `path`: a regular file of the current user that no one
 /// else may read or write, holding at least 32 bytes (surrounding
 /// whitespace left out: a line from `openssl rand -hex 32` is one).
@@ -70,33 +74,8 @@ pub fn read_secret(path: &Path) -> Result<Secret, ServeError> {
         path: path.to_owned(),
         detail,
     };
-    let mut file = std::fs::File::open(path).map_err(|e| refused(e.to_string()))?;
-    let meta = file.metadata().map_err(|e| refused(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(refused("it is not a regular file".into()));
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        // SAFETY: getuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::getuid() };
-        if meta.uid() != uid {
-            return Err(refused(format!(
-                "it is owned by uid {}, not by the current user (uid {uid})",
-                meta.uid()
-            )));
-        }
-        let mode = meta.mode() & 0o7777;
-        if mode & 0o077 != 0 {
-            return Err(refused(format!(
-                "others may read or write it (mode {mode:04o}); fix it with: chmod 600 {}",
-                path.display()
-            )));
-        }
-    }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(|e| refused(e.to_string()))?;
+    let bytes = agentrt::private_file::read(path, Others::NoAccess, MAX_SECRET_FILE)
+        .map_err(|e| refused(e.problem.to_string()))?;
     let trimmed = bytes.trim_ascii();
     Secret::new(trimmed).map_err(|ShortSecret(n)| {
         refused(format!(

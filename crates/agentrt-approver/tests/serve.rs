@@ -104,7 +104,7 @@ fn a_remote_address_needs_its_flag_and_the_secret_must_be_private_and_long() {
     write_secret(&secret, 0o640);
     let (code, stderr) = run("127.0.0.1:0", &secret);
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("chmod 600"), "{stderr}");
+    assert!(stderr.contains("chmod go-rwx"), "{stderr}");
     assert!(
         !stderr.contains(SECRET),
         "the secret is never shown: {stderr}"

@@ -10,10 +10,10 @@
 //! private key must not be readable by them either. The checks are made
 //! on the opened file, not on the path.
 
-use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use agentrt::private_file::Others;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 
 use crate::error::CliError;
@@ -96,15 +96,28 @@ fn create_new(path: &Path, mode: u32, text: &str) -> Result<(), CliError> {
 /// Reads the private key at `path` (owned privately, not readable by
 /// group or others).
 pub fn read_private(path: &Path) -> Result<SigningKey, CliError> {
-    let (text, meta) = read_owned(path)?;
+    let text = match read_owned(path, Others::NoAccess) {
+        Ok(text) => text,
+        // A public key named as the private one says so first (it may be
+        // readable by anyone), whatever its mode.
+        Err(refused) => {
+            return Err(match read_owned(path, Others::MayRead) {
+                Ok(text) if text.trim().starts_with(PUBLIC_TAG) => {
+                    parse(path, &text, PRIVATE_TAG, PUBLIC_TAG, "private")
+                        .err()
+                        .unwrap_or(refused)
+                }
+                _ => refused,
+            });
+        }
+    };
     let seed = parse(path, &text, PRIVATE_TAG, PUBLIC_TAG, "private")?;
-    check_secret(path, &meta)?;
     Ok(SigningKey::from_bytes(&seed))
 }
 
 /// Reads the public key at `path` (owned privately).
 pub fn read_public(path: &Path) -> Result<VerifyingKey, CliError> {
-    let (text, _) = read_owned(path)?;
+    let text = read_owned(path, Others::MayRead)?;
     let bytes = parse(path, &text, PUBLIC_TAG, PRIVATE_TAG, "public")?;
     VerifyingKey::from_bytes(&bytes)
         .map_err(|e| CliError::Failed(format!("{} is not a usable public key: {e}", shown(path))))
@@ -139,78 +152,13 @@ fn parse(
         })
 }
 
-/// Reads a small file that must be owned privately; also returns what
-/// the opened file's metadata said.
-fn read_owned(path: &Path) -> Result<(String, std::fs::Metadata), CliError> {
-    let io = |e: std::io::Error| CliError::Failed(format!("{}: {e}", shown(path)));
-    let file = File::open(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(CliError::Failed(format!(
-            "{} is not a regular file",
-            shown(path)
-        )));
-    }
-    check_owner(path, &meta)?;
-    let mut text = String::new();
-    file.take(MAX_KEY_FILE)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    Ok((text, meta))
-}
-
-#[cfg(unix)]
-fn check_owner(path: &Path, meta: &std::fs::Metadata) -> Result<(), CliError> {
-    use std::os::unix::fs::MetadataExt;
-    let mode = meta.mode() & 0o7777;
-    let me = current_uid();
-    if meta.uid() != me {
-        return Err(CliError::Failed(format!(
-            "{} is owned by uid {}, not by you (uid {me}); agentrt reads only key files you own",
-            shown(path),
-            meta.uid()
-        )));
-    }
-    if mode & 0o022 != 0 {
-        return Err(CliError::Failed(format!(
-            "{} is writable by group or others (mode {mode:04o}); fix it with: chmod go-w {}",
-            shown(path),
-            shown(path)
-        )));
-    }
-    Ok(())
-}
-
-/// A private key must not be readable by group or others either.
-#[cfg(unix)]
-fn check_secret(path: &Path, meta: &std::fs::Metadata) -> Result<(), CliError> {
-    use std::os::unix::fs::MetadataExt;
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o044 != 0 {
-        return Err(CliError::Failed(format!(
-            "{} is a private key readable by group or others (mode {mode:04o}); fix it with: chmod 600 {}",
-            shown(path),
-            shown(path)
-        )));
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn check_owner(_path: &Path, _meta: &std::fs::Metadata) -> Result<(), CliError> {
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn check_secret(_path: &Path, _meta: &std::fs::Metadata) -> Result<(), CliError> {
-    Ok(())
-}
-
-/// This process's effective uid.
-#[cfg(unix)]
-fn current_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+/// Reads a small key file that must be owned privately (and, for a
+/// private key, not readable by group or others either).
+fn read_owned(path: &Path, others: Others) -> Result<String, CliError> {
+    let bytes = agentrt::private_file::read(path, others, MAX_KEY_FILE)
+        .map_err(|e| CliError::Failed(format!("{}: {}", shown(path), e.problem)))?;
+    String::from_utf8(bytes)
+        .map_err(|_| CliError::Failed(format!("{} is not UTF-8 text", shown(path))))
 }
 
 fn shown(path: &Path) -> String {

@@ -4,8 +4,9 @@
 //! other write bit. The checks are made on the opened handle, not the path,
 //! so the file cannot be swapped between the check and the read.
 
-use std::io::Read;
 use std::path::Path;
+
+use agentrt::private_file::{Others, Problem};
 
 use crate::error::McpError;
 
@@ -25,7 +26,7 @@ use crate::error::McpError;
 /// # }
 /// ```
 pub fn read_private(path: &Path) -> Result<Vec<u8>, McpError> {
-    read_owned(path, Access::NoSharedWrite)
+    read_owned(path, Others::MayRead)
 }
 
 /// The bytes of `path`, if it is a secret: as [`read_private`], and
@@ -45,60 +46,31 @@ pub fn read_private(path: &Path) -> Result<Vec<u8>, McpError> {
 /// # }
 /// ```
 pub fn read_secret(path: &Path) -> Result<Vec<u8>, McpError> {
-    read_owned(path, Access::OwnerOnly)
+    read_owned(path, Others::NoAccess)
 }
 
-/// Who besides the owner may have a file a reader accepts.
-#[derive(Debug, Clone, Copy)]
-enum Access {
-    /// Group and others may read it, not write it.
-    NoSharedWrite,
-    /// Group and others may neither read nor write it.
-    OwnerOnly,
-}
+/// The most bytes a rules file, a manifest or a token may hold.
+const MAX_PRIVATE_FILE: u64 = 16 << 20;
 
-fn read_owned(path: &Path, access: Access) -> Result<Vec<u8>, McpError> {
-    let file_error = |detail: String| McpError::File {
-        path: path.to_owned(),
-        detail,
-    };
-    let mut file = std::fs::File::open(path).map_err(|e| file_error(e.to_string()))?;
-    let meta = file.metadata().map_err(|e| file_error(e.to_string()))?;
-    let not_private = |detail: String| McpError::NotPrivate {
-        path: path.to_owned(),
-        detail,
-    };
-    if !meta.is_file() {
-        return Err(not_private("it is not a regular file".into()));
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let uid = current_uid();
-        if meta.uid() != uid {
-            return Err(not_private(format!(
-                "it is owned by uid {}, not by the current user (uid {uid})",
-                meta.uid()
-            )));
+/// The core's private read, its refusals as this crate's errors: a file
+/// that could not be read (or is too big) is [`McpError::File`], one that
+/// is not private [`McpError::NotPrivate`].
+fn read_owned(path: &Path, others: Others) -> Result<Vec<u8>, McpError> {
+    agentrt::private_file::read(path, others, MAX_PRIVATE_FILE).map_err(|e| {
+        let detail = e.problem.to_string();
+        match e.problem {
+            Problem::Io(_) | Problem::TooBig { .. } => McpError::File {
+                path: e.path,
+                detail,
+            },
+            Problem::NotRegular | Problem::NotOwned { .. } | Problem::Shared { .. } => {
+                McpError::NotPrivate {
+                    path: e.path,
+                    detail,
+                }
+            }
         }
-        let mode = meta.mode() & 0o7777;
-        let (forbidden, who, fix) = match access {
-            Access::NoSharedWrite => (0o022, "writable", "go-w"),
-            Access::OwnerOnly => (0o077, "readable or writable", "go-rwx"),
-        };
-        if mode & forbidden != 0 {
-            return Err(not_private(format!(
-                "it is {who} by group or others (mode {mode:04o}); fix it with: chmod {fix} {}",
-                path.display()
-            )));
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = access;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(|e| file_error(e.to_string()))?;
-    Ok(bytes)
+    })
 }
 
 /// Writes `bytes` to `path` as a file private to its owner (0600 on
@@ -142,13 +114,6 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), McpError> {
         return Err(file_error(e.to_string()));
     }
     Ok(())
-}
-
-/// The effective uid of this process.
-#[cfg(unix)]
-fn current_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
 }
 
 #[cfg(all(test, unix))]

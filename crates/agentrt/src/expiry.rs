@@ -8,9 +8,8 @@ use crate::model::{
     Approval, ApprovalStatus, EventType, Observation, ObservationKind, RunStatus, StepStatus,
     TerminalReason,
 };
-use crate::store::{
-    ApprovalChange, LeaseChange, RunChange, RunGuard, StepChange, StepGuard, WriteTx,
-};
+use crate::run_end::{self, RunEnd};
+use crate::store::{ApprovalChange, WriteTx};
 
 /// Expires `approval` (pending: decided now with note `expired`; a grant:
 /// keeps its decider and time), fails the step waiting on it, and cancels
@@ -43,46 +42,27 @@ pub(crate) fn write_expiry(tx: &mut WriteTx<'_>, approval: &Approval, at: Timest
         ],
         detail.clone(),
     );
-    let observation_json = serde_json::to_string(&observation).unwrap_or_default();
-    tx.update_step(
+    run_end::fail_step(
+        tx,
         &approval.step_id,
-        &StepGuard {
-            statuses: &[StepStatus::AwaitingApproval],
-            run: None,
-            granted_by: None,
-        },
-        &StepChange {
-            status: Some(StepStatus::Failed),
-            observation: Some((&observation_json, &observation.content_hash)),
-            finished_at: Some(Some(at)),
-            ..StepChange::default()
-        },
-    )?;
-    let cancelled = tx.update_run(
-        &approval.run_id,
-        &RunGuard {
-            statuses: &[RunStatus::WaitingForApproval],
-            ..RunGuard::default()
-        },
-        &RunChange {
-            status: Some(RunStatus::Cancelled),
-            reason: Some((TerminalReason::ApprovalExpired, &detail)),
-            finished_at: Some(at),
-            lease: LeaseChange::Clear,
-            ..RunChange::default()
-        },
+        &[StepStatus::AwaitingApproval],
+        &observation,
+        at,
     )?;
     let run = tx.run(&approval.run_id)?.ok_or_else(|| Error::NotFound {
         what: "run",
         id: approval.run_id.clone(),
     })?;
-    if !cancelled {
-        return Err(Error::RunState {
-            run: run.id.clone(),
-            status: run.status,
-            detail: "cannot expire an approval of a run that is not waiting".into(),
-        });
-    }
+    let end = RunEnd {
+        run: &run,
+        from: &[RunStatus::WaitingForApproval],
+        reason: TerminalReason::ApprovalExpired,
+        detail: &detail,
+        by: None,
+        at,
+        changed: "cannot expire an approval of a run that is not waiting",
+    };
+    run_end::cancel_row(tx, &end)?;
     tx.append_event(
         &approval.run_id,
         &approval.step_id,
@@ -90,18 +70,5 @@ pub(crate) fn write_expiry(tx: &mut WriteTx<'_>, approval: &Approval, at: Timest
         EventType::ApprovalDecided,
         &payload::approval_expired(&approval.id),
     )?;
-    tx.append_event(
-        &approval.run_id,
-        "",
-        &at,
-        EventType::RunFinished,
-        &payload::run_finished(
-            RunStatus::Cancelled,
-            TerminalReason::ApprovalExpired,
-            &detail,
-            run.step_count,
-            None,
-        ),
-    )?;
-    Ok(())
+    run_end::finished_event(tx, &end)
 }

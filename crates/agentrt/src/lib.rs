@@ -25,11 +25,13 @@ pub mod llm;
 pub mod model;
 pub mod operator;
 pub mod policy;
+pub mod private_file;
 pub mod recheck;
 pub mod reconcile;
 pub mod registry;
 pub mod render;
 pub mod replay;
+mod run_end;
 pub mod store;
 #[cfg(feature = "testkit")]
 pub mod testkit;

@@ -19,9 +19,8 @@ use crate::model::{
     Approval, ApprovalStatus, EventType, Observation, ObservationKind, Run, RunStatus, StepStatus,
     TerminalReason,
 };
-use crate::store::{
-    ApprovalChange, LeaseChange, RunChange, RunGuard, StepChange, StepGuard, Store, WriteTx,
-};
+use crate::run_end::{self, RunEnd};
+use crate::store::{ApprovalChange, Store, WriteTx};
 
 /// Decides approvals and cancels runs with a chosen clock.
 ///
@@ -317,7 +316,6 @@ impl Operator {
                 &[("by", by), ("note", note)],
                 summary,
             );
-            let observation_json = serde_json::to_string(&observation).unwrap_or_default();
             let in_flight = [
                 StepStatus::Deciding,
                 StepStatus::AwaitingApproval,
@@ -328,62 +326,20 @@ impl Operator {
                 .into_iter()
                 .filter(|s| in_flight.contains(&s.status))
             {
-                tx.update_step(
-                    &step.id,
-                    &StepGuard {
-                        statuses: &in_flight,
-                        run: None,
-                        granted_by: None,
-                    },
-                    &StepChange {
-                        status: Some(StepStatus::Failed),
-                        observation: Some((&observation_json, &observation.content_hash)),
-                        finished_at: Some(Some(now)),
-                        ..StepChange::default()
-                    },
-                )?;
+                run_end::fail_step(tx, &step.id, &in_flight, &observation, now)?;
             }
-            let cancelled = tx.update_run(
-                run_id,
-                &RunGuard {
-                    statuses: &[RunStatus::Running, RunStatus::WaitingForApproval],
-                    ..RunGuard::default()
-                },
-                &RunChange {
-                    status: Some(RunStatus::Cancelled),
-                    reason: Some((TerminalReason::OperatorCancelled, note)),
-                    finished_at: Some(now),
-                    lease: LeaseChange::Clear,
-                    ..RunChange::default()
-                },
-            )?;
-            if !cancelled {
-                return Err(Error::RunState {
-                    run: run.id,
-                    status: run.status,
-                    detail: "the run changed while it was being cancelled".into(),
-                });
-            }
-            tx.append_event(
-                run_id,
-                "",
-                &now,
-                EventType::RunFinished,
-                &payload::run_finished(
-                    RunStatus::Cancelled,
-                    TerminalReason::OperatorCancelled,
-                    note,
-                    run.step_count,
-                    Some(by),
-                ),
-            )?;
-            Ok(Run {
-                status: RunStatus::Cancelled,
-                reason: Some(TerminalReason::OperatorCancelled),
-                reason_detail: note.to_owned(),
-                finished_at: Some(now),
-                ..run
-            })
+            let end = RunEnd {
+                run: &run,
+                from: &[RunStatus::Running, RunStatus::WaitingForApproval],
+                reason: TerminalReason::OperatorCancelled,
+                detail: note,
+                by: Some(by),
+                at: now,
+                changed: "the run changed while it was being cancelled",
+            };
+            run_end::cancel_row(tx, &end)?;
+            run_end::finished_event(tx, &end)?;
+            Ok(run_end::ended(&end))
         })
     }
 }
@@ -410,20 +366,12 @@ fn reject_run(
         &[("approval_id", &approval.id), ("note", note)],
         format!("approval rejected: {note}"),
     );
-    let observation_json = serde_json::to_string(&observation).unwrap_or_default();
-    let failed = tx.update_step(
+    let failed = run_end::fail_step(
+        tx,
         &approval.step_id,
-        &StepGuard {
-            statuses: &[StepStatus::AwaitingApproval],
-            run: None,
-            granted_by: None,
-        },
-        &StepChange {
-            status: Some(StepStatus::Failed),
-            observation: Some((&observation_json, &observation.content_hash)),
-            finished_at: Some(Some(now)),
-            ..StepChange::default()
-        },
+        &[StepStatus::AwaitingApproval],
+        &observation,
+        now,
     )?;
     if !failed {
         // The approval's step no longer awaits it: record nothing (the
@@ -434,40 +382,17 @@ fn reject_run(
             detail: "the approval's step no longer awaits it; nothing was rejected".into(),
         });
     }
-    let cancelled = tx.update_run(
-        &run.id,
-        &RunGuard {
-            statuses: &[RunStatus::WaitingForApproval],
-            ..RunGuard::default()
-        },
-        &RunChange {
-            status: Some(RunStatus::Cancelled),
-            reason: Some((TerminalReason::ApprovalRejected, note)),
-            finished_at: Some(now),
-            lease: LeaseChange::Clear,
-            ..RunChange::default()
-        },
-    )?;
-    if !cancelled {
-        return Err(Error::RunState {
-            run: run.id.clone(),
-            status: run.status,
-            detail: "the run changed while the rejection was recorded".into(),
-        });
-    }
-    tx.append_event(
-        &run.id,
-        "",
-        &now,
-        EventType::RunFinished,
-        &payload::run_finished(
-            RunStatus::Cancelled,
-            TerminalReason::ApprovalRejected,
-            note,
-            run.step_count,
-            None,
-        ),
-    )
+    let end = RunEnd {
+        run,
+        from: &[RunStatus::WaitingForApproval],
+        reason: TerminalReason::ApprovalRejected,
+        detail: note,
+        by: None,
+        at: now,
+        changed: "the run changed while the rejection was recorded",
+    };
+    run_end::cancel_row(tx, &end)?;
+    run_end::finished_event(tx, &end)
 }
 
 /// Approves with the wall clock. See [`Operator::approve`].
