@@ -5,7 +5,7 @@
 //! [`open`] connects, creates or migrates the schema, and returns the
 //! core's own [`Store`]: the gate, the Driver, the operator and `verify`'s
 //! callers use it as they use a SQLite store. The guarantees are SQLite's
-//! (`docs/ARCHITECTURE.md`, "The store on PostgreSQL"):
+//! (`docs/postgres.md`):
 //!
 //! - every write group is one transaction (or a savepoint of one its
 //!   process shares with the groups submitted at the same time) whose
