@@ -11,7 +11,7 @@
 //! approved `interrupted_side_effect` approvals of that step (an operator
 //! who approves one was told the first attempt may have taken effect), so
 //! a step without such an approval ran at most once; and, stronger, each
-//! call ran exactly as often as the interruption contract says (core §6).
+//! call ran exactly as often as the interruption contract says (design §13).
 
 #![cfg(unix)]
 
@@ -462,7 +462,7 @@ impl Case {
     }
 }
 
-/// What the contract (core §6) says each call's count is after a kill at
+/// What the contract (design §13) says each call's count is after a kill at
 /// the `nth` `point` of a start, with the plan continuing from its
 /// recorded decisions:
 /// * before the decision is recorded (`step.started`, `policy.allowed`) or
@@ -755,7 +755,7 @@ fn eight_processes_taking_over_one_interrupted_run_execute_it_once() {
 /// A racer that loses the takeover's compare-and-set after the winner has
 /// already finished the run is told the run's new state (a run-state
 /// refusal naming COMPLETED), never `RunLeased` with an empty owner: core
-/// §6 keeps `RunLeased` for a live lease of another owner.
+/// design §13 keeps `RunLeased` for a live lease of another owner.
 #[test]
 fn a_takeover_loser_is_told_the_run_state_not_an_empty_lease() {
     let case = Case::new("read_only", "race: what the losers are told".into());
@@ -774,7 +774,7 @@ fn a_takeover_loser_is_told_the_run_state_not_an_empty_lease() {
 
 /// Eight processes resume the same run whose interrupted side effect was
 /// just approved: exactly one runs the approved call again (once) and the
-/// rest of the plan; the others are refused (core §12 control 37, with
+/// rest of the plan; the others are refused (design §21 control 37, with
 /// processes).
 #[test]
 fn eight_processes_resuming_one_approved_interrupted_side_effect_run_it_once() {

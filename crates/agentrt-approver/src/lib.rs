@@ -1,5 +1,5 @@
 //! Deciding agentrt approvals from outside the process that runs the
-//! agent (periphery §5).
+//! agent (design §34).
 //!
 //! [`Approver`] is what every channel (the signed webhook, the approval
 //! page) decides through: every method names a run, nothing lists runs,
@@ -14,7 +14,7 @@
 //! `agentrt-approver serve` ([`serve`]; its database from `--db` or
 //! `$AGENTRT_DB`, where a URL with a password belongs):
 //!
-//! - the signed webhook ([`webhook`], periphery §5.2): every request
+//! - the signed webhook ([`webhook`], design §35): every request
 //!   HMAC-signed with the shared secret; verified requests to a route
 //!   spend a rate bucket of their own, everything else (unsigned, forged,
 //!   replayed, misrouted) another, so a flood cannot use up the

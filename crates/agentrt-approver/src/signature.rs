@@ -1,4 +1,4 @@
-//! The webhook's request signature (periphery §5.2): HMAC-SHA256 over the
+//! The webhook's request signature (design §35): HMAC-SHA256 over the
 //! timestamp, the nonce, the method, the path and the raw body, carried in
 //! three headers on every request, checked against a window of accepted
 //! times and a bounded set of signatures already used.

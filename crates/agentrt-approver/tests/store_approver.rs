@@ -1,4 +1,4 @@
-//! The store-backed approver (periphery §5.1) against runs a scripted
+//! The store-backed approver (design §34) against runs a scripted
 //! agent paused on a real database file.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! The signed webhook (periphery §5.2) over real HTTP on 127.0.0.1: every
+//! The signed webhook (design §35) over real HTTP on 127.0.0.1: every
 //! route, the pipeline's order, the error mapping, replays across a
 //! restart, and a fuzzed request that never brings it down.
 

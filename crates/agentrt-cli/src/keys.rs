@@ -5,7 +5,7 @@
 //! digits>`. `keygen` writes the private key owner-only (0600) and the
 //! public key 0644, and never overwrites a file.
 //!
-//! Key files are read only when owned privately (periphery §0): a regular
+//! Key files are read only when owned privately (design §20): a regular
 //! file, owned by the current user, not writable by group or others; a
 //! private key must not be readable by them either. The checks are made
 //! on the opened file, not on the path.

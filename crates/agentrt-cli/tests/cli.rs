@@ -1,5 +1,5 @@
 //! The `agentrt` binary against databases made with the core library
-//! (periphery §1.1–§1.8).
+//! (design §19).
 
 mod support;
 
@@ -19,7 +19,7 @@ fn chmod(path: &std::path::Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
-// ---- §1.1 invocation, help and usage errors ----
+// ---- invocation, help and usage errors ----
 
 #[test]
 fn help_prints_the_one_usage_text_to_stdout() {
@@ -156,7 +156,7 @@ fn by_defaults_to_user_and_both_empty_is_a_usage_error() {
     assert_eq!(approvals(&db, "r1")[0].decided_by, "carol");
 }
 
-// ---- §1.2 opening ----
+// ---- opening ----
 
 #[test]
 fn a_missing_database_is_an_error_and_is_not_created() {
@@ -280,7 +280,7 @@ fn paths_with_spaces_and_url_characters_open_the_file_named() {
     assert!(out.stdout.contains("r1"));
 }
 
-// ---- §1.3–§1.4 runs ----
+// ---- runs ----
 
 #[test]
 fn runs_lists_newest_first_with_paging_footers() {
@@ -460,7 +460,7 @@ fn a_malformed_label_is_a_usage_error_in_one_line() {
     );
 }
 
-// ---- §1.5 show ----
+// ---- show ----
 
 #[test]
 fn show_prints_the_run_the_approval_block_and_the_steps() {
@@ -670,7 +670,7 @@ fn unknown_runs_are_errors_and_a_missing_run_id_is_usage() {
     }
 }
 
-// ---- §1.6 events ----
+// ---- events ----
 
 #[test]
 fn events_print_trace_lines_and_page() {
@@ -811,7 +811,7 @@ fn a_failing_stdout_exits_1() {
     );
 }
 
-// ---- §1.7 approve / reject ----
+// ---- approve / reject ----
 
 #[test]
 fn approve_with_yes_decides_and_traces_to_stderr() {
@@ -983,7 +983,7 @@ fn an_approval_too_large_to_show_cannot_be_decided() {
     assert_eq!(approvals(&db, "r1")[0].status, ApprovalStatus::Pending);
 }
 
-// ---- §1.8 cancel ----
+// ---- cancel ----
 
 #[test]
 fn cancel_cancels_once_then_says_already() {

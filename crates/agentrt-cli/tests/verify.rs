@@ -1,4 +1,4 @@
-//! `agentrt verify`, `head sign` and `keygen` (periphery §1.9, items 20–22,
+//! `agentrt verify`, `head sign` and `keygen` (design §16, items 20–22,
 //! and the signed heads of issue 4).
 
 mod support;
@@ -114,7 +114,7 @@ fn relink(db: &Path) {
     }
 }
 
-// ---- §1.9 and items 20–22 ----
+// ---- verify, head sign, keygen (design §16) ----
 
 #[test]
 fn an_untouched_chain_prints_exactly_three_lines() {

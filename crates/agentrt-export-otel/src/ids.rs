@@ -1,6 +1,6 @@
 //! Trace and span ids derived from the run's own ids, so the same run
-//! always gives the same trace (periphery §7.2; BLAKE3 in place of the
-//! original's SHA-256 over the same input bytes, README decision 3).
+//! always gives the same trace (design §37; BLAKE3 in place of the
+//! original's SHA-256 over the same input bytes, design §2).
 
 use opentelemetry::trace::{SpanId, TraceId};
 

@@ -1,4 +1,4 @@
-//! A call's two ends that need no connection (periphery §3.5): the
+//! A call's two ends that need no connection (design §27): the
 //! arguments sent (checked against the operator's rule, fixed values
 //! injected, and only if the protocol library will send exactly these
 //! bytes), and the server's result mapped to the recorded content and its

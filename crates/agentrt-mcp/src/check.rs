@@ -1,4 +1,4 @@
-//! Load's checks (periphery §3.4), on what was pinned, what the operator
+//! Load's checks (design §26), on what was pinned, what the operator
 //! ruled and what the server lists now: each pinned tool is checked on its
 //! own and offered, refused with a reason, or left unclassified. Nothing
 //! here talks to a server.
@@ -127,7 +127,7 @@ pub fn check_tools(
     (offered, report)
 }
 
-/// Checks one pinned tool (steps 2–12 of §3.4); the reason when refused.
+/// Checks one pinned tool (design §26); the reason when refused.
 fn check_one(
     server: &str,
     pin: &PinnedTool,

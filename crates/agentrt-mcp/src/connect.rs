@@ -1,4 +1,4 @@
-//! Reaching a server (periphery §3.1): over stdio, a child process (see
+//! Reaching a server (design §24): over stdio, a child process (see
 //! [`crate::process`]: only the environment the operator named, its own
 //! process group, stopped in stages on close, under our supervisor where
 //! one is named); over streamable HTTP, our own client. The handshake and
@@ -320,7 +320,7 @@ impl Connection {
     }
 
     /// Closes the connection. Over stdio, the normal shutdown in stages
-    /// (periphery §3.1): the server's stdin closed and up to
+    /// (design §24): the server's stdin closed and up to
     /// [`SHUTDOWN_EOF_WAIT`](crate::SHUTDOWN_EOF_WAIT) for it to exit,
     /// then SIGTERM to its process group and up to
     /// [`SHUTDOWN_TERM_WAIT`](crate::SHUTDOWN_TERM_WAIT), then killed

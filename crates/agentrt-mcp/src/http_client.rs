@@ -1,4 +1,4 @@
-//! The streamable-HTTP side of a connection (periphery §3.1): our own
+//! The streamable-HTTP side of a connection (design §24): our own
 //! reqwest client under rmcp's transport, so redirects are refused, no
 //! proxy is taken from the environment, every response body is capped
 //! before it is parsed (past the cap fails, never truncates), the

@@ -1,4 +1,4 @@
-//! Load (periphery §3.4): the operator's files checked, the server reached
+//! Load (design §26): the operator's files checked, the server reached
 //! and listed, each pinned tool checked on its own, and the tools offered
 //! as the core's [`Tool`]s over one shared connection.
 

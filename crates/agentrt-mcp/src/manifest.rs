@@ -1,5 +1,5 @@
 //! The pin: a manifest of a server's whole tool set, recorded once and
-//! compared with what the server lists at every load (periphery §3.2).
+//! compared with what the server lists at every load (design §25).
 //! Hashes are BLAKE3 (decision 3); schemas are kept in the core's
 //! canonical form, number literals as the server wrote them (decision 4).
 

@@ -1,5 +1,5 @@
 //! Reading a file that decides what tools may do (a manifest, a rules
-//! file) only when it is private to the current user (periphery §0, "owned
+//! file) only when it is private to the current user (design §20, "owned
 //! privately"): a regular file, owned by the current user, with no group or
 //! other write bit. The checks are made on the opened handle, not the path,
 //! so the file cannot be swapped between the check and the read.

@@ -1,4 +1,4 @@
-//! A stdio server's process (periphery §3.1): started with only the
+//! A stdio server's process (design §24): started with only the
 //! environment the operator named, in a process group of its own (on
 //! Linux, under our supervisor when the server description names one, see
 //! [`supervise`](mod@crate::supervise)), and stopped in stages: its stdin
@@ -201,7 +201,7 @@ impl ServerProcess {
         self.stdin.close();
     }
 
-    /// Stops the server in stages (periphery §3.1): its stdin closed, up
+    /// Stops the server in stages (design §24): its stdin closed, up
     /// to [`SHUTDOWN_EOF_WAIT`] for it to exit; SIGTERM to its group, up
     /// to [`SHUTDOWN_TERM_WAIT`]; then killed (see [`ServerProcess::kill`]).
     /// Whatever stage it exits in, its group is SIGKILLed last, so a

@@ -1,5 +1,5 @@
 //! The operator's rules: how each of a server's tools may be offered
-//! (periphery §3.3). A tool without a rule is never offered, and a server's
+//! (design §26). A tool without a rule is never offered, and a server's
 //! annotations never classify a tool: the rule's side-effect class does.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! How to reach a server (periphery §3.1): its description, checked, and
+//! How to reach a server (design §24): its description, checked, and
 //! the environment a child process gets (only what is named).
 
 use std::ffi::{OsStr, OsString};

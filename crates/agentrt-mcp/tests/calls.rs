@@ -1,4 +1,4 @@
-//! A call's arguments and its mapped result (periphery §3.5), without a
+//! A call's arguments and its mapped result (design §27), without a
 //! server.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Load's checks of each pinned tool (periphery §3.4), on listings made
+//! Load's checks of each pinned tool (design §26), on listings made
 //! here: no server is needed to decide what is offered.
 
 use std::time::Duration;

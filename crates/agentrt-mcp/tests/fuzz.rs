@@ -2,7 +2,7 @@
 //! operator's rules file (and the durations in it), the pinned manifest, a
 //! server's `tools/list` result pages (and what load's checks then offer
 //! the host), and a `tools/call` result mapped to recorded content
-//! (periphery §3.2–3.5). Each property is fed arbitrary bytes or text and
+//! (design §25, §27). Each property is fed arbitrary bytes or text and
 //! near-valid documents built to reach the deep paths, and checks what
 //! must hold beyond "no panic": valid input read exactly, a round trip
 //! where there is one, every refusal the parser's typed error.
@@ -988,7 +988,7 @@ impl Block {
         }
     }
 
-    /// Its part of the joined text (periphery §3.5).
+    /// Its part of the joined text (design §27).
     fn shown(&self) -> String {
         match self {
             Block::Text(t) => t.clone(),
@@ -1093,7 +1093,7 @@ impl ResultModel {
 /// What ends cut text.
 const TRUNCATED: &str = "\n[truncated]";
 
-/// `text` recorded as periphery §3.5 says: a JSON string of at most `cap`
+/// `text` recorded as design §27 says: a JSON string of at most `cap`
 /// encoded bytes (raised to fit the marker), cut on a character boundary
 /// and ending with the marker when it does not fit; whether it was cut.
 /// Computed character by character with the core's own string writer.
@@ -1350,7 +1350,7 @@ proptest! {
     /// text a string at most the cap raised to fit the marker), and the
     /// summary says its length; or a `ToolError::Failed` (the server said
     /// `isError`), or `ToolError::Unknown` (a result that cannot be read:
-    /// what the server did is not known, periphery §4.4).
+    /// what the server did is not known, design §30).
     #[test]
     fn any_text_is_a_result_within_the_cap_or_a_tool_error(
         raw in pick![1 => any::<String>(), 1 => json_value(), 1 => result_model().prop_map(|m| m.text())],
@@ -1381,7 +1381,7 @@ proptest! {
     /// control characters, images, audio, links, resources, unknown and
     /// broken blocks, members serde_json cannot hold), structured content
     /// or none, `isError` of any type, under caps at and around the
-    /// boundary: recorded exactly as periphery §3.5 says.
+    /// boundary: recorded exactly as design §27 says.
     #[test]
     fn a_result_is_recorded_within_the_cap_as_the_spec_says(
         model in result_model(),

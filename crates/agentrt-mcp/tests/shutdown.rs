@@ -1,4 +1,4 @@
-//! A stdio server's end (periphery §3.1): close stops it in stages (its
+//! A stdio server's end (design §24): close stops it in stages (its
 //! stdin closed, then SIGTERM to its group, then SIGKILL), with or without
 //! the supervisor between; the supervisor leaves nothing behind, on close
 //! or when the process that started it is SIGKILLed, even for a server

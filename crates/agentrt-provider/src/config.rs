@@ -6,7 +6,7 @@ use std::fmt;
 /// empty, or not UTF-8. This is what each adapter's `build()` uses; tests
 /// and embedders pass their own lookup to `build_with_env` instead.
 ///
-/// Adapters ask only for the names periphery §2 allows: `OLLAMA_HOST`,
+/// Adapters ask only for the names design §22 allows: `OLLAMA_HOST`,
 /// `OPENAI_API_KEY` (default base URL only) and `ANTHROPIC_API_KEY`.
 ///
 /// ```

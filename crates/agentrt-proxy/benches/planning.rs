@@ -12,7 +12,7 @@
 //! same database, many at once (the store commits them in groups).
 //!
 //! Timed on each session, every call a new request (a counter in the
-//! path), so that it goes through every rule of periphery §4.4:
+//! path), so that it goes through every rule of design §30:
 //!
 //! - **alone**: a change that would ask for an approval while five wait
 //!   (`max_pending` 5): rules 1–7 read the session and the call is

@@ -1,4 +1,4 @@
-//! What the host's model sees (periphery §4.6): a result as recorded, an
+//! What the host's model sees (design §32): a result as recorded, an
 //! upstream tool error as an error result, and everything else as prose
 //! under a fixed prefix. Nothing here names the operator's command, the
 //! database, the configuration or a run id; approval ids are shown.

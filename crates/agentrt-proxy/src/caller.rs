@@ -2,7 +2,7 @@
 //! belongs to (a run label), how to tell it a held call's progress, and
 //! when it gives up. A host giving up ends the hold of its call, never an
 //! execution: the tool finishes within its timeout and is recorded
-//! (periphery §4.4).
+//! (design §30).
 
 use std::future::Future;
 use std::pin::Pin;

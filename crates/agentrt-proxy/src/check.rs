@@ -1,4 +1,4 @@
-//! `agentrt-proxy check` (periphery §4.1): everything opened and loaded as
+//! `agentrt-proxy check` (design §19): everything opened and loaded as
 //! serving would, and each server's report printed.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! The configuration file (periphery §4.2): one JSON object, read only when
+//! The configuration file (design §29): one JSON object, read only when
 //! private to its owner, that passes the core's boundary check first (no
 //! repeated key, no trailing data), with unknown fields refused at every
 //! level. Relative paths resolve against the file's directory; durations

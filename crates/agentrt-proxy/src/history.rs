@@ -1,4 +1,4 @@
-//! What deciding a call reads of the session's history (periphery §4.4),
+//! What deciding a call reads of the session's history (design §30),
 //! every read bounded, so that planning a call costs the same in a session
 //! of ten calls and in one of a hundred thousand:
 //!

@@ -1,4 +1,4 @@
-//! The proxy's call index (periphery §4.3): one row per run the proxy
+//! The proxy's call index (design §28): one row per run the proxy
 //! began, in its own table of the same SQLite file, written through the
 //! core's extension point in the run's first write group (so the run's
 //! creation explains it, and a row never exists without its run). A claim
@@ -74,7 +74,7 @@ pub const INDEX: Extension = Extension {
 };
 
 /// The request key: BLAKE3 of the registered tool name, a zero byte, and
-/// the canonical JSON of the arguments (README decision 3). Key order,
+/// the canonical JSON of the arguments (design §2). Key order,
 /// whitespace and escapes do not change it; number spellings do (`10` is
 /// not `1e1`).
 ///

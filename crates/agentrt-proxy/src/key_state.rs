@@ -1,4 +1,4 @@
-//! The state of one request key (periphery §4.4 rules 1–3), as an
+//! The state of one request key (design §30 rules 1–3), as an
 //! explicit machine: what the key's open row and its run say
 //! ([`classify`]), and what a new call of the key does in each state
 //! ([`on_call`]). Rules 4–7 apply only when a new run may begin.

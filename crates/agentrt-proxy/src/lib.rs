@@ -1,14 +1,14 @@
 //! `agentrt-proxy`: an MCP server that an MCP host launches in place of
 //! its real servers. It loads the upstream servers through `agentrt-mcp`,
 //! offers the host only pinned and classified tools, and puts every
-//! `tools/call` through agentrt's gate as a run of its own (periphery §4).
+//! `tools/call` through agentrt's gate as a run of its own (design §28).
 //!
 //! The pieces: the configuration file ([`read_config`]), the policy
 //! identity ([`policy_id`]), the checks made before any server starts (the
 //! database file, the reach of each server's arguments), `pin`, `check`,
 //! `recheck`, and `serve` over stdio ([`serve_stdio`]) or streamable HTTP
 //! ([`serve_http`]): one run per call ([`Proxy`]), indexed by request key
-//! ([`INDEX`], [`request_key`]), decided by the rules of periphery §4.4,
+//! ([`INDEX`], [`request_key`]), decided by the rules of design §30,
 //! held for an operator and collected by the same call, with the host's
 //! side of each call in a [`Caller`].
 #![deny(missing_docs)]

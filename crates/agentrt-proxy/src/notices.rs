@@ -1,4 +1,4 @@
-//! The operator's notices (periphery §4.5: an approval waits), written to
+//! The operator's notices (design §31: an approval waits), written to
 //! stderr by a thread of their own through a bounded queue. A host that
 //! never reads the proxy's stderr fills the pipe, and a write to it blocks:
 //! only that thread waits. When the queue is full a notice is dropped and

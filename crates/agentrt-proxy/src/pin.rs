@@ -1,4 +1,4 @@
-//! `agentrt-proxy pin` (periphery §4.1): each server pinned into its
+//! `agentrt-proxy pin` (design §19): each server pinned into its
 //! manifest, and what it listed shown with its own hints, which classify
 //! nothing: the operator classifies each tool in the rules.
 

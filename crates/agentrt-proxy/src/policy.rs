@@ -1,4 +1,4 @@
-//! The proxy's policy (periphery §4.5): the configured outcome of each
+//! The proxy's policy (design §31): the configured outcome of each
 //! class, a tool's own outcome in place of its class's, and approvals
 //! bound to exactly what would run: the server, the tool (upstream and
 //! registered names), its class, the arguments and the operator's fixed

@@ -1,4 +1,4 @@
-//! The policy's identity (periphery §4.2, README decision 3): what decides
+//! The policy's identity (design §2, §29): what decides
 //! a call, and nothing else, hashed. Two configurations that decide every
 //! call alike have the same identity whatever their paths, timeouts or
 //! descriptions; a re-check names the policy by it.

@@ -1,4 +1,4 @@
-//! The reach check (periphery §4.2): a stdio server started with an
+//! The reach check (design §29): a stdio server started with an
 //! argument that names one of the proxy's own files — the configuration,
 //! the database, a manifest — or a directory above one, could rewrite
 //! what decides its own calls. Best effort: it reads spellings, so it is a

@@ -1,4 +1,4 @@
-//! `agentrt-proxy recheck` (periphery §4.1): the session's recorded calls,
+//! `agentrt-proxy recheck` (design §19): the session's recorded calls,
 //! from the proxy's index, re-checked under the configuration's policy
 //! now. Read-only: the database is opened read-only and nothing is
 //! written; no server is reached unless `--current-tools` asks to.

@@ -1,4 +1,4 @@
-//! Rules 4 and 5 (periphery §4.4): within the repeat window, measured from
+//! Rules 4 and 5 (design §30): within the repeat window, measured from
 //! the earlier run's finish, an identical request that an operator
 //! rejected or cancelled is refused, one whose approval expired is
 //! refused, and a change that already ran with a known outcome is a

@@ -1,4 +1,4 @@
-//! `agentrt-proxy serve` (periphery §4, stdio): the proxy as an MCP
+//! `agentrt-proxy serve` (design §28, stdio): the proxy as an MCP
 //! server named `gated-tools`, offering the loaded tools and answering
 //! each call through [`Proxy`]. stdout carries only the protocol; the
 //! reports and notices go to stderr. It offers protocol versions

@@ -1,4 +1,4 @@
-//! The status tool (periphery §4.7): what the session's requests wait for,
+//! The status tool (design §32): what the session's requests wait for,
 //! or what became of one approval, read from the store only. It never
 //! executes, decides or writes anything, and is never a run.
 
@@ -72,7 +72,7 @@ pub fn status(
     })
 }
 
-/// The session's rows the status tool reads (§4.7): those unsettled (open)
+/// The session's rows the status tool reads (design §32): those unsettled (open)
 /// or settled within the last hour, newest first, at most [`MAX_ROWS`].
 /// Open rows come first: they are the ones whose requests may still wait.
 fn recent_rows(store: &Store, session: &str, now: Timestamp) -> agentrt::Result<Vec<CallRow>> {

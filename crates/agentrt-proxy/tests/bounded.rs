@@ -110,7 +110,7 @@ async fn a_requests_runs_older_than_the_one_that_decides_are_never_read() {
     assert_eq!(seen.call_arguments.lock().expect("lock").len(), 4);
 }
 
-/// §4.7: the status tool reads at most 200 of the session's rows (its
+/// design §32: the status tool reads at most 200 of the session's rows (its
 /// newest unsettled ones, for what waits): with 250 approvals waiting it
 /// lists the 200 newest and says that older ones may wait too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,5 @@
 //! The proxy's configuration file parser (`parse_config`, what
-//! `read_config` runs on the file's bytes; periphery §4.2), fuzzed with
+//! `read_config` runs on the file's bytes; design §29), fuzzed with
 //! arbitrary bytes and with near-valid configurations: every field given
 //! or left out, then one field broken (a wrong type, a refused value, a
 //! duration such as `-1s` or `1e999s`, an unknown or repeated field).

@@ -2,7 +2,7 @@
 //! server over HTTP: progress while held, a host giving up ends the hold
 //! (never an execution), a stop ends holds, turns new calls away and waits
 //! for the calls executing upstream, and an approval that lapsed is
-//! expired and the call decided again (periphery §4.4 rule 1, §4.5).
+//! expired and the call decided again (design §30 rule 1, §31).
 
 mod support;
 

@@ -1,7 +1,7 @@
 //! `agentrt-proxy serve` as a host launches it: the binary, spoken to over
 //! stdio by an rmcp client, with the MCP fixture server (HTTP, in this
 //! process) upstream. Each call is a run of its own, recorded with the
-//! event sequences of periphery §4.3; an approval is collected by the same
+//! event sequences of design §28; an approval is collected by the same
 //! call again, or while the call is held.
 
 mod support;

@@ -1,5 +1,5 @@
 //! The runtime's errors: one enum, a variant with fields for every case a
-//! caller may act on (README decision 9). Match on variants, never on text.
+//! caller may act on (design §7). Match on variants, never on text.
 
 use std::path::PathBuf;
 

@@ -1,4 +1,4 @@
-//! Following a store's events as they commit (periphery §7.1): every
+//! Following a store's events as they commit (design §36): every
 //! event of every run (or of one run), in seq order, handed to a sink,
 //! with the position kept in a cursor.
 //!

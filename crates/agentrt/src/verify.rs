@@ -1,4 +1,4 @@
-//! Verifying the audit log (core §10.2): the hash chain over every run's
+//! Verifying the audit log (design §16): the hash chain over every run's
 //! events, and the state rows digested into it.
 //!
 //! [`verify`] walks the events in `seq` order, a page of [`PAGE_EVENTS`] at

@@ -1,4 +1,4 @@
-//! The event follower (periphery §7.1): every event in seq order, one
+//! The event follower (design §36): every event in seq order, one
 //! run's or all, a cursor that makes clean stops exactly-once, a sink
 //! error that stops it where it failed, and a wait that wakes on another
 //! connection's commit.

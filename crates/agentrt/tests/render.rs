@@ -1,5 +1,5 @@
 //! render: the conversation a model agent shows its model, and `decide`
-//! (core §11; control 74).
+//! (design §18; control 74).
 
 use std::sync::Arc;
 

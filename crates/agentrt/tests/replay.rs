@@ -1,4 +1,4 @@
-//! Replay: scripted, recording and replaying models (core §9.5; control 73).
+//! Replay: scripted, recording and replaying models (design §15; control 73).
 
 use std::path::Path;
 use std::sync::Arc;

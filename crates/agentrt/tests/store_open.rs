@@ -1,4 +1,4 @@
-//! The store's opening and file rules (core spec §2.1–§2.3, acceptance
+//! The store's opening and file rules (design §4, acceptance
 //! controls 1–7): schema and meta at creation, concurrent first opens,
 //! version refusals, file modes and ownership, unsafe schemas, symlinks,
 //! read-only opens and path spelling.

@@ -1,4 +1,4 @@
-//! `verify` on what only SQLite's files have (core §10, issue 9): a file a
+//! `verify` on what only SQLite's files have (design §16, issue 9): a file a
 //! schema-1 build left, its older rows marked by the migration. Every
 //! other tamper test reaches its database through the engine suite's
 //! `engine` (`tests/suite/verify_tamper.rs`), so it holds on every engine.

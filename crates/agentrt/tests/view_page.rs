@@ -1,5 +1,5 @@
-//! Bounded page reads (core §2.5, control 11) and the view over them:
-//! summaries, detail pages, and which approval an operator means (§5.7).
+//! Bounded page reads (design §6, control 11) and the view over them:
+//! summaries, detail pages, and which approval an operator means (design §12).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

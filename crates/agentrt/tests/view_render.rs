@@ -1,6 +1,6 @@
 //! The view's renderings: the bounded-field marker, bounded approvals, the
 //! approval text block, the JSON shapes of summaries, and the event record
-//! and trace line (core §11; periphery §1.4–§1.6; control 72).
+//! and trace line (design §18; control 72).
 
 use agentrt::json::Canonical;
 use agentrt::model::StepStatus;

@@ -1,4 +1,4 @@
-//! The signed webhook (periphery §5.2): an HTTP handler over an
+//! The signed webhook (design §35): an HTTP handler over an
 //! [`Approver`]. Every request goes through the same pipeline, in order:
 //!
 //! 1. a request whose signature headers cannot hold (one missing, the

@@ -1,5 +1,5 @@
 //! clap's errors in our words: one line naming the problem, never clap's
-//! rendering with its usage block (README decision 10). Help and version
+//! rendering with its usage block (design §19). Help and version
 //! requests, which clap also reports as errors, become text to print.
 
 use std::ffi::OsString;

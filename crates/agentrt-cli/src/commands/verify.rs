@@ -1,5 +1,5 @@
 //! `verify`: checks the hash chain over every run's events, and the state
-//! rows digested into it (periphery §1.9), optionally against a head kept
+//! rows digested into it (design §16), optionally against a head kept
 //! outside the database (`--head SEQ:HASH`) or a signed head.
 
 use std::io::Write;

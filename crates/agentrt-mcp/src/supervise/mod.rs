@@ -1,5 +1,5 @@
 //! A small supervisor of our own between this process and each stdio
-//! server (periphery §3.1, process containment), so that a server started
+//! server (design §24, process containment), so that a server started
 //! through a launcher (`npx`, `sh -c`) leaves nothing behind even when this
 //! process is SIGKILLed.
 //!

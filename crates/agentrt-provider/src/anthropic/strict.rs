@@ -1,5 +1,5 @@
 //! Tool schemas as the Messages API takes them: the `input_schema` shape,
-//! and the opt-in strict subset (periphery §2.5).
+//! and the opt-in strict subset (design §23).
 //!
 //! The walk is structural: it follows only the keywords whose values are
 //! schemas, so a property *named* like a keyword (`"pattern"`,

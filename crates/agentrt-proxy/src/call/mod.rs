@@ -1,4 +1,4 @@
-//! One run per `tools/call` (periphery §4.3, §4.4 rules 1–2): a call of a
+//! One run per `tools/call` (design §28, §30 rules 1–2): a call of a
 //! request whose run waits on an approval collects it (holding up to
 //! `hold` on the core's decision wait; one whose approval lapsed has it
 //! expired and is decided again); one whose run is executing under

@@ -1,4 +1,4 @@
-//! The command line (periphery §4.1, README decision 10): the first
+//! The command line (design §19): the first
 //! argument that does not start with `-` is the command (`serve` when
 //! none), `--config FILE` is required, nothing else may follow.
 

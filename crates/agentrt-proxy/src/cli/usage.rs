@@ -1,4 +1,4 @@
-//! The usage text, with what a proxy cannot govern (periphery §4.8).
+//! The usage text, with what a proxy cannot govern (design §33).
 
 /// Printed on `-h` and after a usage error.
 pub const USAGE: &str = "\

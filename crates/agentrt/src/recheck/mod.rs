@@ -1,4 +1,4 @@
-//! Re-checking a run (core §10.4): every policy evaluation the run
+//! Re-checking a run (design §17): every policy evaluation the run
 //! recorded is rebuilt from the record as the policy saw it, handed again to
 //! a policy, and the answer compared with the one recorded.
 //!

@@ -1,5 +1,5 @@
-//! What a model agent shows its model, and how it reads the reply (core
-//! §11; control 74).
+//! What a model agent shows its model, and how it reads the reply (design
+//! §18; control 74).
 //!
 //! [`request`] turns a [`StepInput`] into a [`ModelRequest`]; [`decide`]
 //! turns the model's [`ModelResponse`](crate::ModelResponse) into a

@@ -1,4 +1,4 @@
-//! Scripted, recording and replaying models (core §9.5; control 73).
+//! Scripted, recording and replaying models (design §15; control 73).
 //!
 //! - [`Scripted`] answers from a fixed list of responses and errors and keeps
 //!   the requests it received.

@@ -394,7 +394,7 @@ fn check_version(conn: &Connection, path: &Path) -> Result<()> {
 }
 
 /// The database must record this build's hash algorithm, canonical form
-/// and time format (README decision 3): a file at our version with other
+/// and time format (design §2): a file at our version with other
 /// or missing meta was not written by this build's rules.
 fn check_meta(conn: &Connection, path: &Path) -> Result<()> {
     let not_agentrt = |detail: String| Error::NotAgentrt {

@@ -1,5 +1,5 @@
-//! Bounded page reads, for files that may hold rows of any size (core
-//! §2.5): each read returns at most `limit` rows (`0` means all; callers
+//! Bounded page reads, for files that may hold rows of any size (design
+//! §6): each read returns at most `limit` rows (`0` means all; callers
 //! that must stay small read pages of [`PAGE_READ_ROWS`]), totals come from
 //! `COUNT` queries, and every text column is cut at [`MAX_PAGE_TEXT`]
 //! characters inside SQL, so a database with thousands of huge rows is

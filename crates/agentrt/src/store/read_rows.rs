@@ -71,7 +71,7 @@ pub struct ExtensionQuery<'v> {
 
 /// Whether a read returns rows whole, or with every text column cut at
 /// [`MAX_PAGE_TEXT`](super::MAX_PAGE_TEXT) characters (the page reads of
-/// core §2.5: a row says so in its `decode_error`, a cut JSON column
+/// design §6: a row says so in its `decode_error`, a cut JSON column
 /// becomes a marker object or is left out).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cut {

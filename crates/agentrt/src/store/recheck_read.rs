@@ -1,5 +1,5 @@
 //! A capped read of a run's approvals: the first ones, read whole, with
-//! how many the run has (core §10.4: a re-check reads approvals whole, and
+//! how many the run has (design §17: a re-check reads approvals whole, and
 //! only as many as the views counted; a satellite that decides from a
 //! run's approvals reads a bounded number of them).
 

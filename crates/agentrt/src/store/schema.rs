@@ -1,5 +1,5 @@
 //! The schema, as forward-only migrations. Released migrations are never
-//! edited: a change adds a migration (README decision 7).
+//! edited: a change adds a migration (design §4).
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = 5;
@@ -167,7 +167,7 @@ CREATE TABLE extension_tables (
 /// every commit, one more page to the WAL each time, ordered nothing. What
 /// it added, a seq never given twice after a tail was cut, is not what
 /// finds a cut: `verify` names it through the rows the cut events wrote,
-/// and a kept head names the rest (core §10.2).
+/// and a kept head names the rest (design §16).
 ///
 /// The table is rebuilt under its own name, every row and column as it
 /// was (a copy, once: its time grows with the log), so every stored link

@@ -1,4 +1,4 @@
-//! Re-check assertions (core §11): a run re-checks clean under a policy,
+//! Re-check assertions (design §18): a run re-checks clean under a policy,
 //! differs at exactly the named steps, or re-checks clean as far as the
 //! record allows.
 //!

@@ -43,7 +43,7 @@ pub fn approval_tool(approval: &Approval) -> String {
         .unwrap_or_default()
 }
 
-/// The approval as an operator reads it before deciding (periphery §1.5):
+/// The approval as an operator reads it before deciding (design §18):
 ///
 /// ```text
 ///

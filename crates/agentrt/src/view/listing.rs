@@ -343,7 +343,7 @@ pub fn detail_page(store: &Store, run_id: &str, limit: u64, offset: u64) -> Resu
     })
 }
 
-/// The approval an operator means (core §5.7), read capped.
+/// The approval an operator means (design §12), read capped.
 ///
 /// With `named`, that approval of that run, which must be pending
 /// ([`Error::NotPending`] naming its status; [`Error::NotFound`] if the run

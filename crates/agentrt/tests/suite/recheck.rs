@@ -1,4 +1,4 @@
-//! Re-checking recorded runs against a policy (core §10.4, controls 60,
+//! Re-checking recorded runs against a policy (design §17, controls 60,
 //! 66–68): rebuilt exactly, compared by outcome, kind and approval hash,
 //! and every evaluation the record cannot rebuild said so.
 

@@ -1,4 +1,4 @@
-//! The store's write groups and lists (core spec §2.4–§2.5, acceptance
+//! The store's write groups and lists (design §5, §6, acceptance
 //! controls 8 and 9): events commit with their state and exist only once
 //! committed, a failed or panicking group leaves nothing, the event chain
 //! links every stored event to the one before it, and lists follow

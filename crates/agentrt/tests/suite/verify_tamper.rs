@@ -1,4 +1,4 @@
-//! `verify` against a tampered database (core §10, controls 61–64, issue 4):
+//! `verify` against a tampered database (design §16, controls 61–64, issue 4):
 //! a populated database is copied, changed with plain SQL behind the
 //! store's back (as anyone holding it could), and verified through another
 //! handle. Every change is caught at the first bad seq; a cut-off tail
