@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::budget::CallError;
 use crate::model::{Approval, BoxFuture, Decision, Run, Step, TerminalReason, ToolSpec};
 
 /// What an agent is handed at each step: copies it may keep, isolated from
@@ -143,5 +144,20 @@ pub trait Observer: Send + Sync {
 impl<F: Fn(&crate::model::Event) + Send + Sync> Observer for F {
     fn observe(&self, event: &crate::model::Event) {
         self(event)
+    }
+}
+
+/// A model call's failure as the agent reports it.
+impl From<CallError> for AgentError {
+    fn from(e: CallError) -> AgentError {
+        match e {
+            CallError::Limit { reason, detail } => AgentError::Limit { reason, detail },
+            CallError::ModelUnavailable { .. } => AgentError::ModelUnavailable {
+                detail: e.to_string(),
+            },
+            CallError::Cancelled => AgentError::Cancelled,
+            CallError::LeaseLost => AgentError::LeaseLost,
+            other => AgentError::failed(other),
+        }
     }
 }

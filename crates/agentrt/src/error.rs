@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::json::JsonError;
-use crate::model::{ApprovalStatus, LimitsError, RunStatus};
+use crate::model::{ApprovalStatus, LabelError, LimitsError, RunStatus};
 
 /// Everything the runtime can refuse or fail with.
 #[derive(Debug, thiserror::Error)]
@@ -264,8 +264,13 @@ pub enum Error {
     },
 
     /// The configured model has no price (declare it free if it is).
-    #[error(transparent)]
-    NoPrice(#[from] crate::budget::NoPrice),
+    #[error(
+        "model {model:?} has no price; add it to the price table, or declare it free with PriceTable::free"
+    )]
+    NoPrice {
+        /// The model.
+        model: String,
+    },
 
     /// A value could not be encoded in the canonical form.
     #[error("canonical JSON: {0}")]
@@ -398,6 +403,17 @@ pub enum Error {
         /// What failed.
         detail: String,
     },
+}
+
+/// A label's refusal as the crate's: [`Error::InvalidInput`] with `what:
+/// "label"` (the same text).
+impl From<LabelError> for Error {
+    fn from(e: LabelError) -> Error {
+        Error::InvalidInput {
+            what: "label",
+            detail: e.detail,
+        }
+    }
 }
 
 impl Error {

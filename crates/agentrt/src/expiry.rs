@@ -3,11 +3,11 @@
 
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
-use crate::gate::payload;
 use crate::model::{
     Approval, ApprovalStatus, EventType, Observation, ObservationKind, RunStatus, StepStatus,
     TerminalReason,
 };
+use crate::payload;
 use crate::run_end::{self, RunEnd};
 use crate::store::{ApprovalChange, WriteTx};
 

@@ -24,6 +24,7 @@ pub mod json;
 pub mod llm;
 pub mod model;
 pub mod operator;
+mod payload;
 pub mod policy;
 pub mod private_file;
 pub mod recheck;

@@ -7,8 +7,8 @@
 
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
-use crate::gate::payload;
 use crate::model::{EventType, Observation, Run, RunStatus, StepStatus, TerminalReason};
+use crate::payload;
 use crate::store::{LeaseChange, RunChange, RunGuard, StepChange, StepGuard, WriteTx};
 
 /// How a run ends: cancelled, for `reason` with `detail`.

@@ -286,7 +286,7 @@ async fn a_free_model_needs_no_cap_under_a_cost_limit_and_an_unpriced_model_is_r
     .err()
     .unwrap();
     assert!(
-        matches!(err, Error::NoPrice(ref p) if p.model == "fake"),
+        matches!(err, Error::NoPrice { ref model } if model == "fake"),
         "{err:?}"
     );
 }

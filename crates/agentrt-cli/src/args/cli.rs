@@ -296,10 +296,7 @@ fn page_number(text: &str) -> Result<u64, String> {
 
 /// One `KEY=VALUE` label, checked by the core's rules.
 fn label(text: &str) -> Result<Label, String> {
-    text.parse::<Label>().map_err(|e| match e {
-        agentrt::Error::InvalidInput { detail, .. } => detail,
-        other => other.to_string(),
-    })
+    text.parse::<Label>().map_err(|e| e.detail)
 }
 
 #[cfg(test)]

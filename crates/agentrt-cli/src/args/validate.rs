@@ -113,10 +113,9 @@ fn paging(limit: Option<u64>, offset: Option<u64>, default_limit: u64) -> Paging
 fn labels(given: Vec<Label>) -> Checked<Labels> {
     let mut labels = Labels::new();
     for label in given {
-        labels.insert(label).map_err(|e| match e {
-            agentrt::Error::InvalidInput { detail, .. } => format!("--label: {detail}"),
-            other => other.to_string(),
-        })?;
+        labels
+            .insert(label)
+            .map_err(|e| format!("--label: {}", e.detail))?;
     }
     Ok(labels)
 }

@@ -13,11 +13,31 @@ use super::prices::{Micros, Price, PriceTable};
 use crate::cancel::Cancel;
 use crate::clock::{Timestamp, lock};
 use crate::error::Error;
-use crate::gate::GateInner;
-use crate::gate::lease::LeaseHandle;
 use crate::llm::{Model, ModelError, ModelRequest, ModelResponse};
-use crate::model::{CallStatus, EventType, Limits, ModelCall, TerminalReason, Usage};
-use crate::store::{RunChange, RunGuard, WriteTx};
+use crate::model::{CallStatus, Event, EventType, Limits, ModelCall, TerminalReason, Usage};
+use crate::store::{RunChange, RunGuard, Store, WriteTx};
+
+/// What the accounting caller needs of the session that made it: the
+/// store, the clocks and ids, the lease and the observer. The gate
+/// implements it; the caller never sees the gate itself (the gate builds
+/// callers, so the two modules depend on each other only through this).
+pub(crate) trait CallHost: Send + Sync {
+    /// The store the run lives in.
+    fn store(&self) -> &Store;
+    /// Now by the state-change clock.
+    fn now(&self) -> Timestamp;
+    /// A new id.
+    fn new_id(&self) -> String;
+    /// Now for a lease written in `tx`.
+    fn lease_now_in(&self, tx: &WriteTx<'_>) -> Result<Timestamp, Error>;
+    /// The lease owner the caller's rows are written under.
+    fn owner(&self) -> &str;
+    /// Hands committed events to the observer.
+    fn deliver(&self, events: &[Event]);
+}
+
+/// Whether the session still holds its run's lease.
+pub(crate) type LeaseHeld = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// The model a gate gives its agents, its prices, and how calls are timed
 /// out and retried.
@@ -99,21 +119,6 @@ pub enum CallError {
     Store(#[from] Error),
 }
 
-impl From<CallError> for crate::agent::AgentError {
-    fn from(e: CallError) -> crate::agent::AgentError {
-        use crate::agent::AgentError;
-        match e {
-            CallError::Limit { reason, detail } => AgentError::Limit { reason, detail },
-            CallError::ModelUnavailable { .. } => AgentError::ModelUnavailable {
-                detail: e.to_string(),
-            },
-            CallError::Cancelled => AgentError::Cancelled,
-            CallError::LeaseLost => AgentError::LeaseLost,
-            other => AgentError::failed(other),
-        }
-    }
-}
-
 /// The run's model totals as the last caller wrote them, shared with the
 /// session so its cached run (and the policy's view) stays current.
 #[derive(Clone, Default)]
@@ -162,14 +167,14 @@ impl Reserved {
 }
 
 struct Inner {
-    gate: Arc<GateInner>,
+    gate: Arc<dyn CallHost>,
     config: Arc<ModelConfig>,
     price: Price,
     limits: Limits,
     created_at: Timestamp,
     run_id: String,
     step_id: String,
-    lease: LeaseHandle,
+    lease: LeaseHeld,
     cancel: Cancel,
     totals: SharedTotals,
     /// The per-step lock: totals are reloaded, checked and reserved under
@@ -327,14 +332,14 @@ fn usable(usage: &Usage, estimate: &Usage, bounded: bool) -> bool {
 impl ModelCaller {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        gate: Arc<GateInner>,
+        gate: Arc<dyn CallHost>,
         config: Arc<ModelConfig>,
         price: Price,
         limits: Limits,
         created_at: Timestamp,
         run_id: String,
         step_id: String,
-        lease: LeaseHandle,
+        lease: LeaseHeld,
         cancel: Cancel,
         totals: SharedTotals,
     ) -> ModelCaller {
@@ -436,7 +441,7 @@ impl ModelCaller {
         let limits = &self.inner.limits;
         let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
         if limits.max_elapsed_time_ms > 0 {
-            let elapsed = (self.inner.gate.clock)().millis_since(&self.inner.created_at);
+            let elapsed = self.inner.gate.now().millis_since(&self.inner.created_at);
             if elapsed.saturating_add(wait_ms) >= limits.max_elapsed_time_ms {
                 return Some("waiting to retry would pass the run's elapsed-time limit".into());
             }
@@ -455,7 +460,7 @@ impl ModelCaller {
         let id = self.inner.run_id.clone();
         self.inner
             .gate
-            .store
+            .store()
             .off_executor(move |store| store.get_run(&id))
             .await
     }
@@ -465,7 +470,7 @@ impl ModelCaller {
         let calls = self
             .inner
             .gate
-            .store
+            .store()
             .off_executor(move |store| store.list_model_calls(&id))
             .await
             .ok()?;
@@ -492,7 +497,7 @@ impl ModelCaller {
         let run_id = inner.run_id.clone();
         self.inner
             .gate
-            .store
+            .store()
             .with_run_between_batches(run_id, move |run| {
                 Ok(inner.check_and_reserve(run, uncapped, &estimate))
             })
@@ -525,7 +530,7 @@ impl ModelCaller {
         let (recorded, events) = self
             .inner
             .gate
-            .store
+            .store()
             .write_then(f, move |recorded: &bool| {
                 if *recorded {
                     lock(&inner.reserved).remove(part);
@@ -547,7 +552,7 @@ impl ModelCaller {
         held: &Arc<Mutex<Reserved>>,
     ) -> Result<Next, CallError> {
         let inner = &self.inner;
-        if !inner.lease.ok() {
+        if !(inner.lease)() {
             return Err(CallError::LeaseLost);
         }
         let model_name = inner.config.model.name().to_owned();
@@ -573,7 +578,7 @@ impl ModelCaller {
         let sent = self.write_settling(held, part, move |tx| {
             let (inner, record, model_name) = (inner_w, written, name);
             let lease_now = inner.gate.lease_now_in(tx)?;
-            if !tx.insert_model_call(&record, &inner.gate.owner, &lease_now)? {
+            if !tx.insert_model_call(&record, inner.gate.owner(), &lease_now)? {
                 return Ok(false);
             }
             let run = tx.run(&inner.run_id)?.ok_or_else(|| Error::NotFound {

@@ -5,6 +5,6 @@
 mod caller;
 mod prices;
 
-pub(crate) use caller::SharedTotals;
 pub use caller::{CallError, ModelCaller, ModelConfig};
+pub(crate) use caller::{CallHost, SharedTotals};
 pub use prices::{DollarsError, Micros, NoPrice, Price, PriceTable, parse_dollars};

@@ -72,6 +72,12 @@ pub struct NoPrice {
     pub model: String,
 }
 
+impl From<NoPrice> for crate::error::Error {
+    fn from(e: NoPrice) -> crate::error::Error {
+        crate::error::Error::NoPrice { model: e.model }
+    }
+}
+
 /// Prices by model name.
 ///
 /// ```

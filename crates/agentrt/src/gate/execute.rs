@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use super::CrashPoint;
-use super::payload::{self};
 use super::session::{Grant, Session, State, misuse, to_json};
 use super::tool_run::{self, Then};
 use super::unknown::UnknownOutcome;
@@ -15,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::model::{
     EventType, Observation, ObservationKind, RunStatus, Step, StepStatus, TerminalReason,
 };
+use crate::payload::{self};
 use crate::store::{LeaseChange, RunChange, RunGuard, StepChange, StepGuard};
 
 impl Session {

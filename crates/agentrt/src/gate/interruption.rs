@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use super::GateInner;
-use super::payload::{self, ViewCounts};
 use super::session::{Allowed, Grant, Session, to_json};
 use super::verdicts::build_approval;
 use super::writes::{self, Draft, Settle};
@@ -20,6 +19,7 @@ use crate::model::{
     Approval, EventType, INTERRUPTED_SIDE_EFFECT, Observation, ObservationKind, PolicyDecision,
     Run, RunStatus, Step, StepStatus, TerminalReason, ToolRequest,
 };
+use crate::payload::{self, ViewCounts};
 use crate::reconcile::{ReconcileError, Reconciled};
 use crate::store::{LeaseChange, RunChange, StepChange, StepGuard, WriteTx};
 

@@ -11,7 +11,6 @@ mod execute;
 mod interruption;
 pub(crate) mod lease;
 mod limits;
-pub(crate) mod payload;
 mod resume;
 mod session;
 mod takeover;
@@ -318,6 +317,32 @@ impl GateInner {
                 observer.observe(event);
             }
         }
+    }
+}
+
+impl crate::budget::CallHost for GateInner {
+    fn store(&self) -> &crate::store::Store {
+        &self.store
+    }
+
+    fn now(&self) -> Timestamp {
+        GateInner::now(self)
+    }
+
+    fn new_id(&self) -> String {
+        GateInner::new_id(self)
+    }
+
+    fn lease_now_in(&self, tx: &WriteTx<'_>) -> Result<Timestamp> {
+        GateInner::lease_now_in(self, tx)
+    }
+
+    fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    fn deliver(&self, events: &[Event]) {
+        GateInner::deliver(self, events)
     }
 }
 

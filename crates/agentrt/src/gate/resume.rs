@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use super::payload::{self, ViewCounts};
 use super::session::{
     Allowed, Grant, Session, State, Verdict, VerdictOutcome, evaluate, misuse, to_json,
 };
@@ -19,6 +18,7 @@ use crate::model::{
     Approval, ApprovalStatus, EventType, INTERRUPTED_SIDE_EFFECT, Observation, ObservationKind,
     Outcome, RunStatus, RunView, Step, StepStatus, TerminalReason, ToolRequest,
 };
+use crate::payload::{self, ViewCounts};
 use crate::store::{LeaseChange, RunChange, RunGuard, StepChange};
 
 /// Expires an approval or grant of the session's run and ends the session.

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use super::lease::Lease;
-use super::payload::{self, ViewCounts};
 use super::writes::{self, Draft, Settle, StepEnd, running};
 use super::{Claim, CrashPoint, GateInner};
 use crate::agent::{AgentError, StepInput};
@@ -16,6 +15,7 @@ use crate::model::{
     Outcome, PolicyDecision, RecordedDecision, Run, RunStatus, RunView, Step, StepStatus,
     TerminalReason, ToolRequest,
 };
+use crate::payload::{self, ViewCounts};
 use crate::policy::PolicyError;
 use crate::registry::Registered;
 use crate::store::{LeaseChange, NewRun, RunChange, RunGuard, StepChange};
@@ -470,15 +470,16 @@ impl Session {
         let (Some((config, price)), Some(step)) = (&self.gate.model, &self.current) else {
             return;
         };
+        let lease = self.lease.handle();
         self.caller = Some(crate::budget::ModelCaller::new(
-            Arc::clone(&self.gate),
+            Arc::clone(&self.gate) as Arc<dyn crate::budget::CallHost>,
             Arc::clone(config),
             *price,
             self.run.limits,
             self.run.created_at,
             self.run.id.clone(),
             step.id.clone(),
-            self.lease.handle(),
+            Arc::new(move || lease.ok()),
             self.cancel.clone(),
             self.totals.clone(),
         ));

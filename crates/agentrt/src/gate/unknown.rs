@@ -12,13 +12,13 @@ use std::sync::Arc;
 
 use super::CrashPoint;
 use super::interruption::{Followup, side_effect_pause, write_next};
-use super::payload;
 use super::session::{Session, State};
 use super::writes::{self, StepEnd, running};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
 use crate::model::{EventType, Observation, Step, StepStatus, ToolRequest};
+use crate::payload;
 use crate::reconcile::ReconcileInput;
 use crate::store::StepChange;
 

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use super::GateInner;
-use super::payload::{self};
 use super::session::{Allowed, Grant, Session, State, Verdict, VerdictOutcome, misuse, to_json};
 use super::writes::{self, Settle, StepColumns, StepEnd, running};
 use crate::approval::{approval_hash, request_json};
@@ -15,6 +14,7 @@ use crate::model::{
     Approval, ApprovalStatus, EventType, Observation, ObservationKind, Outcome, RecordedDecision,
     Run, RunStatus, Step, StepStatus, TerminalReason,
 };
+use crate::payload::{self};
 use crate::policy::PolicyError;
 use crate::store::{LeaseChange, RunChange, StepChange, StepGuard};
 

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::GateInner;
 use super::limits::{self, Stop};
-use super::payload;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
@@ -14,6 +13,7 @@ use crate::model::{
     Approval, ApprovalStatus, EventType, Observation, Run, RunStatus, Step, StepStatus,
     TerminalReason,
 };
+use crate::payload;
 use crate::store::{LeaseChange, NewStep, RunChange, RunGuard, StepChange, StepGuard, WriteTx};
 
 /// The session state a write group produces.

@@ -9,7 +9,17 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::error::{Error, Result};
+/// A label text that breaks a rule: what is wrong, said for a person.
+/// It converts into [`crate::Error::InvalidInput`] (`what: "label"`), so
+/// `?` works in functions that return the crate's errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("label: {detail}")]
+pub struct LabelError {
+    /// The rule broken.
+    pub detail: String,
+}
+
+type Result<T> = std::result::Result<T, LabelError>;
 use crate::json::{Canonical, write_string};
 
 /// The most labels a run may carry.
@@ -19,11 +29,8 @@ pub const MAX_LABEL_KEY_CHARS: usize = 63;
 /// The longest label value, in characters.
 pub const MAX_LABEL_VALUE_CHARS: usize = 256;
 
-fn invalid(detail: String) -> Error {
-    Error::InvalidInput {
-        what: "label",
-        detail,
-    }
+fn invalid(detail: String) -> LabelError {
+    LabelError { detail }
 }
 
 /// Checks a key: 1 to [`MAX_LABEL_KEY_CHARS`] characters, the first one of
@@ -95,7 +102,7 @@ impl Label {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] (`what: "label"`) naming the rule broken.
+    /// [`LabelError`] naming the rule broken.
     pub fn new(key: impl Into<String>, value: impl Into<String>) -> Result<Label> {
         let (key, value) = (key.into(), value.into());
         check_key(&key)?;
@@ -115,7 +122,7 @@ impl Label {
 }
 
 impl FromStr for Label {
-    type Err = Error;
+    type Err = LabelError;
 
     /// Parses `key=value`, split at the first `=` (the value may hold more).
     fn from_str(text: &str) -> Result<Label> {
@@ -166,7 +173,7 @@ impl Labels {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] (`what: "label"`) for the first text that is
+    /// [`LabelError`] for the first text that is
     /// not a label, a key given twice, or more than [`MAX_LABELS`].
     pub fn parse<I>(texts: I) -> Result<Labels>
     where
@@ -184,7 +191,7 @@ impl Labels {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] (`what: "label"`) when its key is already
+    /// [`LabelError`] when its key is already
     /// there or the labels are full ([`MAX_LABELS`]).
     pub fn insert(&mut self, label: Label) -> Result<()> {
         if self.0.contains_key(&label.key) {
@@ -258,7 +265,7 @@ impl Labels {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] (`what: "label"`) naming the problem.
+    /// [`LabelError`] naming the problem.
     pub fn from_json(text: &str) -> Result<Labels> {
         let canonical = Canonical::parse_str(text)
             .map_err(|e| invalid(format!("the labels are not acceptable JSON: {e}")))?;
@@ -269,7 +276,7 @@ impl Labels {
 }
 
 impl TryFrom<BTreeMap<String, String>> for Labels {
-    type Error = Error;
+    type Error = LabelError;
 
     fn try_from(map: BTreeMap<String, String>) -> Result<Labels> {
         if map.len() > MAX_LABELS {
@@ -305,10 +312,7 @@ mod tests {
 
     fn detail(r: Result<impl fmt::Debug>) -> String {
         match r {
-            Err(Error::InvalidInput {
-                what: "label",
-                detail,
-            }) => detail,
+            Err(LabelError { detail }) => detail,
             other => panic!("expected a label error, got {other:?}"),
         }
     }

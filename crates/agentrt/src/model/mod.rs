@@ -20,7 +20,9 @@ pub use call::{CallStatus, ModelCall};
 pub use decision::{Decision, DecisionKind, DecisionProblems, Origin, RecordedDecision};
 pub(crate) use decision::{base64, is_blank};
 pub use event::{Event, EventType};
-pub use labels::{Label, Labels, MAX_LABEL_KEY_CHARS, MAX_LABEL_VALUE_CHARS, MAX_LABELS};
+pub use labels::{
+    Label, LabelError, Labels, MAX_LABEL_KEY_CHARS, MAX_LABEL_VALUE_CHARS, MAX_LABELS,
+};
 pub use limits::{Limits, LimitsError};
 pub use observation::{Observation, ObservationKind, ToolFailure};
 pub use policy::{RunView, ToolRequest};

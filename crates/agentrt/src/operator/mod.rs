@@ -13,12 +13,12 @@ use crate::clock::{Clock, Timestamp, system_clock};
 use crate::error::{Error, Result};
 use crate::expiry::write_expiry;
 use crate::gate::SatelliteRows;
-use crate::gate::payload;
 use crate::gate::resume_check_hash as check_hash;
 use crate::model::{
     Approval, ApprovalStatus, EventType, Observation, ObservationKind, Run, RunStatus, StepStatus,
     TerminalReason,
 };
+use crate::payload;
 use crate::run_end::{self, RunEnd};
 use crate::store::{ApprovalChange, Store, WriteTx};
 
