@@ -64,7 +64,7 @@ pub fn approval_tool(approval: &Approval) -> String {
 /// `  (no fields)`; any other non-object → one field named `value`;
 /// otherwise one field per key, sorted, headed `  <key> (<N> bytes)` where
 /// N is the size of the member's compact JSON as stored, then the value
-/// bounded ([`bound_value`]) and pretty-printed, every line indented four
+/// bounded ([`bound_value`](super::bound_value)) and pretty-printed, every line indented four
 /// spaces and sanitized. Every line is sanitized; the closing line is
 /// always last. The text ends with a newline.
 pub fn approval_block(approval: &Approval, options: &BlockOptions<'_>) -> String {

@@ -29,7 +29,7 @@ pub use listing::{
 /// head and tail around a marker (see [`bound_text`]).
 pub const MAX_FIELD_BYTES: usize = 2000;
 
-/// How many pending approval ids [`Error::AmbiguousApproval`] lists.
+/// How many pending approval ids [`Error::AmbiguousApproval`](crate::Error::AmbiguousApproval) lists.
 pub const MAX_LISTED_APPROVALS: usize = 20;
 
 /// Text fields of a run or an approval (goal, reason detail, kind, decode
