@@ -226,7 +226,7 @@ async fn a_given_token_file_guards_the_door_and_one_others_may_read_is_refused()
         assert_eq!(out.status.code(), Some(1));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("readable or writable by group or others"),
+            err.contains("readable by group or others (mode 0640)"),
             "{err}"
         );
         assert!(err.contains("chmod go-rwx"), "{err}");
