@@ -1,5 +1,5 @@
 //! The `agentrt` binary against databases made with the core library
-//! (design §19).
+//! (design §18, §19).
 
 mod support;
 

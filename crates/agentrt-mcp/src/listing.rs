@@ -1,5 +1,5 @@
 //! A server's tool listing, from the raw `tools/list` results it sent
-//! (design §24): pinned from the server's own bytes, page by page, with
+//! (design §25): pinned from the server's own bytes, page by page, with
 //! the protocol library's exact key matching (`tools`, not `Tools`).
 
 use std::collections::HashSet;

@@ -114,12 +114,12 @@ impl McpTool {
 
 /// JSON-RPC's "invalid params" code: the one error answer to `tools/call`
 /// taken as "the call did not run". Any other error answer is an unknown
-/// outcome (design §30); the MCP specification has a server answer
+/// outcome (design §38); the MCP specification has a server answer
 /// arguments its tool cannot take with `-32602` before running the tool.
 pub const INVALID_PARAMS: i32 = -32602;
 
 /// What a JSON-RPC error answer to `tools/call` says about the call
-/// (design §30): only a tool result with `isError` or a refusal before
+/// (design §38): only a tool result with `isError` or a refusal before
 /// anything was sent is a known failure, so an error answer is an unknown
 /// outcome (a change that failed halfway blocks its request until an
 /// operator settles it), except [`INVALID_PARAMS`]. The MCP specification

@@ -2,7 +2,7 @@
 //! operator's rules file (and the durations in it), the pinned manifest, a
 //! server's `tools/list` result pages (and what load's checks then offer
 //! the host), and a `tools/call` result mapped to recorded content
-//! (design §25, §27). Each property is fed arbitrary bytes or text and
+//! (design §25, §26, §27). Each property is fed arbitrary bytes or text and
 //! near-valid documents built to reach the deep paths, and checks what
 //! must hold beyond "no panic": valid input read exactly, a round trip
 //! where there is one, every refusal the parser's typed error.
@@ -1350,7 +1350,7 @@ proptest! {
     /// text a string at most the cap raised to fit the marker), and the
     /// summary says its length; or a `ToolError::Failed` (the server said
     /// `isError`), or `ToolError::Unknown` (a result that cannot be read:
-    /// what the server did is not known, design §30).
+    /// what the server did is not known, design §38).
     #[test]
     fn any_text_is_a_result_within_the_cap_or_a_tool_error(
         raw in pick![1 => any::<String>(), 1 => json_value(), 1 => result_model().prop_map(|m| m.text())],

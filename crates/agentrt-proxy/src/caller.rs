@@ -2,7 +2,7 @@
 //! belongs to (a run label), how to tell it a held call's progress, and
 //! when it gives up. A host giving up ends the hold of its call, never an
 //! execution: the tool finishes within its timeout and is recorded
-//! (design §30).
+//! (design §39).
 
 use std::future::Future;
 use std::pin::Pin;

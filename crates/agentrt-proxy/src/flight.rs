@@ -1,4 +1,4 @@
-//! Calls in flight and stopping (design §30, last paragraph): on stdin
+//! Calls in flight and stopping (design §39): on stdin
 //! close or SIGINT/SIGTERM the proxy stops taking calls, ends the calls
 //! held on an approval, and lets the calls executing upstream finish and
 //! be recorded before it closes the upstream servers. A call dropped

@@ -1,4 +1,4 @@
-//! A re-check report as text for a terminal (design §18 `write_recheck`).
+//! A re-check report as text for a terminal (design §18).
 
 use std::collections::BTreeSet;
 use std::fmt::{self, Write as _};

@@ -9,7 +9,7 @@ use crate::json::{check_boundary, write_string};
 use crate::model::Event;
 use crate::text::sanitize;
 
-/// The JSON Lines record of an event (design §18 trace):
+/// The JSON Lines record of an event (design §18):
 /// `{"seq":…,"run_id":…,"step_id":…,"at":…,"type":…,"payload":…}` on one
 /// line, without a trailing newline. `step_id` is omitted when empty, `at`
 /// is the stored text, the payload is the stored JSON without its
