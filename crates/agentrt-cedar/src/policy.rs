@@ -1,0 +1,419 @@
+//! [`CedarPolicy`]: a Cedar policy set as the core's [`Policy`], validated
+//! against a schema made from the tools it decides.
+
+use std::collections::{BTreeMap, HashMap};
+use std::str::FromStr;
+
+use agentrt::json::{Canonical, hash_hex};
+use agentrt::model::StepStatus;
+use agentrt::{Outcome, Policy, PolicyDecision, PolicyError, RunView, ToolRequest, ToolSpec};
+use cedar_policy as cedar;
+use serde_json::{Map, Value, json};
+
+use crate::error::CedarError;
+use crate::outcome::{Answer, Determining, decide};
+use crate::shape::Shape;
+
+/// The Cedar namespace of agentrt's entity types and actions:
+/// `Agentrt::Caller`, `Agentrt::Resource`, `Agentrt::Action::"<tool>"`.
+pub const NAMESPACE: &str = "Agentrt";
+
+/// The run label a request's principal is read from unless
+/// [`CedarPolicy::with_principal_label`] names another.
+pub const PRINCIPAL_LABEL: &str = "principal";
+
+/// The principal of a run without the principal label.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// A Cedar policy set deciding tool requests.
+///
+/// Each request is put to Cedar as:
+///
+/// - principal `Agentrt::Caller::"<id>"`: the value of the run's principal
+///   label (`principal` unless [`with_principal_label`](Self::with_principal_label)
+///   names another), or `anonymous`;
+/// - action `Agentrt::Action::"<tool name>"`;
+/// - resource `Agentrt::Resource::"<id>"`: the value of the resource label
+///   when [`with_resource_label`](Self::with_resource_label) names one the
+///   run carries (the proxy names its server's), else the tool's
+///   side-effect class (`read_only`, `local_mutation`, `remote_mutation`,
+///   `destructive`);
+/// - context `{args, side_effect, labels, run}`: the arguments, typed by
+///   the tool's schema (see the crate's documentation for what Cedar can
+///   hold); the side-effect class; the run's labels as a set of
+///   `"key=value"`; and what the run did before this step: `steps`,
+///   `failed_steps`, `calls_of_tool` (earlier steps that called this
+///   tool), `approvals`, `model_calls`, `input_tokens`, `output_tokens`,
+///   `cost_micros`.
+///
+/// The outcome follows [`crate::outcome`]. The policy's identity, recorded
+/// with every decision, is the hash of the policies' text and the schema.
+///
+/// ```
+/// use agentrt::{Outcome, SideEffect, ToolSpec};
+/// use agentrt_cedar::CedarPolicy;
+/// let write = ToolSpec::new("write_file", "Write a file", SideEffect::LocalMutation)
+///     .with_schema_str(r#"{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}"#)?;
+/// let policy = CedarPolicy::new(
+///     r#"
+///     @id("drafts")
+///     permit(principal, action == Agentrt::Action::"write_file", resource)
+///     when { context.args.path like "notes/drafts/*" };
+///     "#,
+///     &[write],
+/// )?;
+/// assert!(policy.identity().starts_with("cedar:"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct CedarPolicy {
+    policies: cedar::PolicySet,
+    schema: cedar::Schema,
+    shapes: BTreeMap<String, Shape>,
+    annotations: HashMap<String, (Option<String>, Option<String>)>,
+    identity: String,
+    principal_label: String,
+    resource_label: Option<String>,
+    authorizer: cedar::Authorizer,
+    entities: cedar::Entities,
+}
+
+impl std::fmt::Debug for CedarPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CedarPolicy")
+            .field("identity", &self.identity)
+            .field("tools", &self.shapes.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CedarPolicy {
+    /// Parses `text` (Cedar policies; an `@id("…")` annotation names a
+    /// policy in reasons), makes the schema of `tools` and validates the
+    /// policies against it strictly: a policy that names an argument a
+    /// tool does not have, or compares one with a value of another type,
+    /// is refused with Cedar's diagnostic.
+    ///
+    /// # Errors
+    ///
+    /// [`CedarError`]: the text does not parse, two policies share an
+    /// `@id`, the schema is refused, or the policies do not validate.
+    pub fn new(text: &str, tools: &[ToolSpec]) -> Result<CedarPolicy, CedarError> {
+        let policies = named(text)?;
+        let (schema_json, shapes) = schema_of(tools);
+        let schema = cedar::Schema::from_json_value(schema_json.clone())
+            .map_err(|e| CedarError::Schema(e.to_string()))?;
+        let validated = cedar::Validator::new(schema.clone())
+            .validate(&policies, cedar::ValidationMode::Strict);
+        if !validated.validation_passed() {
+            let diagnostics: Vec<String> = validated
+                .validation_errors()
+                .map(|e| format!("- {e}"))
+                .collect();
+            return Err(CedarError::Validation(diagnostics.join("\n")));
+        }
+        let annotations = policies
+            .policies()
+            .map(|p| {
+                let text = |key: &str| p.annotation(key).map(str::to_owned);
+                (p.id().to_string(), (text("approval"), text("abort")))
+            })
+            .collect();
+        let identity = identity(&policies, &schema_json);
+        Ok(CedarPolicy {
+            policies,
+            schema,
+            shapes,
+            annotations,
+            identity,
+            principal_label: PRINCIPAL_LABEL.to_owned(),
+            resource_label: None,
+            authorizer: cedar::Authorizer::new(),
+            entities: cedar::Entities::empty(),
+        })
+    }
+
+    /// Reads the principal from run label `key` instead of `principal`.
+    pub fn with_principal_label(mut self, key: impl Into<String>) -> CedarPolicy {
+        self.principal_label = key.into();
+        self
+    }
+
+    /// Reads the resource from run label `key` when the run carries it
+    /// (else the tool's side-effect class).
+    pub fn with_resource_label(mut self, key: impl Into<String>) -> CedarPolicy {
+        self.resource_label = Some(key.into());
+        self
+    }
+
+    /// The policy set's identity: `cedar:` and the BLAKE3 hash of its
+    /// policies (each by id, in id order, as Cedar prints it) and of the
+    /// schema it was validated against.
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// Cedar's answer to `request`, read as [`crate::outcome`] reads it;
+    /// `Err` with the reason when the request cannot be put to Cedar (a
+    /// tool the schema does not know, arguments of another shape).
+    fn answer(&self, request: &ToolRequest, view: &RunView) -> Result<Answer, String> {
+        let tool = &request.spec.name;
+        let shape = self
+            .shapes
+            .get(tool)
+            .ok_or_else(|| format!("tool {tool} is not in the cedar schema"))?;
+        let args = shape
+            .cut(&request.args.to_value())
+            .ok_or_else(|| format!("the arguments of {tool} do not fit its cedar schema"))?;
+        let labels = &view.run.labels;
+        let principal = labels.get(&self.principal_label).unwrap_or(ANONYMOUS);
+        let resource = self
+            .resource_label
+            .as_deref()
+            .and_then(|key| labels.get(key))
+            .unwrap_or(request.spec.side_effect.as_str());
+        let action = uid("Action", tool)?;
+        let context = cedar::Context::from_json_value(
+            context_of(request, view, args),
+            Some((&self.schema, &action)),
+        )
+        .map_err(|e| format!("the request's context: {e}"))?;
+        let cedar_request = cedar::Request::new(
+            uid("Caller", principal)?,
+            action,
+            uid("Resource", resource)?,
+            context,
+            Some(&self.schema),
+        )
+        .map_err(|e| format!("the request: {e}"))?;
+        let response = self
+            .authorizer
+            .is_authorized(&cedar_request, &self.policies, &self.entities);
+        let determining = response
+            .diagnostics()
+            .reason()
+            .map(|id| {
+                let id = id.to_string();
+                let (approval, abort) = self.annotations.get(&id).cloned().unwrap_or_default();
+                Determining {
+                    id,
+                    approval,
+                    abort,
+                }
+            })
+            .collect();
+        let errors = response
+            .diagnostics()
+            .errors()
+            .map(|e| {
+                let cedar::AuthorizationError::PolicyEvaluationError(e) = e;
+                (e.policy_id().to_string(), e.to_string())
+            })
+            .collect();
+        Ok(Answer {
+            permitted: response.decision() == cedar::Decision::Allow,
+            determining: sorted(determining),
+            errors,
+        })
+    }
+}
+
+impl Policy for CedarPolicy {
+    fn evaluate(
+        &self,
+        request: &ToolRequest,
+        view: &RunView,
+    ) -> Result<PolicyDecision, PolicyError> {
+        let answer = match self.answer(request, view) {
+            Ok(answer) => answer,
+            Err(reason) => return Ok(PolicyDecision::deny(reason)),
+        };
+        let (outcome, reason) = decide(&answer, &request.spec.name);
+        Ok(match outcome {
+            Outcome::Allow => PolicyDecision::allow_because(reason),
+            Outcome::Deny => PolicyDecision::deny(reason),
+            Outcome::Abort => PolicyDecision::abort(reason),
+            Outcome::RequireApproval => {
+                let capability = agentrt::policy::tool_and_args(request);
+                let policies: Vec<&str> = answer
+                    .determining
+                    .iter()
+                    .filter(|p| p.approval.is_some())
+                    .map(|p| p.id.as_str())
+                    .collect();
+                let presentation = Canonical::from_serialize(&json!({
+                    "args": request.args.to_value(),
+                    "policies": policies,
+                    "reason": reason,
+                    "tool": request.spec.name,
+                }))
+                .map_err(PolicyError::new)?;
+                PolicyDecision::need_approval(
+                    request.spec.side_effect.as_str(),
+                    reason,
+                    Some(capability),
+                    Some(presentation),
+                )
+            }
+        })
+    }
+
+    fn policy_id(&self) -> Option<String> {
+        Some(self.identity.clone())
+    }
+}
+
+/// The determining policies in id order (Cedar gives them as a set).
+fn sorted(mut determining: Vec<Determining>) -> Vec<Determining> {
+    determining.sort_by(|a, b| a.id.cmp(&b.id));
+    determining
+}
+
+/// `Agentrt::<kind>::"<id>"`.
+fn uid(kind: &str, id: &str) -> Result<cedar::EntityUid, String> {
+    let name = cedar::EntityTypeName::from_str(&format!("{NAMESPACE}::{kind}"))
+        .map_err(|e| format!("entity type {kind}: {e}"))?;
+    Ok(cedar::EntityUid::from_type_name_and_id(
+        name,
+        cedar::EntityId::new(id),
+    ))
+}
+
+/// The policies of `text`, each renamed by its `@id` annotation if it has
+/// one.
+fn named(text: &str) -> Result<cedar::PolicySet, CedarError> {
+    let parsed = cedar::PolicySet::from_str(text).map_err(|e| CedarError::Parse(e.to_string()))?;
+    if parsed.templates().next().is_some() {
+        return Err(CedarError::Parse(
+            "policy templates are not supported; write each policy out".into(),
+        ));
+    }
+    let mut named = cedar::PolicySet::new();
+    for policy in parsed.policies() {
+        let policy = match policy.annotation("id") {
+            Some("") => {
+                return Err(CedarError::PolicyId {
+                    id: String::new(),
+                    detail: "an @id may not be empty".into(),
+                });
+            }
+            Some(id) => policy.new_id(cedar::PolicyId::new(id)),
+            None => policy.clone(),
+        };
+        let id = policy.id().to_string();
+        named.add(policy).map_err(|e| CedarError::PolicyId {
+            id,
+            detail: e.to_string(),
+        })?;
+    }
+    Ok(named)
+}
+
+/// The Cedar schema of `tools` (JSON format), and each tool's argument
+/// shape.
+fn schema_of(tools: &[ToolSpec]) -> (Value, BTreeMap<String, Shape>) {
+    let mut shapes = BTreeMap::new();
+    let mut actions = Map::new();
+    for tool in tools {
+        let shape = Shape::of_arguments(&tool.input_schema.to_value());
+        let long = || json!({"type": "Long", "required": true});
+        let context = json!({
+            "type": "Record",
+            "attributes": {
+                "args": with_required(shape.cedar_type()),
+                "side_effect": {"type": "String", "required": true},
+                "labels": {"type": "Set", "element": {"type": "String"}, "required": true},
+                "run": {"type": "Record", "required": true, "attributes": {
+                    "steps": long(),
+                    "failed_steps": long(),
+                    "calls_of_tool": long(),
+                    "approvals": long(),
+                    "model_calls": long(),
+                    "input_tokens": long(),
+                    "output_tokens": long(),
+                    "cost_micros": long(),
+                }},
+            }
+        });
+        actions.insert(
+            tool.name.clone(),
+            json!({"appliesTo": {
+                "principalTypes": ["Caller"],
+                "resourceTypes": ["Resource"],
+                "context": context,
+            }}),
+        );
+        shapes.insert(tool.name.clone(), shape);
+    }
+    let mut schema = Map::new();
+    schema.insert(
+        NAMESPACE.to_owned(),
+        json!({
+            "entityTypes": {"Caller": {}, "Resource": {}},
+            "actions": actions,
+        }),
+    );
+    let schema = Value::Object(schema);
+    (schema, shapes)
+}
+
+fn with_required(mut t: Value) -> Value {
+    if let Some(t) = t.as_object_mut() {
+        t.insert("required".into(), Value::Bool(true));
+    }
+    t
+}
+
+/// The request's context (see [`CedarPolicy`]).
+fn context_of(request: &ToolRequest, view: &RunView, args: Value) -> Value {
+    let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let long = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let steps = &view.steps;
+    let failed = steps
+        .iter()
+        .filter(|s| s.status == StepStatus::Failed)
+        .count();
+    let calls_of_tool = steps
+        .iter()
+        .filter(|s| {
+            s.decision
+                .as_ref()
+                .is_some_and(|d| d.tool == request.spec.name)
+        })
+        .count();
+    let run = &view.run;
+    let labels: Vec<String> = run.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    json!({
+        "args": args,
+        "side_effect": request.spec.side_effect.as_str(),
+        "labels": labels,
+        "run": {
+            "steps": count(steps.len()),
+            "failed_steps": count(failed),
+            "calls_of_tool": count(calls_of_tool),
+            "approvals": count(view.approvals.len()),
+            "model_calls": long(run.model_calls),
+            "input_tokens": long(run.usage.input_tokens),
+            "output_tokens": long(run.usage.output_tokens),
+            "cost_micros": run.estimated_cost_micros,
+        }
+    })
+}
+
+/// `cedar:` and the hash of the policies (by id, as Cedar prints them) and
+/// the schema's canonical JSON.
+fn identity(policies: &cedar::PolicySet, schema: &Value) -> String {
+    let mut printed: Vec<(String, String)> = policies
+        .policies()
+        .map(|p| (p.id().to_string(), p.to_string()))
+        .collect();
+    printed.sort();
+    let mut bytes = String::new();
+    for (id, text) in printed {
+        bytes.push_str(&format!("{}:{id}\n{}:{text}\n", id.len(), text.len()));
+    }
+    let schema = Canonical::from_serialize(schema)
+        .map(|c| c.as_str().to_owned())
+        .unwrap_or_default();
+    bytes.push_str(&schema);
+    format!("cedar:{}", hash_hex(bytes.as_bytes()))
+}
