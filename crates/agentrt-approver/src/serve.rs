@@ -75,7 +75,7 @@ pub fn read_secret(path: &Path) -> Result<Secret, ServeError> {
         detail,
     };
     let bytes = agentrt::private_file::read(path, Others::NoAccess, MAX_SECRET_FILE)
-        .map_err(|e| refused(e.problem.to_string()))?;
+        .map_err(|e| refused(e.detail()))?;
     let trimmed = bytes.trim_ascii();
     Secret::new(trimmed).map_err(|ShortSecret(n)| {
         refused(format!(

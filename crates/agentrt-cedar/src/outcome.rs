@@ -96,18 +96,29 @@ pub fn decide(answer: &Answer, tool: &str) -> (Outcome, String) {
         if all.is_empty() {
             return (Outcome::Deny, format!("no cedar policy permits {tool}"));
         }
-        let aborting: Vec<&Determining> = all.iter().copied().filter(|p| p.abort.is_some()).collect();
+        let aborting: Vec<&Determining> =
+            all.iter().copied().filter(|p| p.abort.is_some()).collect();
         if !aborting.is_empty() {
             return (Outcome::Abort, whys(&aborting, |p| p.abort.as_deref()));
         }
-        return (Outcome::Deny, format!("forbidden by cedar policy {}", ids(&all)));
+        return (
+            Outcome::Deny,
+            format!("forbidden by cedar policy {}", ids(&all)),
+        );
     }
-    let asking: Vec<&Determining> = all.iter().copied().filter(|p| p.approval.is_some()).collect();
+    let asking: Vec<&Determining> = all
+        .iter()
+        .copied()
+        .filter(|p| p.approval.is_some())
+        .collect();
     if !asking.is_empty() {
         return (
             Outcome::RequireApproval,
             whys(&asking, |p| p.approval.as_deref()),
         );
     }
-    (Outcome::Allow, format!("permitted by cedar policy {}", ids(&all)))
+    (
+        Outcome::Allow,
+        format!("permitted by cedar policy {}", ids(&all)),
+    )
 }

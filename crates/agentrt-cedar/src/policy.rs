@@ -75,6 +75,9 @@ pub struct CedarPolicy {
     resource_label: Option<String>,
     authorizer: cedar::Authorizer,
     entities: cedar::Entities,
+    /// `Agentrt::Caller`, `Agentrt::Action`, `Agentrt::Resource`, parsed
+    /// once.
+    types: [cedar::EntityTypeName; 3],
 }
 
 impl std::fmt::Debug for CedarPolicy {
@@ -119,7 +122,13 @@ impl CedarPolicy {
             })
             .collect();
         let identity = identity(&policies, &schema_json);
+        let types = ["Caller", "Action", "Resource"].map(|kind| {
+            cedar::EntityTypeName::from_str(&format!("{NAMESPACE}::{kind}"))
+                .map_err(|e| CedarError::Schema(e.to_string()))
+        });
+        let [caller, action, resource] = types;
         Ok(CedarPolicy {
+            types: [caller?, action?, resource?],
             policies,
             schema,
             shapes,
@@ -171,23 +180,24 @@ impl CedarPolicy {
             .as_deref()
             .and_then(|key| labels.get(key))
             .unwrap_or(request.spec.side_effect.as_str());
-        let action = uid("Action", tool)?;
+        let [caller, action_type, resource_type] = &self.types;
+        let action = uid(action_type, tool);
         let context = cedar::Context::from_json_value(
             context_of(request, view, args),
             Some((&self.schema, &action)),
         )
         .map_err(|e| format!("the request's context: {e}"))?;
         let cedar_request = cedar::Request::new(
-            uid("Caller", principal)?,
+            uid(caller, principal),
             action,
-            uid("Resource", resource)?,
+            uid(resource_type, resource),
             context,
             Some(&self.schema),
         )
         .map_err(|e| format!("the request: {e}"))?;
-        let response = self
-            .authorizer
-            .is_authorized(&cedar_request, &self.policies, &self.entities);
+        let response =
+            self.authorizer
+                .is_authorized(&cedar_request, &self.policies, &self.entities);
         let determining = response
             .diagnostics()
             .reason()
@@ -268,14 +278,9 @@ fn sorted(mut determining: Vec<Determining>) -> Vec<Determining> {
     determining
 }
 
-/// `Agentrt::<kind>::"<id>"`.
-fn uid(kind: &str, id: &str) -> Result<cedar::EntityUid, String> {
-    let name = cedar::EntityTypeName::from_str(&format!("{NAMESPACE}::{kind}"))
-        .map_err(|e| format!("entity type {kind}: {e}"))?;
-    Ok(cedar::EntityUid::from_type_name_and_id(
-        name,
-        cedar::EntityId::new(id),
-    ))
+/// `<type>::"<id>"`.
+fn uid(entity_type: &cedar::EntityTypeName, id: &str) -> cedar::EntityUid {
+    cedar::EntityUid::from_type_name_and_id(entity_type.clone(), cedar::EntityId::new(id))
 }
 
 /// The policies of `text`, each renamed by its `@id` annotation if it has

@@ -118,7 +118,9 @@ impl Shape {
     /// `i64`, a set with an item of another type).
     pub(crate) fn cut(&self, value: &Value) -> Option<Value> {
         match (self, value) {
-            (Shape::String, Value::String(_)) | (Shape::Bool, Value::Bool(_)) => Some(value.clone()),
+            (Shape::String, Value::String(_)) | (Shape::Bool, Value::Bool(_)) => {
+                Some(value.clone())
+            }
             (Shape::Long, Value::Number(n)) => n.as_i64().map(Value::from),
             (Shape::Set(items), Value::Array(values)) => values
                 .iter()

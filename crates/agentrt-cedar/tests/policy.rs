@@ -5,12 +5,15 @@
 use std::sync::Arc;
 
 use agentrt::json::Canonical;
-use agentrt::model::{Labels, Limits, Run, RunStatus, Usage};
+use agentrt::model::{Limits, RunStatus};
 use agentrt::{
-    Decision, Driver, GateConfig, Outcome, Policy, RunView, ScriptedAgent, SideEffect, Store,
-    Timestamp, ToolRequest, ToolResult, ToolSpec, tool_fn,
+    Decision, Driver, GateConfig, Outcome, Policy, ScriptedAgent, SideEffect, Store, ToolRequest,
+    ToolResult, ToolSpec, tool_fn,
 };
 use agentrt_cedar::{CedarError, CedarPolicy};
+use common::view;
+
+mod common;
 
 fn spec(name: &str, class: SideEffect, schema: &str) -> ToolSpec {
     ToolSpec::new(name, name, class)
@@ -61,35 +64,6 @@ forbid(principal, action == Agentrt::Action::"deploy", resource)
 when { context.args has replicas && context.args.replicas > 50 };
 "#;
 
-fn run(labels: &[&str]) -> Run {
-    Run {
-        id: "r".into(),
-        goal: "g".into(),
-        status: RunStatus::Running,
-        reason: None,
-        reason_detail: String::new(),
-        limits: Limits::default(),
-        labels: Labels::parse(labels.iter().copied()).expect("labels"),
-        step_count: 0,
-        created_at: Timestamp::from_unix_nanos(0),
-        finished_at: None,
-        result: None,
-        model_calls: 0,
-        usage: Usage::default(),
-        estimated_cost_micros: 0,
-        active_ms: 0,
-        decode_error: None,
-    }
-}
-
-fn view(labels: &[&str]) -> RunView {
-    RunView {
-        run: run(labels),
-        steps: Arc::new(Vec::new()),
-        approvals: Arc::new(Vec::new()),
-    }
-}
-
 fn request(tool: &str, args: &str) -> ToolRequest {
     let spec = tools()
         .into_iter()
@@ -114,30 +88,64 @@ fn decided(policy: &CedarPolicy, tool: &str, args: &str, labels: &[&str]) -> (Ou
 fn a_teams_policy_decides_each_request_and_names_the_policies_that_decided() {
     let policy = CedarPolicy::new(TEAM_POLICY, &tools()).expect("loads");
     assert_eq!(
-        decided(&policy, "write_file", r#"{"path":"notes/drafts/a.md","content":"x"}"#, &[]),
+        decided(
+            &policy,
+            "write_file",
+            r#"{"path":"notes/drafts/a.md","content":"x"}"#,
+            &[]
+        ),
         (Outcome::Allow, "permitted by cedar policy drafts".into())
     );
     assert_eq!(
-        decided(&policy, "write_file", r#"{"path":"src/main.rs","content":"x"}"#, &[]),
+        decided(
+            &policy,
+            "write_file",
+            r#"{"path":"src/main.rs","content":"x"}"#,
+            &[]
+        ),
         (
             Outcome::RequireApproval,
             "a write outside notes/drafts (cedar policy writes-need-me)".into()
         )
     );
     assert_eq!(
-        decided(&policy, "move_file", r#"{"source":"a","destination":"b"}"#, &[]),
+        decided(
+            &policy,
+            "move_file",
+            r#"{"source":"a","destination":"b"}"#,
+            &[]
+        ),
         (Outcome::Deny, "no cedar policy permits move_file".into())
     );
     assert_eq!(
-        decided(&policy, "deploy", r#"{"replicas":3}"#, &["principal=intern"]).0,
+        decided(
+            &policy,
+            "deploy",
+            r#"{"replicas":3}"#,
+            &["principal=intern"]
+        )
+        .0,
         Outcome::Deny
     );
     assert_eq!(
-        decided(&policy, "deploy", r#"{"replicas":3}"#, &["principal=release"]),
-        (Outcome::Allow, "permitted by cedar policy release-deploys".into())
+        decided(
+            &policy,
+            "deploy",
+            r#"{"replicas":3}"#,
+            &["principal=release"]
+        ),
+        (
+            Outcome::Allow,
+            "permitted by cedar policy release-deploys".into()
+        )
     );
     assert_eq!(
-        decided(&policy, "deploy", r#"{"replicas":80}"#, &["principal=release"]),
+        decided(
+            &policy,
+            "deploy",
+            r#"{"replicas":80}"#,
+            &["principal=release"]
+        ),
         (
             Outcome::Abort,
             "a deploy of more than 50 replicas (cedar policy no-huge-deploys)".into()
@@ -176,11 +184,23 @@ fn the_principal_and_the_resource_come_from_the_labels_named() {
         .with_resource_label("mcp.server");
     let args = r#"{"source":"a","destination":"b"}"#;
     assert_eq!(
-        decided(&policy, "move_file", args, &["mcp.session=s-1", "mcp.server=files"]).0,
+        decided(
+            &policy,
+            "move_file",
+            args,
+            &["mcp.session=s-1", "mcp.server=files"]
+        )
+        .0,
         Outcome::Allow
     );
     assert_eq!(
-        decided(&policy, "move_file", args, &["mcp.session=s-2", "mcp.server=files"]).0,
+        decided(
+            &policy,
+            "move_file",
+            args,
+            &["mcp.session=s-2", "mcp.server=files"]
+        )
+        .0,
         Outcome::Deny
     );
     // Without the resource label: the side-effect class.
@@ -248,7 +268,10 @@ fn bad_text_duplicate_ids_and_templates_are_refused() {
         Err(CedarError::PolicyId { .. })
     ));
     assert!(matches!(
-        CedarPolicy::new("permit(principal == ?principal, action, resource);", &tools()),
+        CedarPolicy::new(
+            "permit(principal == ?principal, action, resource);",
+            &tools()
+        ),
         Err(CedarError::Parse(_))
     ));
 }
@@ -275,7 +298,10 @@ fn a_tool_outside_the_schema_is_denied() {
     let policy = CedarPolicy::new("permit(principal, action, resource);", &tools()).expect("loads");
     assert_eq!(
         decided(&policy, "shell", "{}", &[]),
-        (Outcome::Deny, "tool shell is not in the cedar schema".into())
+        (
+            Outcome::Deny,
+            "tool shell is not in the cedar schema".into()
+        )
     );
 }
 
@@ -287,13 +313,17 @@ fn the_identity_follows_the_policies_and_the_schema_only() {
     assert_eq!(a.policy_id().as_deref(), Some(a.identity()));
     let edited = TEAM_POLICY.replace(">= 20", ">= 21");
     assert_ne!(
-        CedarPolicy::new(&edited, &tools()).expect("loads").identity(),
+        CedarPolicy::new(&edited, &tools())
+            .expect("loads")
+            .identity(),
         a.identity()
     );
     let mut more = tools();
     more.push(spec("read_file", SideEffect::ReadOnly, "{}"));
     assert_ne!(
-        CedarPolicy::new(TEAM_POLICY, &more).expect("loads").identity(),
+        CedarPolicy::new(TEAM_POLICY, &more)
+            .expect("loads")
+            .identity(),
         a.identity()
     );
     assert!(a.identity().len() <= 256);
@@ -311,7 +341,10 @@ async fn a_rust_program_runs_on_a_cedar_policy_through_the_gate() {
     let mut driver = Driver::new(
         config,
         ScriptedAgent::new([
-            Decision::tool_call("write_file", r#"{"path":"notes/drafts/a.md","content":"x"}"#),
+            Decision::tool_call(
+                "write_file",
+                r#"{"path":"notes/drafts/a.md","content":"x"}"#,
+            ),
             Decision::tool_call("write_file", r#"{"path":"README.md","content":"x"}"#),
         ]),
     )
@@ -323,8 +356,14 @@ async fn a_rust_program_runs_on_a_cedar_policy_through_the_gate() {
     assert_eq!(run.status, RunStatus::WaitingForApproval);
     let steps = store.list_steps("r1").expect("steps");
     assert_eq!(steps.len(), 2);
-    assert_eq!(steps[0].policy.as_ref().map(|p| p.outcome), Some(Outcome::Allow));
-    assert_eq!(steps[0].policy_id, id, "the identity is recorded with the decision");
+    assert_eq!(
+        steps[0].policy.as_ref().map(|p| p.outcome),
+        Some(Outcome::Allow)
+    );
+    assert_eq!(
+        steps[0].policy_id, id,
+        "the identity is recorded with the decision"
+    );
     let approvals = store.list_approvals("r1").expect("approvals");
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].kind, "local_mutation");
@@ -349,7 +388,10 @@ async fn the_twenty_first_write_of_a_run_is_denied() {
         ..Limits::default()
     };
     let mut driver = Driver::new(config, ScriptedAgent::new(writes)).expect("driver");
-    driver.start(Some("r1"), "write notes", limits).await.expect("run");
+    driver
+        .start(Some("r1"), "write notes", limits)
+        .await
+        .expect("run");
     let steps = store.list_steps("r1").expect("steps");
     let outcomes: Vec<Option<Outcome>> = steps
         .iter()

@@ -1,15 +1,15 @@
 //! For random policy sets and requests, `CedarPolicy`'s outcome equals a
-//! reference evaluation of the precedence rules (abort > deny > approval
-//! > allow, default deny) over which policies the request satisfies,
-//! computed here without Cedar.
-
-use std::sync::Arc;
+//! reference evaluation of the precedence rules (abort, then deny, then
+//! approval, then allow; default deny) over which policies the request
+//! satisfies, computed here without Cedar.
 
 use agentrt::json::Canonical;
-use agentrt::model::{Labels, Limits, Run, RunStatus, Usage};
-use agentrt::{Outcome, Policy, RunView, SideEffect, Timestamp, ToolRequest, ToolSpec};
+use agentrt::{Outcome, Policy, SideEffect, ToolRequest, ToolSpec};
 use agentrt_cedar::CedarPolicy;
+use common::view;
 use proptest::prelude::*;
+
+mod common;
 
 #[derive(Debug, Clone, Copy)]
 enum Effect {
@@ -117,31 +117,6 @@ fn rule() -> impl Strategy<Value = Rule> {
     (effect, note, test).prop_map(|(effect, note, test)| Rule { effect, note, test })
 }
 
-fn view() -> RunView {
-    RunView {
-        run: Run {
-            id: "r".into(),
-            goal: "g".into(),
-            status: RunStatus::Running,
-            reason: None,
-            reason_detail: String::new(),
-            limits: Limits::default(),
-            labels: Labels::new(),
-            step_count: 0,
-            created_at: Timestamp::from_unix_nanos(0),
-            finished_at: None,
-            result: None,
-            model_calls: 0,
-            usage: Usage::default(),
-            estimated_cost_micros: 0,
-            active_ms: 0,
-            decode_error: None,
-        },
-        steps: Arc::new(Vec::new()),
-        approvals: Arc::new(Vec::new()),
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -165,7 +140,7 @@ proptest! {
             spec,
             args: Canonical::parse_str(&args).expect("args"),
         };
-        let decided = policy.evaluate(&request, &view()).expect("decided");
+        let decided = policy.evaluate(&request, &view(&[])).expect("decided");
         let (outcome, ids) = reference(&rules, n);
         prop_assert_eq!(decided.outcome, outcome, "{}", text);
         // The reason names exactly the policies that decided.

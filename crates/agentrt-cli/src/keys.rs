@@ -156,7 +156,7 @@ fn parse(
 /// private key, not readable by group or others either).
 fn read_owned(path: &Path, others: Others) -> Result<String, CliError> {
     let bytes = agentrt::private_file::read(path, others, MAX_KEY_FILE)
-        .map_err(|e| CliError::Failed(format!("{}: {}", shown(path), e.problem)))?;
+        .map_err(|e| CliError::Failed(format!("{}: {}", shown(path), e.detail())))?;
     String::from_utf8(bytes)
         .map_err(|_| CliError::Failed(format!("{} is not UTF-8 text", shown(path))))
 }

@@ -57,7 +57,7 @@ const MAX_PRIVATE_FILE: u64 = 16 << 20;
 /// is not private [`McpError::NotPrivate`].
 fn read_owned(path: &Path, others: Others) -> Result<Vec<u8>, McpError> {
     agentrt::private_file::read(path, others, MAX_PRIVATE_FILE).map_err(|e| {
-        let detail = e.problem.to_string();
+        let detail = e.detail();
         match e.problem {
             Problem::Io(_) | Problem::TooBig { .. } => McpError::File {
                 path: e.path,

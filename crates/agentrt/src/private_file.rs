@@ -22,7 +22,6 @@
 //! # }
 //! ```
 
-use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -42,7 +41,7 @@ pub enum Others {
 /// [`Problem`]. Its text names the path and the problem, and for a mode
 /// the `chmod` that fixes it; never the file's content.
 #[derive(Debug, thiserror::Error)]
-#[error("{}: {problem}", path.display())]
+#[error("{}: {}", path.display(), self.detail())]
 pub struct PrivateFileError {
     /// The file.
     pub path: PathBuf,
@@ -50,7 +49,43 @@ pub struct PrivateFileError {
     pub problem: Problem,
 }
 
-/// What is wrong with a file [`read`] refused.
+impl PrivateFileError {
+    /// The problem as a person reads it, without the path in front: for a
+    /// mode, what group or others may do and the `chmod` of this file that
+    /// fixes it.
+    pub fn detail(&self) -> String {
+        match &self.problem {
+            Problem::Io(e) => e.to_string(),
+            Problem::NotRegular => "it is not a regular file".into(),
+            Problem::NotOwned { owner, me } => {
+                format!("it is owned by uid {owner}, not by the current user (uid {me})")
+            }
+            Problem::Shared { mode, others } => {
+                let (what, fix) = if mode & 0o022 != 0 {
+                    ("it is writable by group or others", "go-w")
+                } else if mode & 0o044 != 0 {
+                    ("it is readable by group or others", "go-rwx")
+                } else {
+                    ("group or others have rights to it", "go-rwx")
+                };
+                // A secret is fixed whole, not only its write bits.
+                let fix = if *others == Others::NoAccess {
+                    "go-rwx"
+                } else {
+                    fix
+                };
+                format!(
+                    "{what} (mode {mode:04o}); fix it with: chmod {fix} {}",
+                    self.path.display()
+                )
+            }
+            Problem::TooBig { cap } => format!("it holds more than {cap} bytes"),
+        }
+    }
+}
+
+/// What is wrong with a file [`read`] refused ([`PrivateFileError::detail`]
+/// words it).
 #[derive(Debug)]
 pub enum Problem {
     /// It could not be opened, inspected or read.
@@ -70,48 +105,12 @@ pub enum Problem {
         mode: u32,
         /// What they may do.
         others: Others,
-        /// The file, for the `chmod` that fixes it.
-        path: PathBuf,
     },
     /// It holds more than the cap.
     TooBig {
         /// The most bytes read.
         cap: u64,
     },
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Problem::Io(e) => write!(f, "{e}"),
-            Problem::NotRegular => write!(f, "it is not a regular file"),
-            Problem::NotOwned { owner, me } => write!(
-                f,
-                "it is owned by uid {owner}, not by the current user (uid {me})"
-            ),
-            Problem::Shared { mode, others, path } => {
-                let (what, fix) = if mode & 0o022 != 0 {
-                    ("it is writable by group or others", "go-w")
-                } else if mode & 0o044 != 0 {
-                    ("it is readable by group or others", "go-rwx")
-                } else {
-                    ("group or others have rights to it", "go-rwx")
-                };
-                // A secret is fixed whole, not only its write bits.
-                let fix = if *others == Others::NoAccess {
-                    "go-rwx"
-                } else {
-                    fix
-                };
-                write!(
-                    f,
-                    "{what} (mode {mode:04o}); fix it with: chmod {fix} {}",
-                    path.display()
-                )
-            }
-            Problem::TooBig { cap } => write!(f, "it holds more than {cap} bytes"),
-        }
-    }
 }
 
 /// The bytes of `path` (at most `cap`), if it is private to the current
@@ -130,7 +129,7 @@ pub fn read(path: &Path, others: Others, cap: u64) -> Result<Vec<u8>, PrivateFil
     if !meta.is_file() {
         return Err(refused(Problem::NotRegular));
     }
-    check_owner(path, &meta, others).map_err(refused)?;
+    check_owner(&meta, others).map_err(refused)?;
     let mut bytes = Vec::new();
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
@@ -142,7 +141,7 @@ pub fn read(path: &Path, others: Others, cap: u64) -> Result<Vec<u8>, PrivateFil
 }
 
 #[cfg(unix)]
-fn check_owner(path: &Path, meta: &std::fs::Metadata, others: Others) -> Result<(), Problem> {
+fn check_owner(meta: &std::fs::Metadata, others: Others) -> Result<(), Problem> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
@@ -158,17 +157,13 @@ fn check_owner(path: &Path, meta: &std::fs::Metadata, others: Others) -> Result<
         Others::NoAccess => 0o077,
     };
     if mode & forbidden != 0 {
-        return Err(Problem::Shared {
-            mode,
-            others,
-            path: path.to_owned(),
-        });
+        return Err(Problem::Shared { mode, others });
     }
     Ok(())
 }
 
 #[cfg(not(unix))]
-fn check_owner(_: &Path, _: &std::fs::Metadata, _: Others) -> Result<(), Problem> {
+fn check_owner(_: &std::fs::Metadata, _: Others) -> Result<(), Problem> {
     Ok(())
 }
 

@@ -5,6 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
+use agentrt::clock::ManualClock;
 use agentrt::ids::sequential_ids;
 use agentrt::*;
 use common::*;
@@ -20,18 +21,23 @@ impl Policy for Named {
     }
 }
 
-#[tokio::test]
-async fn damaged_rows_are_listed_cancellable_and_fail_a_resume_without_rewrite() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("d.db");
-    let store = Store::open(&path).unwrap();
+/// The remote push the runs of these tests pause on, the clock and the
+/// recorder their drivers share.
+struct World {
+    push: Arc<Counting>,
+    clock: ManualClock,
+    rec: Recorder,
+}
+
+/// Runs `ids` on `store`, each paused on the approval of a remote push.
+async fn paused_on_a_push(store: &Store, ids: [&str; 2]) -> World {
     let clock = stepping_clock();
     let rec = Recorder::default();
     let push = Arc::new(Counting::new("push", SideEffect::RemoteMutation));
-    for id in ["a", "b"] {
+    for id in ids {
         let mut d = Driver::new(
             config(
-                &store,
+                store,
                 DefaultPolicy,
                 shared(vec![push.clone()]),
                 &clock,
@@ -43,6 +49,15 @@ async fn damaged_rows_are_listed_cancellable_and_fail_a_resume_without_rewrite()
         .unwrap();
         d.start(Some(id), "g", Limits::default()).await.unwrap();
     }
+    World { push, clock, rec }
+}
+
+#[tokio::test]
+async fn damaged_rows_are_listed_cancellable_and_fail_a_resume_without_rewrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    let store = Store::open(&path).unwrap();
+    let World { push, clock, rec } = paused_on_a_push(&store, ["a", "b"]).await;
     let raw = rusqlite::Connection::open(&path).unwrap();
     raw.execute(
         "UPDATE runs SET limits_json = '{not json' WHERE id IN ('a', 'b')",
@@ -307,24 +322,7 @@ async fn an_unknown_event_type_is_listed_not_refused() {
 async fn run_records_read_each_run_whole_or_capped_in_the_order_asked() {
     use agentrt::store::RecordCaps;
     let store = Store::open(":memory:").unwrap();
-    let clock = stepping_clock();
-    let rec = Recorder::default();
-    let push = Arc::new(Counting::new("push", SideEffect::RemoteMutation));
-    for id in ["a", "b"] {
-        let mut d = Driver::new(
-            config(
-                &store,
-                DefaultPolicy,
-                shared(vec![push.clone()]),
-                &clock,
-                &rec,
-            )
-            .with_ids(sequential_ids(&format!("{id}-"))),
-            ScriptedAgent::new([Decision::tool_call("push", "{}")]),
-        )
-        .unwrap();
-        d.start(Some(id), "g", Limits::default()).await.unwrap();
-    }
+    paused_on_a_push(&store, ["a", "b"]).await;
     let wide = RecordCaps {
         steps: 100,
         events: 100,

@@ -20,6 +20,32 @@ pub(crate) fn is_json_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
+/// Calls `each` with every character of valid JSON `text` and whether it
+/// stands outside a string (a string's opening quote does; its content and
+/// closing quote do not).
+fn scan(text: &str, mut each: impl FnMut(char, bool)) {
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if !in_string {
+            in_string = c == '"';
+            each(c, true);
+            continue;
+        }
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == '"' {
+            in_string = false;
+        }
+        each(c, false);
+    }
+}
+
+fn is_space(c: char) -> bool {
+    u8::try_from(c).is_ok_and(is_json_space)
+}
+
 /// Re-indents JSON text with two spaces per level, one member or element
 /// per line, `": "` after keys, and `{}`/`[]` for empty containers.
 /// Number literals and strings are copied as written.
@@ -31,8 +57,6 @@ pub(crate) fn is_json_space(b: u8) -> bool {
 pub fn pretty_json(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 2);
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
     let mut need_indent = false;
     let newline = |out: &mut String, depth: usize| {
         out.push('\n');
@@ -40,35 +64,24 @@ pub fn pretty_json(text: &str) -> String {
             out.push_str("  ");
         }
     };
-    for c in text.chars() {
-        if in_string {
+    scan(text, |c, outside| {
+        if !outside {
             out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
+            return;
         }
-        if matches!(c, ' ' | '\t' | '\n' | '\r') {
-            continue;
+        if is_space(c) {
+            return;
         }
         if need_indent {
             need_indent = false;
             if c == '}' || c == ']' {
                 out.push(c);
-                continue;
+                return;
             }
             depth += 1;
             newline(&mut out, depth);
         }
         match c {
-            '"' => {
-                in_string = true;
-                out.push(c);
-            }
             '{' | '[' => {
                 out.push(c);
                 need_indent = true;
@@ -85,31 +98,17 @@ pub fn pretty_json(text: &str) -> String {
             }
             _ => out.push(c),
         }
-    }
+    });
     out
 }
 
 /// Copies valid JSON text without its insignificant whitespace.
 pub(crate) fn compact_into(out: &mut String, text: &str) {
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in text.chars() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if c == '"' {
-            in_string = true;
-            out.push(c);
-        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+    scan(text, |c, outside| {
+        if !outside || !is_space(c) {
             out.push(c);
         }
-    }
+    });
 }
 
 #[cfg(test)]
