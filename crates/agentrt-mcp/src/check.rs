@@ -127,6 +127,49 @@ pub fn check_tools(
     (offered, report)
 }
 
+/// The specs a load of `manifest` would offer if the server listed
+/// exactly what was pinned: what a policy is validated against before any
+/// server is reached (a Cedar policy at `check`, a re-check without
+/// `--current-tools`). Tools the rules leave out or refuse are not in it.
+///
+/// ```
+/// use std::time::Duration;
+/// use agentrt::{SideEffect, Timestamp};
+/// use agentrt_mcp::{ListedTool, Manifest, PinnedTool, Rule, Rules, pinned_specs};
+/// let read = ListedTool {
+///     name: "read_file".into(),
+///     description: "Reads a file.".into(),
+///     input_schema: r#"{"type":"object","properties":{"path":{"type":"string"}}}"#.into(),
+///     annotations: None,
+/// };
+/// let at = Timestamp::parse("2026-10-01T09:00:00Z").unwrap();
+/// let manifest = Manifest::pin("fs", at, &[read])?;
+/// let mut rules = Rules::new();
+/// rules.insert("read_file".into(), Rule::new(SideEffect::ReadOnly).with_timeout(Duration::from_secs(5)));
+/// let specs = pinned_specs("fs", &manifest, &rules, None);
+/// assert_eq!(specs[0].name, "fs_read_file");
+/// # Ok::<(), agentrt_mcp::McpError>(())
+/// ```
+pub fn pinned_specs(
+    server: &str,
+    manifest: &Manifest,
+    rules: &Rules,
+    default_timeout: Option<Duration>,
+) -> Vec<ToolSpec> {
+    let listed: Vec<ListedTool> = manifest
+        .tools
+        .values()
+        .map(|pin| ListedTool {
+            name: pin.name.clone(),
+            description: pin.description.clone(),
+            input_schema: pin.input_schema.as_str().to_owned(),
+            annotations: pin.annotations.as_ref().map(|a| a.as_str().to_owned()),
+        })
+        .collect();
+    let (offered, _) = check_tools(server, manifest, rules, &listed, default_timeout);
+    offered.into_iter().map(|o| o.spec).collect()
+}
+
 /// Checks one pinned tool (design §26); the reason when refused.
 fn check_one(
     server: &str,

@@ -39,7 +39,7 @@ pub mod supervise;
 mod tool;
 
 pub use call::{DEFAULT_MAX_CONTENT_BYTES, call_arguments, map_result};
-pub use check::{OfferedTool, check_files, check_tools};
+pub use check::{OfferedTool, check_files, check_tools, pinned_specs};
 pub use connect::{Connection, connect, pin};
 pub use duration::parse_duration;
 pub use error::McpError;

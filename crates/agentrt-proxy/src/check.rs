@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 
 use agentrt::{Store, Tool};
@@ -43,7 +44,7 @@ impl LoadedServers {
 }
 
 /// The adapter's rules of a server's configured rules.
-fn mcp_rules(server: &crate::config::ServerConfig) -> Rules {
+pub(crate) fn mcp_rules(server: &crate::config::ServerConfig) -> Rules {
     server
         .rules
         .iter()
@@ -167,6 +168,20 @@ pub async fn check(config: &Config, out: &mut dyn Write) -> Result<bool, ProxyEr
             "server {}: {}",
             agentrt::text::sanitize(server),
             agentrt::text::sanitize(why)
+        )
+        .map_err(output_error)?;
+    }
+    // The Cedar policy validated against what serving would offer: a
+    // policy naming an argument no tool has is refused here, not at the
+    // first call.
+    let offered: Vec<agentrt::ToolSpec> = loaded.tools.values().map(|t| t.spec()).collect();
+    if let Some(cedar) = crate::cedar::load_cedar(config, &offered)? {
+        writeln!(
+            out,
+            "policy: cedar {} validated against {} tool(s) ({})",
+            config.cedar.as_deref().unwrap_or(Path::new("")).display(),
+            offered.len(),
+            cedar.identity()
         )
         .map_err(output_error)?;
     }

@@ -45,6 +45,10 @@ pub struct Config {
     pub servers: Vec<ServerConfig>,
     /// The outcome of each side-effect class (every class present).
     pub policy: BTreeMap<SideEffect, Outcome>,
+    /// A Cedar policy file (`"policy": {"cedar": FILE}`, resolved against
+    /// the configuration's directory) that decides every call in place of
+    /// the class outcomes.
+    pub cedar: Option<PathBuf>,
     /// How long a call waits for its approval (zero: answers at once).
     pub hold: Duration,
     /// The window of the rejected/expired and duplicate rules (zero: off).
@@ -249,9 +253,36 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
         ));
     }
     let mut policy = default_policy();
+    let mut cedar = None;
     for (name, text) in &file.policy {
+        if name == "cedar" {
+            if text.is_empty() {
+                return Err("policy: cedar: empty".into());
+            }
+            cedar = Some(resolve(base, text));
+            continue;
+        }
         let class = class(name).map_err(|e| format!("policy: {e}"))?;
         policy.insert(class, outcome(text).map_err(|e| format!("policy: {e}"))?);
+    }
+    // A Cedar file decides every call: an outcome written beside it would
+    // look as if it counted.
+    if cedar.is_some() {
+        if let Some(name) = file.policy.keys().find(|k| *k != "cedar") {
+            return Err(format!(
+                "policy: {name:?} beside \"cedar\": the Cedar policy decides every call; \
+                 write the class's outcome as a Cedar policy"
+            ));
+        }
+        for server in &file.servers {
+            if let Some((tool, _)) = server.rules.iter().find(|(_, r)| r.outcome.is_some()) {
+                return Err(format!(
+                    "server {:?}: rule {tool:?}: outcome beside a Cedar policy, which decides \
+                     every call; write it as a Cedar policy",
+                    server.name
+                ));
+            }
+        }
     }
     let max_pending = match file.max_pending {
         None => DEFAULT_MAX_PENDING,
@@ -294,6 +325,7 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
         session: file.session,
         servers,
         policy,
+        cedar,
         hold: duration("hold", file.hold.as_deref(), DEFAULT_HOLD)?,
         repeat_window: duration(
             "repeat_window",

@@ -42,6 +42,16 @@ pub enum ProxyError {
     /// From the core: the store.
     #[error(transparent)]
     Core(#[from] agentrt::Error),
+    /// The Cedar policy file cannot be read, or its policies do not parse
+    /// or do not validate against the tools the proxy offers (Cedar's
+    /// diagnostic in `detail`).
+    #[error("cedar policy {}: {detail}", path.display())]
+    Cedar {
+        /// The policy file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
     /// The HTTP door's bearer token cannot be read or made.
     #[error("token file {}: {detail}", path.display())]
     Token {

@@ -16,6 +16,7 @@
 mod answer;
 mod call;
 mod caller;
+mod cedar;
 mod check;
 pub mod cli;
 mod config;
@@ -41,6 +42,7 @@ mod status;
 pub use answer::Answer;
 pub use call::Proxy;
 pub use caller::{Caller, ProgressFn};
+pub use cedar::{MAX_CEDAR_BYTES, PRINCIPAL_LABEL, RESOURCE_LABEL, cedar_from_file, load_cedar};
 pub use check::{LoadedServers, check, load_all, open_store};
 pub use config::{
     Config, DEFAULT_HOLD, DEFAULT_LEASE_TTL, DEFAULT_MAX_PENDING, DEFAULT_REPEAT_WINDOW,
@@ -57,7 +59,7 @@ pub use key_state::{KeyState, OnCall, RowFacts, classify, on_call};
 pub use notices::NOTICE_QUEUE;
 pub use pin::{pin_all, write_listing};
 pub use policy::{ProxyPolicy, ToolFacts, capability};
-pub use policy_id::{POLICY_ID_PREFIX, policy_document, policy_id};
+pub use policy_id::{POLICY_ID_PREFIX, policy_document, policy_id, policy_id_with};
 pub use raw_args::{RawArguments, TeeInput};
 pub use reach::{Protected, candidates, check_reach, check_server};
 pub use recheck::recheck;

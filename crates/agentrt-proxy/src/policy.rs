@@ -12,9 +12,11 @@ use agentrt::{
     Canonical, Outcome, Policy, PolicyDecision, PolicyError, RunView, SideEffect, ToolRequest,
 };
 
+use agentrt_cedar::CedarPolicy;
+
 use crate::config::Config;
 use crate::index::object;
-use crate::policy_id::policy_id;
+use crate::policy_id::policy_id_with;
 use crate::repeat::Attempt;
 
 /// What the policy knows of one registered tool.
@@ -44,17 +46,33 @@ pub struct ProxyPolicy {
     classes: BTreeMap<SideEffect, Outcome>,
     tools: BTreeMap<String, ToolFacts>,
     reruns: Reruns,
+    cedar: Option<Arc<CedarPolicy>>,
     id: String,
 }
 
 impl ProxyPolicy {
     /// The policy of `config` over `tools` (by registered name).
     pub fn new(config: &Config, tools: BTreeMap<String, ToolFacts>, reruns: Reruns) -> ProxyPolicy {
+        ProxyPolicy::with_cedar(config, tools, reruns, None)
+    }
+
+    /// The policy of `config` over `tools` with `cedar` (the configuration's
+    /// Cedar policy, see [`crate::load_cedar`]) deciding each call in place
+    /// of the class outcomes. Rule 6 and what an approval is bound to stay
+    /// the proxy's.
+    pub fn with_cedar(
+        config: &Config,
+        tools: BTreeMap<String, ToolFacts>,
+        reruns: Reruns,
+        cedar: Option<CedarPolicy>,
+    ) -> ProxyPolicy {
+        let id = policy_id_with(config, cedar.as_ref().map(CedarPolicy::identity));
         ProxyPolicy {
             classes: config.policy.clone(),
             tools,
             reruns,
-            id: policy_id(config),
+            cedar: cedar.map(Arc::new),
+            id,
         }
     }
 
@@ -122,7 +140,7 @@ impl Policy for ProxyPolicy {
     fn evaluate(
         &self,
         request: &ToolRequest,
-        _view: &RunView,
+        view: &RunView,
     ) -> Result<PolicyDecision, PolicyError> {
         let name = &request.spec.name;
         let class = request.spec.side_effect;
@@ -135,10 +153,14 @@ impl Policy for ProxyPolicy {
             .lock()
             .ok()
             .and_then(|r| r.get(&request.run_id).cloned());
-        let (outcome, reason) = match (facts.outcome, self.classes.get(&class)) {
-            (Some(o), _) => (o, format!("tool {name} is {o} by the operator's rule")),
-            (None, Some(o)) => (*o, format!("side effect {class} is {o} by policy")),
-            (None, None) => {
+        let (outcome, reason) = match (&self.cedar, facts.outcome, self.classes.get(&class)) {
+            (Some(cedar), _, _) => {
+                let decided = cedar.evaluate(request, view)?;
+                (decided.outcome, decided.reason)
+            }
+            (None, Some(o), _) => (o, format!("tool {name} is {o} by the operator's rule")),
+            (None, None, Some(o)) => (*o, format!("side effect {class} is {o} by policy")),
+            (None, None, None) => {
                 return Ok(PolicyDecision::deny(format!(
                     "no policy for side effect {class}"
                 )));
@@ -184,7 +206,8 @@ impl Policy for ProxyPolicy {
                 };
                 PolicyDecision::need_approval(kind, reason, Some(capability), Some(presentation))
             }
-            // `abort` is refused by the configuration; deny it all the same.
+            // Each call is its own run: ending it is what a deny does (the
+            // configuration refuses `abort`; a Cedar `@abort` denies).
             Outcome::Deny | Outcome::Abort => PolicyDecision::deny(reason),
         })
     }

@@ -15,7 +15,20 @@ pub const POLICY_ID_PREFIX: &str = "agentrt-proxy/blake3:";
 /// "rules": {tool: {"fixed" (when any), "outcome" (when set), "rename"
 /// (when set), "side_effect"}}}, …by name]}`.
 pub fn policy_document(config: &Config) -> String {
-    let mut out = String::from("{\"policy\":{");
+    policy_document_with(config, None)
+}
+
+/// [`policy_document`] with `"cedar"`, the Cedar policy's identity (its
+/// policies and the schema made from the offered tools), first when the
+/// configuration has one.
+fn policy_document_with(config: &Config, cedar: Option<&str>) -> String {
+    let mut out = String::from("{");
+    if let Some(identity) = cedar {
+        out.push_str("\"cedar\":");
+        write_string(&mut out, identity);
+        out.push(',');
+    }
+    out.push_str("\"policy\":{");
     // By name: the class order of `SideEffect` is not the key order.
     let mut policy: Vec<_> = config.policy.iter().collect();
     policy.sort_by_key(|(class, _)| class.as_str());
@@ -95,9 +108,16 @@ pub fn policy_document(config: &Config) -> String {
 /// # Ok::<(), agentrt_proxy::ProxyError>(())
 /// ```
 pub fn policy_id(config: &Config) -> String {
+    policy_id_with(config, None)
+}
+
+/// [`policy_id`] of a configuration with a Cedar policy of identity
+/// `cedar` ([`agentrt_cedar::CedarPolicy::identity`]): a change of its
+/// policies, or a re-pin that changes a tool's schema, changes it.
+pub fn policy_id_with(config: &Config, cedar: Option<&str>) -> String {
     format!(
         "{POLICY_ID_PREFIX}{}",
-        hash_hex(policy_document(config).as_bytes())
+        hash_hex(policy_document_with(config, cedar).as_bytes())
     )
 }
 

@@ -21,7 +21,6 @@ use crate::error::ProxyError;
 use crate::index::{session_rows, store_options};
 use crate::pin::output_error;
 use crate::policy::{ProxyPolicy, Reruns, ToolFacts};
-use crate::policy_id::policy_id;
 use crate::reach::check_reach;
 
 /// `recheck`'s options.
@@ -64,6 +63,21 @@ fn facts_from_rules(config: &Config) -> BTreeMap<String, ToolFacts> {
     facts
 }
 
+/// The specs each server's pinned manifest would offer under its rules.
+fn pinned_offer(config: &Config) -> Result<Vec<ToolSpec>, ProxyError> {
+    let mut specs = Vec::new();
+    for server in &config.servers {
+        let manifest = agentrt_mcp::read_manifest(&server.manifest)?;
+        specs.extend(agentrt_mcp::pinned_specs(
+            &server.server.name,
+            &manifest,
+            &crate::check::mcp_rules(server),
+            server.server.default_timeout,
+        ));
+    }
+    Ok(specs)
+}
+
 /// Runs `recheck`: prints each report (text, or one JSON array) and the
 /// summary; whether every run re-checked the same with at least one
 /// decision re-checked.
@@ -96,7 +110,15 @@ pub async fn recheck(
     } else {
         (facts_from_rules(config), None)
     };
-    let policy = ProxyPolicy::new(config, facts, Arc::clone(&reruns));
+    let cedar = match (&config.cedar, &current) {
+        (None, _) => None,
+        (Some(_), Some(specs)) => crate::cedar::load_cedar(config, specs)?,
+        // The tools as pinned: what the proxy would offer if each server
+        // listed what was pinned.
+        (Some(_), None) => crate::cedar::load_cedar(config, &pinned_offer(config)?)?,
+    };
+    let policy = ProxyPolicy::with_cedar(config, facts, Arc::clone(&reruns), cedar);
+    let id = agentrt::Policy::policy_id(&policy).unwrap_or_default();
     let database = config.database.clone();
     let session = options
         .session
@@ -132,7 +154,6 @@ pub async fn recheck(
     })
     .await
     .map_err(|e| config.database.error(e.to_string()))??;
-    let id = policy_id(config);
     if options.json {
         let text = serde_json::to_string_pretty(&reports).map_err(|e| ProxyError::Write {
             path: std::path::PathBuf::new(),

@@ -259,7 +259,9 @@ pub fn build_proxy(
         tools.push(terminal);
     }
     let reruns: crate::policy::Reruns = Arc::default();
-    let policy = ProxyPolicy::new(&config, facts, Arc::clone(&reruns));
+    let offered: Vec<ToolSpec> = specs.values().cloned().collect();
+    let cedar = crate::cedar::load_cedar(&config, &offered)?;
+    let policy = ProxyPolicy::with_cedar(&config, facts, Arc::clone(&reruns), cedar);
     let gate = Gate::new(
         GateConfig::new(store, policy, tools)
             .with_lease_ttl(config.lease_ttl)

@@ -597,6 +597,9 @@ impl ConfigModel {
             session: self.session.clone(),
             servers: self.servers.iter().map(ServerModel::expected).collect(),
             policy,
+            // The model writes class outcomes only (a Cedar file has its
+            // own tests, tests/cedar.rs).
+            cedar: None,
             hold: or(&self.hold, DEFAULT_HOLD),
             repeat_window: or(&self.repeat_window, DEFAULT_REPEAT_WINDOW),
             max_pending: self.max_pending.unwrap_or(DEFAULT_MAX_PENDING),

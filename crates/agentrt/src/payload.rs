@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::json::Canonical;
 use crate::model::{
-    Labels, Limits, Observation, Outcome, PolicyDecision, Run, RunStatus, TerminalReason,
+    Labels, Limits, ModelCall, Observation, Outcome, PolicyDecision, Run, RunStatus, TerminalReason,
 };
 
 fn encode<T: Serialize>(value: &T) -> String {
@@ -324,4 +324,129 @@ pub(crate) fn approval_superseded(approval_id: &str, latest: &str, owner: &str) 
         latest_approval_id: latest,
         owner,
     })
+}
+
+// The model and lease payloads below were first written from `json!`
+// maps, whose keys serde_json sorted: their fields are declared in that
+// order so the bytes stay the same, and stay the same when another crate
+// turns on serde_json's `preserve_order` (a `json!` map would then keep
+// the order it was written in, and the chained bytes would change).
+
+#[derive(Serialize)]
+struct ModelDispatched<'a> {
+    attempt: u32,
+    call_id: &'a str,
+    model: &'a str,
+}
+
+/// `model.dispatched`: `{attempt, call_id, model}`.
+pub(crate) fn model_dispatched(call_id: &str, attempt: u32, model: &str) -> String {
+    encode(&ModelDispatched {
+        attempt,
+        call_id,
+        model,
+    })
+}
+
+/// Token counts in key order (the order of [`Usage`]'s fields is not).
+#[derive(Serialize)]
+struct UsageInKeyOrder {
+    cached_input_tokens: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+#[derive(Serialize)]
+struct ModelEnded<'a> {
+    attempt: u32,
+    call_id: &'a str,
+    cost_micros: i64,
+    error: &'a str,
+    latency_ms: u64,
+    model: &'a str,
+    status: &'a str,
+    usage: UsageInKeyOrder,
+}
+
+/// `model.completed` / `model.failed`: the attempt's record as charged,
+/// `{attempt, call_id, cost_micros, error, latency_ms, model, status,
+/// usage: {cached_input_tokens, input_tokens, output_tokens}}`.
+pub(crate) fn model_ended(call: &ModelCall) -> String {
+    encode(&ModelEnded {
+        attempt: call.attempt,
+        call_id: &call.id,
+        cost_micros: call.cost_micros,
+        error: &call.error,
+        latency_ms: call.latency_ms,
+        model: &call.model,
+        status: call.status.as_str(),
+        usage: UsageInKeyOrder {
+            cached_input_tokens: call.usage.cached_input_tokens,
+            input_tokens: call.usage.input_tokens,
+            output_tokens: call.usage.output_tokens,
+        },
+    })
+}
+
+#[derive(Serialize)]
+struct LeaseTakenOver<'a> {
+    owner: &'a str,
+    previous_expires_at: &'a str,
+    previous_owner: &'a str,
+}
+
+/// `lease.taken_over`: the new owner, and the lease it took over.
+pub(crate) fn lease_taken_over(
+    owner: &str,
+    previous_owner: &str,
+    previous_expires: &str,
+) -> String {
+    encode(&LeaseTakenOver {
+        owner,
+        previous_expires_at: previous_expires,
+        previous_owner,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CallStatus, Usage};
+
+    // These bytes are what the `json!` maps wrote before: chained logs
+    // already hold them. Run under `preserve_order` too (the workspace
+    // build, where agentrt-cedar turns it on).
+    #[test]
+    fn model_and_lease_payloads_keep_their_key_order_whatever_serde_json_features() {
+        assert_eq!(
+            model_dispatched("c-1", 2, "m"),
+            r#"{"attempt":2,"call_id":"c-1","model":"m"}"#
+        );
+        let call = ModelCall {
+            id: "c-1".into(),
+            attempt: 1,
+            status: CallStatus::Ok,
+            model: "m".into(),
+            usage: Usage {
+                input_tokens: 7,
+                output_tokens: 3,
+                cached_input_tokens: 1,
+            },
+            cost_micros: 12,
+            latency_ms: 250,
+            error: String::new(),
+            run_id: "r".into(),
+            step_id: "s".into(),
+            dispatched_at: crate::clock::Timestamp::from_unix_nanos(0),
+            completed_at: None,
+        };
+        assert_eq!(
+            model_ended(&call),
+            r#"{"attempt":1,"call_id":"c-1","cost_micros":12,"error":"","latency_ms":250,"model":"m","status":"ok","usage":{"cached_input_tokens":1,"input_tokens":7,"output_tokens":3}}"#
+        );
+        assert_eq!(
+            lease_taken_over("b", "a", "2026-01-01T00:00:00.000000000Z"),
+            r#"{"owner":"b","previous_expires_at":"2026-01-01T00:00:00.000000000Z","previous_owner":"a"}"#
+        );
+    }
 }

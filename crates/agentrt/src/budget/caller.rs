@@ -575,42 +575,41 @@ impl ModelCaller {
         inner.attempts.fetch_add(1, Ordering::Relaxed);
         let part = lock(held).call();
         let (inner_w, written, name) = (Arc::clone(inner), record.clone(), model_name.clone());
-        let sent = self.write_settling(held, part, move |tx| {
-            let (inner, record, model_name) = (inner_w, written, name);
-            let lease_now = inner.gate.lease_now_in(tx)?;
-            if !tx.insert_model_call(&record, inner.gate.owner(), &lease_now)? {
-                return Ok(false);
-            }
-            let run = tx.run(&inner.run_id)?.ok_or_else(|| Error::NotFound {
-                what: "run",
-                id: inner.run_id.clone(),
-            })?;
-            let totals = (
-                run.model_calls.saturating_add(1),
-                run.usage,
-                run.estimated_cost_micros,
-            );
-            tx.update_run(
-                &inner.run_id,
-                &RunGuard::default(),
-                &RunChange {
-                    totals: Some(totals),
-                    ..RunChange::default()
-                },
-            )?;
-            inner.totals.set(totals);
-            let payload =
-                serde_json::json!({ "call_id": call_id, "attempt": attempt, "model": model_name });
-            tx.append_event(
-                &inner.run_id,
-                &inner.step_id,
-                &dispatched_at,
-                EventType::ModelDispatched,
-                &payload.to_string(),
-            )?;
-            Ok(true)
-        })
-        .await?;
+        let sent = self
+            .write_settling(held, part, move |tx| {
+                let (inner, record, model_name) = (inner_w, written, name);
+                let lease_now = inner.gate.lease_now_in(tx)?;
+                if !tx.insert_model_call(&record, inner.gate.owner(), &lease_now)? {
+                    return Ok(false);
+                }
+                let run = tx.run(&inner.run_id)?.ok_or_else(|| Error::NotFound {
+                    what: "run",
+                    id: inner.run_id.clone(),
+                })?;
+                let totals = (
+                    run.model_calls.saturating_add(1),
+                    run.usage,
+                    run.estimated_cost_micros,
+                );
+                tx.update_run(
+                    &inner.run_id,
+                    &RunGuard::default(),
+                    &RunChange {
+                        totals: Some(totals),
+                        ..RunChange::default()
+                    },
+                )?;
+                inner.totals.set(totals);
+                tx.append_event(
+                    &inner.run_id,
+                    &inner.step_id,
+                    &dispatched_at,
+                    EventType::ModelDispatched,
+                    &crate::payload::model_dispatched(&call_id, attempt, &model_name),
+                )?;
+                Ok(true)
+            })
+            .await?;
         if !sent {
             return Err(CallError::LeaseLost);
         }
@@ -668,22 +667,12 @@ impl ModelCaller {
             } else {
                 EventType::ModelFailed
             };
-            let payload = serde_json::json!({
-                "call_id": record.id,
-                "attempt": attempt,
-                "status": record.status.as_str(),
-                "model": record.model,
-                "usage": record.usage,
-                "cost_micros": record.cost_micros,
-                "latency_ms": record.latency_ms,
-                "error": record.error,
-            });
             tx.append_event(
                 &inner.run_id,
                 &inner.step_id,
                 &completed_at,
                 kind,
-                &payload.to_string(),
+                &crate::payload::model_ended(&record),
             )?;
             Ok(true)
         })

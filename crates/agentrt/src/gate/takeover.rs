@@ -75,17 +75,12 @@ fn write_marks(
     }
     let at = gate.now();
     if !previous_owner.is_empty() {
-        let taken = serde_json::json!({
-            "previous_owner": previous_owner,
-            "previous_expires_at": previous_expires,
-            "owner": gate.owner,
-        });
         tx.append_event(
             run_id,
             "",
             &at,
             EventType::LeaseTakenOver,
-            &taken.to_string(),
+            &crate::payload::lease_taken_over(&gate.owner, previous_owner, previous_expires),
         )?;
     }
     let mut history = Vec::with_capacity(steps.len());

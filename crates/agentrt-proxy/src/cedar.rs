@@ -1,0 +1,52 @@
+//! The configuration's Cedar policy (design §41): the file read (its owner
+//! alone may write it: it decides what runs), its policies validated
+//! against the tools the proxy offers, each request's principal the
+//! proxy's session and its resource the tool's server.
+
+use std::path::Path;
+
+use agentrt::ToolSpec;
+use agentrt::private_file::{self, Others};
+use agentrt_cedar::CedarPolicy;
+
+use crate::config::Config;
+use crate::error::ProxyError;
+
+/// The largest Cedar file read (1 MiB: thousands of policies).
+pub const MAX_CEDAR_BYTES: u64 = 1 << 20;
+
+/// The run label a Cedar request's principal is read from: the proxy's
+/// session (until callers authenticate, the only caller the proxy knows).
+pub const PRINCIPAL_LABEL: &str = "mcp.session";
+
+/// The run label a Cedar request's resource is read from: the server.
+pub const RESOURCE_LABEL: &str = "mcp.server";
+
+/// The Cedar policy `config` names, validated against `specs` (the tools
+/// offered, by their model-visible names); `None` without one.
+///
+/// # Errors
+///
+/// [`ProxyError::Cedar`]: the file cannot be read (or others may write
+/// it), or its policies do not parse or validate (Cedar's diagnostic).
+pub fn load_cedar(config: &Config, specs: &[ToolSpec]) -> Result<Option<CedarPolicy>, ProxyError> {
+    let Some(path) = &config.cedar else {
+        return Ok(None);
+    };
+    cedar_from_file(path, specs).map(Some)
+}
+
+/// The Cedar policy in `path`, validated against `specs`.
+pub fn cedar_from_file(path: &Path, specs: &[ToolSpec]) -> Result<CedarPolicy, ProxyError> {
+    let refused = |detail: String| ProxyError::Cedar {
+        path: path.to_owned(),
+        detail,
+    };
+    let bytes = private_file::read(path, Others::MayRead, MAX_CEDAR_BYTES)
+        .map_err(|e| refused(e.detail()))?;
+    let text = String::from_utf8(bytes).map_err(|_| refused("not UTF-8 text".into()))?;
+    let policy = CedarPolicy::new(&text, specs).map_err(|e| refused(e.to_string()))?;
+    Ok(policy
+        .with_principal_label(PRINCIPAL_LABEL)
+        .with_resource_label(RESOURCE_LABEL))
+}
