@@ -36,6 +36,19 @@ pub fn load_cedar(config: &Config, specs: &[ToolSpec]) -> Result<Option<CedarPol
     cedar_from_file(path, specs).map(Some)
 }
 
+/// The shadow Cedar policy `config` names, validated against `specs`;
+/// `None` without one.
+///
+/// # Errors
+///
+/// As [`load_cedar`].
+pub fn load_shadow(config: &Config, specs: &[ToolSpec]) -> Result<Option<CedarPolicy>, ProxyError> {
+    let Some(path) = &config.shadow else {
+        return Ok(None);
+    };
+    cedar_from_file(path, specs).map(Some)
+}
+
 /// The Cedar policy in `path`, validated against `specs`.
 pub fn cedar_from_file(path: &Path, specs: &[ToolSpec]) -> Result<CedarPolicy, ProxyError> {
     let refused = |detail: String| ProxyError::Cedar {

@@ -185,6 +185,16 @@ pub async fn check(config: &Config, out: &mut dyn Write) -> Result<bool, ProxyEr
         )
         .map_err(output_error)?;
     }
+    if let Some(shadow) = crate::cedar::load_shadow(config, &offered)? {
+        writeln!(
+            out,
+            "shadow policy: cedar {} validated against {} tool(s) ({}); its disagreements are recorded, never enforced",
+            config.shadow.as_deref().unwrap_or(Path::new("")).display(),
+            offered.len(),
+            shadow.identity()
+        )
+        .map_err(output_error)?;
+    }
     writeln!(out, "status tool: {}", config.status_tool).map_err(output_error)?;
     writeln!(out, "session: {}", config.session).map_err(output_error)?;
     writeln!(out, "database: {}", config.database).map_err(output_error)?;

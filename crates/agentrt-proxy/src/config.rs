@@ -49,6 +49,10 @@ pub struct Config {
     /// the configuration's directory) that decides every call in place of
     /// the class outcomes.
     pub cedar: Option<PathBuf>,
+    /// A Cedar policy file asked beside the policy on every call
+    /// (`"policy": {"shadow": FILE}`): its disagreements are recorded,
+    /// nothing it says changes an outcome.
+    pub shadow: Option<PathBuf>,
     /// How long a call waits for its approval (zero: answers at once).
     pub hold: Duration,
     /// The window of the rejected/expired and duplicate rules (zero: off).
@@ -253,13 +257,18 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
         ));
     }
     let mut policy = default_policy();
-    let mut cedar = None;
+    let (mut cedar, mut shadow) = (None, None);
     for (name, text) in &file.policy {
-        if name == "cedar" {
+        if name == "cedar" || name == "shadow" {
             if text.is_empty() {
-                return Err("policy: cedar: empty".into());
+                return Err(format!("policy: {name}: empty"));
             }
-            cedar = Some(resolve(base, text));
+            let path = Some(resolve(base, text));
+            if name == "cedar" {
+                cedar = path;
+            } else {
+                shadow = path;
+            }
             continue;
         }
         let class = class(name).map_err(|e| format!("policy: {e}"))?;
@@ -268,7 +277,7 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
     // A Cedar file decides every call: an outcome written beside it would
     // look as if it counted.
     if cedar.is_some() {
-        if let Some(name) = file.policy.keys().find(|k| *k != "cedar") {
+        if let Some(name) = file.policy.keys().find(|k| *k != "cedar" && *k != "shadow") {
             return Err(format!(
                 "policy: {name:?} beside \"cedar\": the Cedar policy decides every call; \
                  write the class's outcome as a Cedar policy"
@@ -326,6 +335,7 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
         servers,
         policy,
         cedar,
+        shadow,
         hold: duration("hold", file.hold.as_deref(), DEFAULT_HOLD)?,
         repeat_window: duration(
             "repeat_window",

@@ -42,7 +42,9 @@ mod status;
 pub use answer::Answer;
 pub use call::Proxy;
 pub use caller::{Caller, ProgressFn};
-pub use cedar::{MAX_CEDAR_BYTES, PRINCIPAL_LABEL, RESOURCE_LABEL, cedar_from_file, load_cedar};
+pub use cedar::{
+    MAX_CEDAR_BYTES, PRINCIPAL_LABEL, RESOURCE_LABEL, cedar_from_file, load_cedar, load_shadow,
+};
 pub use check::{LoadedServers, check, load_all, open_store};
 pub use config::{
     Config, DEFAULT_HOLD, DEFAULT_LEASE_TTL, DEFAULT_MAX_PENDING, DEFAULT_REPEAT_WINDOW,

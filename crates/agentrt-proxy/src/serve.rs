@@ -261,12 +261,16 @@ pub fn build_proxy(
     let reruns: crate::policy::Reruns = Arc::default();
     let offered: Vec<ToolSpec> = specs.values().cloned().collect();
     let cedar = crate::cedar::load_cedar(&config, &offered)?;
+    let shadow = crate::cedar::load_shadow(&config, &offered)?
+        .map(|c| ProxyPolicy::with_cedar(&config, facts.clone(), Arc::clone(&reruns), Some(c)));
     let policy = ProxyPolicy::with_cedar(&config, facts, Arc::clone(&reruns), cedar);
-    let gate = Gate::new(
-        GateConfig::new(store, policy, tools)
-            .with_lease_ttl(config.lease_ttl)
-            .with_lease_owner(format!("agentrt-proxy:{}", config.session)),
-    )?;
+    let mut gate_config = GateConfig::new(store, policy, tools)
+        .with_lease_ttl(config.lease_ttl)
+        .with_lease_owner(format!("agentrt-proxy:{}", config.session));
+    if let Some(shadow) = shadow {
+        gate_config = gate_config.with_shadow(shadow);
+    }
+    let gate = Gate::new(gate_config)?;
     Ok(Proxy::new(
         gate,
         config,

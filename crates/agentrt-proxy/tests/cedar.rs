@@ -189,6 +189,10 @@ fn outcomes_beside_a_cedar_policy_are_refused() {
         rule.to_string().contains("outcome beside a Cedar policy"),
         "{rule}"
     );
+    // A shadow beside the classes is what trying a policy first looks like.
+    let tried =
+        parse(r#"{"shadow": "s.cedar", "read_only": "deny"}"#, "").expect("shadow and classes");
+    assert_eq!(tried.shadow.as_deref(), Some(Path::new("/etc/s.cedar")));
     let empty = parse(r#"{"cedar": ""}"#, "").unwrap_err();
     assert!(empty.to_string().contains("cedar: empty"), "{empty}");
 }
@@ -252,5 +256,78 @@ async fn recheck_judges_the_recorded_calls_under_the_cedar_file_as_it_is_now() {
     assert!(
         err.contains("cedar policy") && err.contains("args.missing"),
         "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_cedar_policy_beside_the_classes_records_each_disagreement_and_changes_nothing() {
+    let (url, seen) = serve(Mode::Json).await;
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("shadow.cedar"), POLICY).expect("policy");
+    // The classes decide (a local mutation is allowed); Cedar is tried.
+    support::configure(
+        dir.path(),
+        &url,
+        r#""session": "cedar", "hold": "0s", "policy": {"shadow": "shadow.cedar"}"#,
+        r#"{"side_effect": "local_mutation", "timeout": "2s"}"#,
+    )
+    .await;
+    let proxy = support::proxy_on(dir.path()).await;
+    for path in ["drafts/a.txt", "elsewhere.txt", "notes/n.txt"] {
+        let ran = read(&proxy, path).await;
+        assert!(matches!(ran, Answer::Result { .. }), "{path}: {ran:?}");
+    }
+    assert_eq!(seen.call_arguments.lock().expect("lock").len(), 3);
+
+    let store = support::store_on(dir.path());
+    let rows = store
+        .rows_where(CALLS_TABLE, &[("session", SqlValue::from("cedar"))], 0)
+        .expect("rows");
+    let mut shadows = Vec::new();
+    for row in &rows {
+        let run = row.text("run_id").expect("run id");
+        for event in store.list_events(run).expect("events") {
+            if event.event_type == EventType::PolicyShadow {
+                let payload: serde_json::Value =
+                    serde_json::from_str(&event.payload).expect("payload");
+                shadows.push((
+                    payload["enforced"].as_str().unwrap_or_default().to_owned(),
+                    payload["shadow"].as_str().unwrap_or_default().to_owned(),
+                    payload["reason"].as_str().unwrap_or_default().to_owned(),
+                ));
+            }
+        }
+    }
+    shadows.sort();
+    assert_eq!(
+        shadows,
+        [
+            (
+                "allow".to_owned(),
+                "deny".to_owned(),
+                "no cedar policy permits fs_read_file".to_owned()
+            ),
+            (
+                "allow".to_owned(),
+                "require_approval".to_owned(),
+                "notes are read with a person's consent (cedar policy notes-ask)".to_owned()
+            ),
+        ],
+        "drafts/a.txt agreed; the other two did not"
+    );
+    let report = agentrt::verify::verify(&store, &agentrt::verify::VerifyOptions::default())
+        .expect("verify");
+    assert!(report.intact(), "{report:?}");
+
+    // `check` validates the shadow file too, and says it is not enforced.
+    let config = agentrt_proxy::read_config(&dir.path().join("proxy.json")).expect("config");
+    let mut out = Vec::new();
+    agentrt_proxy::check(&config, &mut out)
+        .await
+        .expect("check");
+    let out = String::from_utf8_lossy(&out);
+    assert!(
+        out.contains("shadow policy: cedar ") && out.contains("never enforced"),
+        "{out}"
     );
 }

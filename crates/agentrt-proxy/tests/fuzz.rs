@@ -600,6 +600,7 @@ impl ConfigModel {
             // The model writes class outcomes only (a Cedar file has its
             // own tests, tests/cedar.rs).
             cedar: None,
+            shadow: None,
             hold: or(&self.hold, DEFAULT_HOLD),
             repeat_window: or(&self.repeat_window, DEFAULT_REPEAT_WINDOW),
             max_pending: self.max_pending.unwrap_or(DEFAULT_MAX_PENDING),

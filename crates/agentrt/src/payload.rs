@@ -408,6 +408,31 @@ pub(crate) fn lease_taken_over(
     })
 }
 
+#[derive(Serialize)]
+struct PolicyShadow<'a> {
+    enforced: &'a str,
+    reason: &'a str,
+    shadow: &'a str,
+    shadow_policy_id: &'a str,
+}
+
+/// `policy.shadow`: `{enforced, reason, shadow, shadow_policy_id}`, the
+/// outcome the policy gave and the one the shadow policy would have given
+/// (`error` when it failed), with the shadow's reason.
+pub(crate) fn policy_shadow(
+    enforced: Outcome,
+    shadow: Option<Outcome>,
+    reason: &str,
+    shadow_policy_id: &str,
+) -> String {
+    encode(&PolicyShadow {
+        enforced: enforced.as_str(),
+        reason,
+        shadow: shadow.map_or("error", |o| o.as_str()),
+        shadow_policy_id,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,6 +62,7 @@ impl Session {
             &allowed.spec_hash,
             Some(allowed.view),
         );
+        let shadow = allowed.shadow.clone();
         let mut draft = self.draft();
 
         if matches!(allowed.grant, Grant::Fresh { .. }) {
@@ -88,7 +89,7 @@ impl Session {
                 let g = Arc::clone(&gate);
                 let (run_id, step_id, decided_at) = (run_id.clone(), step_id.clone(), *decided_at);
                 let (spec_hash, policy_at) = (allowed.spec_hash.clone(), allowed.policy_at);
-                let policy_payload = policy_payload.clone();
+                let (policy_payload, shadow) = (policy_payload.clone(), shadow.clone());
                 let r = self
                     .write(move |tx| {
                         let gate = g;
@@ -124,12 +125,13 @@ impl Session {
                             EventType::StepDecided,
                             &decision_json,
                         )?;
-                        tx.append_event(
+                        writes::append_policy(
+                            tx,
                             &run_id,
                             &step_id,
                             &policy_at,
-                            EventType::StepPolicy,
                             &policy_payload,
+                            shadow.as_deref(),
                         )?;
                         tx.append_event(
                             &run_id,
@@ -169,7 +171,7 @@ impl Session {
                 let (run_id, step_id, resumed_at) = (run_id.clone(), step_id.clone(), *resumed_at);
                 let approval = approval_id.clone();
                 let (spec_hash, spec_json) = (allowed.spec_hash.clone(), allowed.spec_json.clone());
-                let policy_payload = policy_payload.clone();
+                let (policy_payload, shadow) = (policy_payload.clone(), shadow.clone());
                 let run_copy = draft.run.clone();
                 let r = self
                     .write(move |tx| {
@@ -225,12 +227,13 @@ impl Session {
                         }
                         tx.insert_spec(&spec_hash, spec_json.as_str())?;
                         tx.append_event(&run_id, "", &resumed_at, EventType::RunResumed, &resumed)?;
-                        tx.append_event(
+                        writes::append_policy(
+                            tx,
                             &run_id,
                             &step_id,
                             &resumed_at,
-                            EventType::StepPolicy,
                             &policy_payload,
+                            shadow.as_deref(),
                         )?;
                         tx.append_event(
                             &run_id,

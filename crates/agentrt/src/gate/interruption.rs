@@ -89,6 +89,7 @@ fn non_policy_pause(
             granted_at: None,
         },
         request,
+        shadow: None,
     }))
 }
 

@@ -53,6 +53,10 @@ pub struct GateConfig {
     pub store: Store,
     /// The policy every tool request is put to.
     pub policy: Arc<dyn Policy>,
+    /// A shadow policy asked beside `policy` on every request it answers;
+    /// when their outcomes differ a `policy.shadow` event is written with
+    /// the decision. Nothing it says changes an outcome (design §42).
+    pub shadow: Option<Arc<dyn Policy>>,
     /// The tools, registered once.
     pub tools: Vec<Arc<dyn Tool>>,
     /// Receives committed events, in order.
@@ -155,6 +159,7 @@ impl GateConfig {
         GateConfig {
             store,
             policy: Arc::new(policy),
+            shadow: None,
             tools,
             observer: None,
             clock: system_clock(),
@@ -184,6 +189,27 @@ impl GateConfig {
     /// Sets the reconciliation hook.
     pub fn with_reconcile(mut self, hook: impl Reconcile + 'static) -> GateConfig {
         self.reconcile = Some(Arc::new(hook));
+        self
+    }
+
+    /// Asks `shadow` beside the policy on every request: a disagreement is
+    /// recorded as a `policy.shadow` event in the decision's own write
+    /// group; the outcome stays the policy's.
+    ///
+    /// ```
+    /// use agentrt::{DefaultPolicy, GateConfig, PolicyDecision, PolicyError, Policy, RunView, Store, ToolRequest};
+    /// struct DenyAll;
+    /// impl Policy for DenyAll {
+    ///     fn evaluate(&self, _: &ToolRequest, _: &RunView) -> Result<PolicyDecision, PolicyError> {
+    ///         Ok(PolicyDecision::deny("trying a stricter policy"))
+    ///     }
+    /// }
+    /// let config = GateConfig::new(Store::open(":memory:")?, DefaultPolicy, vec![]).with_shadow(DenyAll);
+    /// assert!(config.shadow.is_some());
+    /// # Ok::<(), agentrt::Error>(())
+    /// ```
+    pub fn with_shadow(mut self, shadow: impl Policy + 'static) -> GateConfig {
+        self.shadow = Some(Arc::new(shadow));
         self
     }
 
@@ -236,6 +262,8 @@ pub(crate) struct GateInner {
     pub store: Store,
     pub policy: Arc<dyn Policy>,
     pub policy_id: String,
+    /// The shadow policy and its id.
+    pub shadow: Option<(Arc<dyn Policy>, String)>,
     pub registry: Registry,
     pub observer: Option<Arc<dyn Observer>>,
     pub clock: Clock,
@@ -392,6 +420,16 @@ impl Gate {
         let registry = Registry::new(config.tools)?;
         let policy_id = config.policy.policy_id().unwrap_or_default();
         check_policy_id(&policy_id).map_err(|reason| Error::InvalidPolicyId { reason })?;
+        let shadow = match config.shadow {
+            None => None,
+            Some(shadow) => {
+                let id = shadow.policy_id().unwrap_or_default();
+                check_policy_id(&id).map_err(|reason| Error::InvalidPolicyId {
+                    reason: format!("the shadow policy's: {reason}"),
+                })?;
+                Some((shadow, id))
+            }
+        };
         let owner = format!("{}/{}", config.lease_owner, &random_id()[..12]);
         let model = match config.model {
             None => None,
@@ -405,6 +443,7 @@ impl Gate {
                 store: config.store,
                 policy: config.policy,
                 policy_id,
+                shadow,
                 registry,
                 observer: config.observer,
                 clock: config.clock,

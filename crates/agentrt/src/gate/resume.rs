@@ -265,6 +265,10 @@ impl Session {
         };
         let counts = ViewCounts::of(&self.run, self.history.len(), self.approvals.len());
         let answer = evaluate(&gate, &request, &view);
+        let shadow = match &answer {
+            Ok(enforced) => super::session::shadow_disagreement(&gate, &request, &view, enforced),
+            Err(_) => None,
+        };
         drop(view);
         let allowed = |policy| Allowed {
             request: request.clone(),
@@ -278,6 +282,7 @@ impl Session {
                 resumed_at: now,
                 granted_at: grant.decided_at,
             },
+            shadow: shadow.clone(),
         };
         let policy = match answer {
             Err(e) => {
@@ -363,6 +368,7 @@ impl Session {
             allowed.spec_json.clone(),
             allowed.policy_at,
         );
+        let shadow = allowed.shadow.clone();
         gate.write(move |tx| {
             let (gate, approval) = (g, inserted);
             let moved = tx.update_step(
@@ -394,12 +400,13 @@ impl Session {
             }
             tx.insert_spec(&spec_hash, spec_json.as_str())?;
             tx.insert_approval(&approval)?;
-            tx.append_event(
+            writes::append_policy(
+                tx,
                 &run_id,
                 &step_id,
                 &policy_at,
-                EventType::StepPolicy,
                 &policy_payload,
+                shadow.as_deref(),
             )?;
             tx.append_event(
                 &run_id,
@@ -492,7 +499,14 @@ impl Session {
                         &a.spec_hash,
                         Some(a.view),
                     );
-                    tx.append_event(&run_id, &step_id, &a.policy_at, EventType::StepPolicy, &p)?;
+                    writes::append_policy(
+                        tx,
+                        &run_id,
+                        &step_id,
+                        &a.policy_at,
+                        &p,
+                        a.shadow.as_deref(),
+                    )?;
                 }
                 let end_at = gate.now();
                 let ended = writes::end_step(
@@ -603,7 +617,14 @@ impl Session {
                         &a.spec_hash,
                         Some(a.view),
                     );
-                    tx.append_event(&run_id, &step_id, &a.policy_at, EventType::StepPolicy, &p)?;
+                    writes::append_policy(
+                        tx,
+                        &run_id,
+                        &step_id,
+                        &a.policy_at,
+                        &p,
+                        a.shadow.as_deref(),
+                    )?;
                 }
                 let end_at = gate.now();
                 let ended = writes::end_step(

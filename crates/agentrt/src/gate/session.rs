@@ -101,6 +101,8 @@ pub(crate) struct Allowed {
     pub view: ViewCounts,
     pub policy_at: Timestamp,
     pub grant: Grant,
+    /// The `policy.shadow` payload when the shadow policy disagreed.
+    pub shadow: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,6 +198,33 @@ pub(crate) fn evaluate(
     view: &RunView,
 ) -> Result<PolicyDecision, PolicyError> {
     crate::policy::evaluate_guarded(gate.policy.as_ref(), request, view)
+}
+
+/// The `policy.shadow` payload when the gate has a shadow policy and its
+/// outcome for `request` differs from `enforced` (a shadow that fails
+/// disagrees as `error`); `None` otherwise (design §42).
+pub(crate) fn shadow_disagreement(
+    gate: &GateInner,
+    request: &ToolRequest,
+    view: &RunView,
+    enforced: &PolicyDecision,
+) -> Option<String> {
+    let (shadow, shadow_id) = gate.shadow.as_ref()?;
+    match crate::policy::evaluate_guarded(shadow.as_ref(), request, view) {
+        Ok(d) if d.outcome == enforced.outcome => None,
+        Ok(d) => Some(payload::policy_shadow(
+            enforced.outcome,
+            Some(d.outcome),
+            &d.reason,
+            shadow_id,
+        )),
+        Err(e) => Some(payload::policy_shadow(
+            enforced.outcome,
+            None,
+            &e.to_string(),
+            shadow_id,
+        )),
+    }
 }
 
 /// Why a recorded decision cannot be acted on, if it cannot.
@@ -799,6 +828,10 @@ impl Session {
                 };
                 let counts = ViewCounts::of(&self.run, self.history.len(), self.approvals.len());
                 let answer = evaluate(&gate, &request, &view);
+                let shadow = match &answer {
+                    Ok(enforced) => shadow_disagreement(&gate, &request, &view, enforced),
+                    Err(_) => None,
+                };
                 // The view shares the history; release it before the write
                 // appends to the history, or the append copies it.
                 drop(view);
@@ -822,6 +855,7 @@ impl Session {
                         decision: recorded,
                         decided_at,
                     },
+                    shadow,
                 };
                 match allowed.policy.outcome {
                     Outcome::Allow => {

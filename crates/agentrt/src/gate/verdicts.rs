@@ -92,8 +92,8 @@ impl Session {
                     EventType::StepDecided,
                     &decision_json,
                 )?;
-                if let Some((at, payload)) = &policy_event {
-                    tx.append_event(&run_id, &step_id, at, EventType::StepPolicy, payload)?;
+                if let Some((at, payload, shadow)) = &policy_event {
+                    writes::append_policy(tx, &run_id, &step_id, at, payload, shadow.as_deref())?;
                 }
                 if let Some(detail) = &failed_detail {
                     let failed = payload::step_failed(detail, observation.as_ref());
@@ -310,7 +310,7 @@ impl Session {
                     spec_hash: Some(allowed.spec_hash.clone()),
                     policy_id: Some(policy_id),
                 },
-                policy_event: Some((allowed.policy_at, policy_payload)),
+                policy_event: Some((allowed.policy_at, policy_payload, allowed.shadow.clone())),
                 failed_detail: Some(observation.summary.clone()),
                 then,
             })
@@ -372,6 +372,7 @@ impl Session {
         let g = Arc::clone(&gate);
         let inserted = approval.clone();
         let (spec_hash, policy_at) = (allowed.spec_hash.clone(), allowed.policy_at);
+        let shadow = allowed.shadow.clone();
         let r = self
             .write(move |tx| {
                 let gate = g;
@@ -412,12 +413,13 @@ impl Session {
                     EventType::StepDecided,
                     &decision_json,
                 )?;
-                tx.append_event(
+                writes::append_policy(
+                    tx,
                     &run_id,
                     &step_id,
                     &policy_at,
-                    EventType::StepPolicy,
                     &policy_payload,
+                    shadow.as_deref(),
                 )?;
                 tx.append_event(
                     &run_id,
@@ -463,7 +465,8 @@ struct DecidedEnd {
     /// The step columns written with the end.
     extra: StepColumns,
     /// `step.policy` at its time, for a policy's verdict.
-    policy_event: Option<(Timestamp, String)>,
+    /// `step.policy` (when, payload) and `policy.shadow`'s payload.
+    policy_event: Option<(Timestamp, String, Option<String>)>,
     /// `step.failed` with this detail, for a failed step.
     failed_detail: Option<String>,
     then: Then,

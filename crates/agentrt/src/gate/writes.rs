@@ -408,3 +408,20 @@ pub(crate) fn end_step(
     draft.finished.push(Arc::clone(&ended));
     Ok(Some(ended))
 }
+
+/// `step.policy`, then `policy.shadow` when the shadow policy disagreed
+/// (design §42): one decision, its events side by side in its group.
+pub(crate) fn append_policy(
+    tx: &mut WriteTx<'_>,
+    run_id: &str,
+    step_id: &str,
+    at: &Timestamp,
+    policy: &str,
+    shadow: Option<&str>,
+) -> Result<()> {
+    tx.append_event(run_id, step_id, at, EventType::StepPolicy, policy)?;
+    if let Some(shadow) = shadow {
+        tx.append_event(run_id, step_id, at, EventType::PolicyShadow, shadow)?;
+    }
+    Ok(())
+}

@@ -77,6 +77,9 @@ event_types! {
     ModelCompleted => "model.completed",
     /// A model call failed.
     ModelFailed => "model.failed",
+    /// The shadow policy's outcome differed from the policy's (written
+    /// with the decision; it changed nothing).
+    PolicyShadow => "policy.shadow",
 }
 
 impl std::fmt::Display for EventType {
