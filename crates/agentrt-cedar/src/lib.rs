@@ -32,10 +32,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod cases;
 mod error;
+mod facts;
 pub mod outcome;
 mod policy;
 mod shape;
 
 pub use error::CedarError;
+pub use facts::{Facts, RunFacts};
 pub use policy::{ANONYMOUS, CedarPolicy, NAMESPACE, PRINCIPAL_LABEL};

@@ -6,11 +6,14 @@ use std::str::FromStr;
 
 use agentrt::json::{Canonical, hash_hex};
 use agentrt::model::StepStatus;
-use agentrt::{Outcome, Policy, PolicyDecision, PolicyError, RunView, ToolRequest, ToolSpec};
+use agentrt::{
+    Outcome, Policy, PolicyDecision, PolicyError, RunView, SideEffect, ToolRequest, ToolSpec,
+};
 use cedar_policy as cedar;
 use serde_json::{Map, Value, json};
 
 use crate::error::CedarError;
+use crate::facts::{Facts, RunFacts};
 use crate::outcome::{Answer, Determining, decide};
 use crate::shape::Shape;
 
@@ -68,7 +71,7 @@ pub const ANONYMOUS: &str = "anonymous";
 pub struct CedarPolicy {
     policies: cedar::PolicySet,
     schema: cedar::Schema,
-    shapes: BTreeMap<String, Shape>,
+    shapes: BTreeMap<String, (Shape, SideEffect)>,
     annotations: HashMap<String, (Option<String>, Option<String>)>,
     identity: String,
     principal_label: String,
@@ -161,34 +164,111 @@ impl CedarPolicy {
         &self.identity
     }
 
-    /// Cedar's answer to `request`, read as [`crate::outcome`] reads it;
-    /// `Err` with the reason when the request cannot be put to Cedar (a
-    /// tool the schema does not know, arguments of another shape).
-    fn answer(&self, request: &ToolRequest, view: &RunView) -> Result<Answer, String> {
+    /// What a request and its run's view put to Cedar (see
+    /// [`CedarPolicy`]): the principal and resource from the labels this
+    /// policy reads them from.
+    pub fn facts(&self, request: &ToolRequest, view: &RunView) -> Facts {
+        let labels = &view.run.labels;
         let tool = &request.spec.name;
-        let shape = self
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        let long = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let steps = &view.steps;
+        let run = &view.run;
+        Facts {
+            tool: tool.clone(),
+            args: request.args.clone(),
+            principal: labels
+                .get(&self.principal_label)
+                .unwrap_or(ANONYMOUS)
+                .to_owned(),
+            resource: self
+                .resource_label
+                .as_deref()
+                .and_then(|key| labels.get(key))
+                .map(str::to_owned),
+            labels: labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            run: RunFacts {
+                steps: count(steps.len()),
+                failed_steps: count(
+                    steps
+                        .iter()
+                        .filter(|s| s.status == StepStatus::Failed)
+                        .count(),
+                ),
+                calls_of_tool: count(
+                    steps
+                        .iter()
+                        .filter(|s| s.decision.as_ref().is_some_and(|d| &d.tool == tool))
+                        .count(),
+                ),
+                approvals: count(view.approvals.len()),
+                model_calls: long(run.model_calls),
+                input_tokens: long(run.usage.input_tokens),
+                output_tokens: long(run.usage.output_tokens),
+                cost_micros: run.estimated_cost_micros,
+            },
+        }
+    }
+
+    /// The outcome for `facts` and its reason, with the ids of the
+    /// policies that asked for an approval: what [`Policy::evaluate`]
+    /// decides from a request and its run, for a request stated outside
+    /// any run (a policy's test cases).
+    ///
+    /// # Errors
+    ///
+    /// Why the request cannot be put to Cedar (a tool the schema does not
+    /// know, arguments of another shape); `evaluate` denies it with that
+    /// reason.
+    ///
+    /// ```
+    /// use agentrt::{Outcome, SideEffect, ToolSpec};
+    /// use agentrt_cedar::{CedarPolicy, Facts};
+    /// let send = ToolSpec::new("send", "Send mail", SideEffect::RemoteMutation)
+    ///     .with_schema_str(r#"{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}"#)?;
+    /// let policy = CedarPolicy::new(
+    ///     r#"@id("inside") permit(principal, action == Agentrt::Action::"send", resource)
+    ///        when { context.args.to like "*@example.com" };"#,
+    ///     &[send],
+    /// )?;
+    /// let facts = Facts::new("send", r#"{"to":"ann@example.com"}"#)?;
+    /// let (outcome, reason, _) = policy.decide(&facts).unwrap();
+    /// assert_eq!((outcome, reason.as_str()), (Outcome::Allow, "permitted by cedar policy inside"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn decide(&self, facts: &Facts) -> Result<(Outcome, String, Vec<String>), String> {
+        let answer = self.answer(facts)?;
+        let (outcome, reason) = decide(&answer, &facts.tool);
+        let asking = answer
+            .determining
+            .iter()
+            .filter(|p| p.approval.is_some())
+            .map(|p| p.id.clone())
+            .collect();
+        Ok((outcome, reason, asking))
+    }
+
+    /// Cedar's answer for `facts`, read as [`crate::outcome`] reads it;
+    /// `Err` with the reason when the request cannot be put to Cedar.
+    fn answer(&self, facts: &Facts) -> Result<Answer, String> {
+        let tool = &facts.tool;
+        let (shape, side_effect) = self
             .shapes
             .get(tool)
             .ok_or_else(|| format!("tool {tool} is not in the cedar schema"))?;
         let args = shape
-            .cut(&request.args.to_value())
+            .cut(&facts.args.to_value())
             .ok_or_else(|| format!("the arguments of {tool} do not fit its cedar schema"))?;
-        let labels = &view.run.labels;
-        let principal = labels.get(&self.principal_label).unwrap_or(ANONYMOUS);
-        let resource = self
-            .resource_label
-            .as_deref()
-            .and_then(|key| labels.get(key))
-            .unwrap_or(request.spec.side_effect.as_str());
+        let resource = facts.resource.as_deref().unwrap_or(side_effect.as_str());
         let [caller, action_type, resource_type] = &self.types;
         let action = uid(action_type, tool);
         let context = cedar::Context::from_json_value(
-            context_of(request, view, args),
+            context_of(facts, *side_effect, args),
             Some((&self.schema, &action)),
         )
         .map_err(|e| format!("the request's context: {e}"))?;
         let cedar_request = cedar::Request::new(
-            uid(caller, principal),
+            uid(caller, &facts.principal),
             action,
             uid(resource_type, resource),
             context,
@@ -233,26 +313,19 @@ impl Policy for CedarPolicy {
         request: &ToolRequest,
         view: &RunView,
     ) -> Result<PolicyDecision, PolicyError> {
-        let answer = match self.answer(request, view) {
-            Ok(answer) => answer,
+        let (outcome, reason, asking) = match self.decide(&self.facts(request, view)) {
+            Ok(decided) => decided,
             Err(reason) => return Ok(PolicyDecision::deny(reason)),
         };
-        let (outcome, reason) = decide(&answer, &request.spec.name);
         Ok(match outcome {
             Outcome::Allow => PolicyDecision::allow_because(reason),
             Outcome::Deny => PolicyDecision::deny(reason),
             Outcome::Abort => PolicyDecision::abort(reason),
             Outcome::RequireApproval => {
                 let capability = agentrt::policy::tool_and_args(request);
-                let policies: Vec<&str> = answer
-                    .determining
-                    .iter()
-                    .filter(|p| p.approval.is_some())
-                    .map(|p| p.id.as_str())
-                    .collect();
                 let presentation = Canonical::from_serialize(&json!({
                     "args": request.args.to_value(),
-                    "policies": policies,
+                    "policies": asking,
                     "reason": reason,
                     "tool": request.spec.name,
                 }))
@@ -315,7 +388,7 @@ fn named(text: &str) -> Result<cedar::PolicySet, CedarError> {
 
 /// The Cedar schema of `tools` (JSON format), and each tool's argument
 /// shape.
-fn schema_of(tools: &[ToolSpec]) -> (Value, BTreeMap<String, Shape>) {
+fn schema_of(tools: &[ToolSpec]) -> (Value, BTreeMap<String, (Shape, SideEffect)>) {
     let mut shapes = BTreeMap::new();
     let mut actions = Map::new();
     for tool in tools {
@@ -347,7 +420,7 @@ fn schema_of(tools: &[ToolSpec]) -> (Value, BTreeMap<String, Shape>) {
                 "context": context,
             }}),
         );
-        shapes.insert(tool.name.clone(), shape);
+        shapes.insert(tool.name.clone(), (shape, tool.side_effect));
     }
     let mut schema = Map::new();
     schema.insert(
@@ -369,37 +442,21 @@ fn with_required(mut t: Value) -> Value {
 }
 
 /// The request's context (see [`CedarPolicy`]).
-fn context_of(request: &ToolRequest, view: &RunView, args: Value) -> Value {
-    let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-    let long = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-    let steps = &view.steps;
-    let failed = steps
-        .iter()
-        .filter(|s| s.status == StepStatus::Failed)
-        .count();
-    let calls_of_tool = steps
-        .iter()
-        .filter(|s| {
-            s.decision
-                .as_ref()
-                .is_some_and(|d| d.tool == request.spec.name)
-        })
-        .count();
-    let run = &view.run;
-    let labels: Vec<String> = run.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+fn context_of(facts: &Facts, side_effect: SideEffect, args: Value) -> Value {
+    let run = &facts.run;
     json!({
         "args": args,
-        "side_effect": request.spec.side_effect.as_str(),
-        "labels": labels,
+        "side_effect": side_effect.as_str(),
+        "labels": facts.labels,
         "run": {
-            "steps": count(steps.len()),
-            "failed_steps": count(failed),
-            "calls_of_tool": count(calls_of_tool),
-            "approvals": count(view.approvals.len()),
-            "model_calls": long(run.model_calls),
-            "input_tokens": long(run.usage.input_tokens),
-            "output_tokens": long(run.usage.output_tokens),
-            "cost_micros": run.estimated_cost_micros,
+            "steps": run.steps,
+            "failed_steps": run.failed_steps,
+            "calls_of_tool": run.calls_of_tool,
+            "approvals": run.approvals,
+            "model_calls": run.model_calls,
+            "input_tokens": run.input_tokens,
+            "output_tokens": run.output_tokens,
+            "cost_micros": run.cost_micros,
         }
     })
 }

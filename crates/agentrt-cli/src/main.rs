@@ -52,6 +52,14 @@ fn main() -> ExitCode {
         Ok(Parsed::Migrate(args)) => {
             with_stdout("migrate", |out| commands::migrate::run(&args, out))
         }
+        Ok(Parsed::Policy(args)) => {
+            let name = if args.cases.is_some() {
+                "policy test"
+            } else {
+                "policy check"
+            };
+            with_stdout(name, |out| commands::policy::run(&args, out))
+        }
         Ok(Parsed::Run(invocation)) => with_stdout(invocation.command.name(), |out| {
             commands::run(&invocation, out)
         }),

@@ -6,7 +6,8 @@
 pub const USAGE: &str = "\
 agentrt: the operator's view of an agentrt database. It lists runs, shows
 them with their pending approvals, prints their events, decides approvals,
-cancels runs, and checks the audit log.
+cancels runs, and checks the audit log; and it checks and tests Cedar
+policies.
 
 Usage: agentrt [--db PATH|URL] [--json] <command> [arguments]
 
@@ -76,6 +77,20 @@ Commands:
                   both (intact, the same head); needs no --db
       --from PATH the SQLite database (opened read-only)
       --to URL    postgres://user@host/db (its schema created if missing)
+  policy check FILE  validate a Cedar policy file strictly against the
+                  tools it decides (a policy naming an argument a tool
+                  lacks is refused with Cedar's diagnostic, exit 1) and
+                  print its identity; needs no --db
+      --tools FILE  the tools: a JSON array of tool specs as agentrt
+                  records them (name, description, input_schema,
+                  side_effect, timeout_ms)
+  policy test FILE  check it, then put each request of a cases file to it:
+                  exit 1 naming each case whose outcome is not the one
+                  expected; needs no --db
+      --tools FILE  as for policy check
+      --cases FILE  a JSON array of {tool, args, principal, resource,
+                  labels, run, expect, reason_contains}; expect is allow,
+                  require_approval, deny or abort
   completions SHELL  print a completion script for bash, elvish, fish,
                   powershell or zsh; needs no --db
   help [COMMAND]  print this help, or a command's own help

@@ -63,3 +63,28 @@ pub fn cedar_from_file(path: &Path, specs: &[ToolSpec]) -> Result<CedarPolicy, P
         .with_principal_label(PRINCIPAL_LABEL)
         .with_resource_label(RESOURCE_LABEL))
 }
+
+/// The specs each server's pinned manifest would offer under its rules.
+pub(crate) fn pinned_offer(config: &Config) -> Result<Vec<ToolSpec>, ProxyError> {
+    let mut specs = Vec::new();
+    for server in &config.servers {
+        let manifest = agentrt_mcp::read_manifest(&server.manifest)?;
+        specs.extend(agentrt_mcp::pinned_specs(
+            &server.server.name,
+            &manifest,
+            &crate::check::mcp_rules(server),
+            server.server.default_timeout,
+        ));
+    }
+    Ok(specs)
+}
+
+/// `tools`: the pinned offer as a JSON array of tool specs, one line.
+pub(crate) fn print_offer(config: &Config, out: &mut dyn std::io::Write) -> Result<(), ProxyError> {
+    let specs = pinned_offer(config)?;
+    let text = serde_json::to_string(&specs).map_err(|e| ProxyError::Write {
+        path: std::path::PathBuf::new(),
+        detail: e.to_string(),
+    })?;
+    writeln!(out, "{text}").map_err(crate::pin::output_error)
+}

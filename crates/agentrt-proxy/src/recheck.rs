@@ -63,21 +63,6 @@ fn facts_from_rules(config: &Config) -> BTreeMap<String, ToolFacts> {
     facts
 }
 
-/// The specs each server's pinned manifest would offer under its rules.
-fn pinned_offer(config: &Config) -> Result<Vec<ToolSpec>, ProxyError> {
-    let mut specs = Vec::new();
-    for server in &config.servers {
-        let manifest = agentrt_mcp::read_manifest(&server.manifest)?;
-        specs.extend(agentrt_mcp::pinned_specs(
-            &server.server.name,
-            &manifest,
-            &crate::check::mcp_rules(server),
-            server.server.default_timeout,
-        ));
-    }
-    Ok(specs)
-}
-
 /// Runs `recheck`: prints each report (text, or one JSON array) and the
 /// summary; whether every run re-checked the same with at least one
 /// decision re-checked.
@@ -115,7 +100,7 @@ pub async fn recheck(
         (Some(_), Some(specs)) => crate::cedar::load_cedar(config, specs)?,
         // The tools as pinned: what the proxy would offer if each server
         // listed what was pinned.
-        (Some(_), None) => crate::cedar::load_cedar(config, &pinned_offer(config)?)?,
+        (Some(_), None) => crate::cedar::load_cedar(config, &crate::cedar::pinned_offer(config)?)?,
     };
     let policy = ProxyPolicy::with_cedar(config, facts, Arc::clone(&reruns), cedar);
     let id = agentrt::Policy::policy_id(&policy).unwrap_or_default();

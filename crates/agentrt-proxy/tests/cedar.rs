@@ -331,3 +331,24 @@ async fn a_shadow_cedar_policy_beside_the_classes_records_each_disagreement_and_
         "{out}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_prints_the_pinned_offer_as_the_tools_a_policy_is_checked_against() {
+    let (url, _seen) = serve(Mode::Json).await;
+    let dir = tempfile::tempdir().expect("dir");
+    configure(dir.path(), &url, "cedar", POLICY).await;
+    let args = [
+        "tools".to_owned(),
+        "--config".to_owned(),
+        dir.path().join("proxy.json").to_string_lossy().into_owned(),
+    ];
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = agentrt_proxy::cli::run(&args, &mut out, &mut err).await;
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    let tools = agentrt_cedar::cases::read_tools(&out).expect("a tools file");
+    let names: Vec<(&str, agentrt::SideEffect)> =
+        tools.iter().map(|t| (t.name.as_str(), t.side_effect)).collect();
+    assert_eq!(names, [("fs_read_file", agentrt::SideEffect::LocalMutation)]);
+    // The offer is what the proxy validates its Cedar file against.
+    agentrt_cedar::CedarPolicy::new(POLICY, &tools).expect("validates");
+}

@@ -105,6 +105,17 @@ pub enum CliCommand {
     /// runs on both: they must be intact with the same head.
     #[command(override_usage = "agentrt [--json] migrate --from PATH --to URL")]
     Migrate(MigrateArgs),
+    /// Cedar policies (agentrt-cedar): check a file against the tools it
+    /// decides, or test it against a table of requests and the outcomes
+    /// expected; needs no --db.
+    #[command(
+        override_usage = "agentrt [--json] policy check FILE --tools FILE\n       agentrt [--json] policy test FILE --tools FILE --cases FILE"
+    )]
+    Policy {
+        /// What to do with the policy.
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Print a shell completion script; needs no --db.
     ///
     /// For example: agentrt completions bash > ~/.local/share/bash-completion/completions/agentrt
@@ -114,6 +125,51 @@ pub enum CliCommand {
         #[arg(value_enum, value_name = "SHELL")]
         shell: Shell,
     },
+}
+
+/// `policy` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Parse the policies and validate them strictly against a schema
+    /// made from the tools: a policy naming an argument a tool lacks, or
+    /// comparing it with a value of another type, is refused with Cedar's
+    /// diagnostic (exit 1). Prints the policy set's identity.
+    #[command(override_usage = "agentrt [--json] policy check FILE --tools FILE")]
+    Check(PolicyCheckArgs),
+    /// Check the policies, then put each case of the cases file to them:
+    /// exit 1 naming every case whose outcome (or reason) is not the one
+    /// expected.
+    #[command(override_usage = "agentrt [--json] policy test FILE --tools FILE --cases FILE")]
+    Test(PolicyTestArgs),
+}
+
+/// `policy check` flags.
+#[derive(Debug, Args)]
+pub struct PolicyCheckArgs {
+    /// The Cedar policy file.
+    #[arg(value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub file: OsString,
+    /// The tools: a JSON array of tool specs as agentrt records them
+    /// (name, description, input_schema, side_effect, timeout_ms).
+    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub tools: OsString,
+}
+
+/// `policy test` flags.
+#[derive(Debug, Args)]
+pub struct PolicyTestArgs {
+    /// The Cedar policy file.
+    #[arg(value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub file: OsString,
+    /// The tools (as for `policy check`).
+    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub tools: OsString,
+    /// The cases: a JSON array of requests, each with `tool`, `args`,
+    /// optionally `principal`, `resource`, `labels`, `run` and
+    /// `reason_contains`, and the outcome it should get in `expect`
+    /// (allow, require_approval, deny, abort).
+    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub cases: OsString,
 }
 
 /// `head` subcommands.

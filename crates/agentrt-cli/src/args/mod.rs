@@ -82,6 +82,21 @@ pub enum Parsed {
     Completions(Shell),
     /// `migrate --from PATH --to URL`: names its own two databases.
     Migrate(Migrate),
+    /// `policy check|test`: needs no database.
+    Policy(PolicyRun),
+}
+
+/// `policy check FILE --tools FILE` and `policy test … --cases FILE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyRun {
+    /// The Cedar policy file.
+    pub file: PathBuf,
+    /// The tools file.
+    pub tools: PathBuf,
+    /// The cases file (`policy test`).
+    pub cases: Option<PathBuf>,
+    /// JSON output.
+    pub json: bool,
 }
 
 /// `migrate --from PATH --to URL`.

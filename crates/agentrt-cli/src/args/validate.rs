@@ -7,10 +7,12 @@ use std::path::PathBuf;
 
 use agentrt::{Label, Labels};
 
-use super::cli::{CancelArgs, Cli, CliCommand, DecideArgs, EventsArgs, HeadCommand, VerifyArgs};
+use super::cli::{
+    CancelArgs, Cli, CliCommand, DecideArgs, EventsArgs, HeadCommand, PolicyCommand, VerifyArgs,
+};
 use super::{
     Command, Database, Decide, Env, FollowStart, Invocation, KeptHead, Keygen, Migrate, Paging,
-    Parsed, UsageError, Verb, Verify,
+    Parsed, PolicyRun, UsageError, Verb, Verify,
 };
 
 /// A problem with the named command's arguments.
@@ -28,6 +30,21 @@ pub fn cli(cli: Cli, env: &Env) -> Result<Parsed, UsageError> {
             return Ok(Parsed::Keygen(Keygen { out, json }));
         }
         CliCommand::Completions { shell } => return Ok(Parsed::Completions(shell)),
+        CliCommand::Policy { command } => {
+            let (file, tools, cases) = match command {
+                PolicyCommand::Check(a) => (a.file, a.tools, None),
+                PolicyCommand::Test(a) => (a.file, a.tools, Some(a.cases)),
+            };
+            return Ok(Parsed::Policy(PolicyRun {
+                file: path("FILE", file).map_err(problem)?,
+                tools: path("--tools", tools).map_err(problem)?,
+                cases: cases
+                    .map(|c| path("--cases", c))
+                    .transpose()
+                    .map_err(problem)?,
+                json,
+            }));
+        }
         CliCommand::Migrate(a) => {
             let from = path("--from", a.from).map_err(problem)?;
             let to = Database::parse(a.to.into());
@@ -91,6 +108,12 @@ fn command_name(command: &CliCommand) -> &'static str {
         CliCommand::Keygen(_) => "keygen",
         CliCommand::Completions { .. } => "completions",
         CliCommand::Migrate(_) => "migrate",
+        CliCommand::Policy {
+            command: PolicyCommand::Check(_),
+        } => "policy check",
+        CliCommand::Policy {
+            command: PolicyCommand::Test(_),
+        } => "policy test",
     }
 }
 

@@ -8,6 +8,7 @@ mod follow;
 mod head;
 pub mod keygen;
 pub mod migrate;
+pub mod policy;
 mod runs;
 mod show;
 mod verify;

@@ -15,6 +15,9 @@ pub enum Command {
     Pin,
     /// Load everything and print the reports.
     Check,
+    /// Print the tools the pinned manifests offer, as a JSON array of
+    /// tool specs (what `agentrt policy check --tools` reads).
+    Tools,
     /// Re-check recorded calls under the configuration's policy.
     Recheck(RecheckOptions),
 }
@@ -26,6 +29,7 @@ impl Command {
             Command::Serve(_) => "serve",
             Command::Pin => "pin",
             Command::Check => "check",
+            Command::Tools => "tools",
             Command::Recheck(_) => "recheck",
         }
     }
@@ -179,6 +183,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, UsageError> {
         }
         "pin" => Command::Pin,
         "check" => Command::Check,
+        "tools" => Command::Tools,
         "recheck" => {
             if run.is_some() && session.is_some() {
                 return bad("give --run or --session, not both".into());
@@ -263,6 +268,7 @@ mod tests {
         );
         assert_eq!(p(&["pin", "--config", "c.json"]), run(Command::Pin));
         assert_eq!(p(&["check", "--config", "c.json"]), run(Command::Check));
+        assert_eq!(p(&["tools", "--config", "c.json"]), run(Command::Tools));
         assert_eq!(
             p(&[
                 "recheck",

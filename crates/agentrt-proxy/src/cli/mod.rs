@@ -66,6 +66,7 @@ pub async fn run_with(
         match command {
             Command::Pin => pin_all(&config, Timestamp::now(), out).await.map(|()| true),
             Command::Check => check(&config, out).await,
+            Command::Tools => crate::cedar::print_offer(&config, out).map(|()| true),
             Command::Serve(ServeOptions { http: None, .. }) => {
                 crate::serve::serve_stdio(config, err).await.map(|()| true)
             }

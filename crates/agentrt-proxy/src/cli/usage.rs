@@ -10,6 +10,8 @@ usage:
                                           serve MCP hosts over streamable HTTP on ADDR
   agentrt-proxy pin --config FILE         pin every server's tools into its manifest
   agentrt-proxy check --config FILE       load everything and print what is offered
+  agentrt-proxy tools --config FILE       print the pinned tools as the policy sees them
+                                          (JSON, for agentrt policy check|test --tools)
   agentrt-proxy recheck --config FILE [--run ID | --session NAME] [--limit N] [--current-tools] [--json]
                                           re-check recorded calls under the configured policy
 

@@ -1,0 +1,170 @@
+//! `agentrt policy check` and `agentrt policy test`: a Cedar policy
+//! validated against the tools it decides, and put to a table of requests
+//! with the outcomes expected (exit 1 naming each mismatch), without a
+//! database.
+
+mod support;
+
+use std::path::Path;
+
+use support::agentrt_raw;
+
+const TOOLS: &str = r#"[
+  {"name": "write_file", "description": "Write a file", "side_effect": "local_mutation", "timeout_ms": 5000,
+   "input_schema": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path"]}},
+  {"name": "move_file", "description": "Move a file", "side_effect": "destructive", "timeout_ms": 5000,
+   "input_schema": {"type": "object", "properties": {"source": {"type": "string"}, "destination": {"type": "string"}}, "required": ["source", "destination"]}},
+  {"name": "push", "description": "Push a branch", "side_effect": "remote_mutation", "timeout_ms": 5000,
+   "input_schema": {"type": "object", "properties": {"branch": {"type": "string"}}, "required": ["branch"]}}
+]"#;
+
+const POLICY: &str = r#"
+@id("drafts")
+permit(principal, action == Agentrt::Action::"write_file", resource)
+when { context.args.path like "notes/drafts/*" && context.run.calls_of_tool < 20 };
+
+@id("other-writes")
+@approval("a write outside drafts")
+permit(principal, action == Agentrt::Action::"write_file", resource)
+unless { context.args.path like "notes/drafts/*" };
+
+@id("no-moves")
+forbid(principal, action == Agentrt::Action::"move_file", resource);
+
+@id("main-asks")
+@approval("a push to main")
+permit(principal, action == Agentrt::Action::"push", resource)
+when { context.args.branch == "main" };
+
+@id("release-pushes")
+permit(principal in Agentrt::Caller::"release", action == Agentrt::Action::"push", resource)
+when { context.labels.contains("group=release") };
+"#;
+
+const CASES: &str = r#"[
+  {"name": "a draft", "tool": "write_file", "args": {"path": "notes/drafts/a.md"}, "expect": "allow"},
+  {"name": "elsewhere", "tool": "write_file", "args": {"path": "src/main.rs"}, "expect": "require_approval",
+   "reason_contains": "outside drafts"},
+  {"name": "the 21st draft", "tool": "write_file", "args": {"path": "notes/drafts/b.md"},
+   "run": {"calls_of_tool": 20}, "expect": "deny"},
+  {"name": "a move", "tool": "move_file", "args": {"source": "a", "destination": "b"}, "expect": "deny",
+   "reason_contains": "no-moves"},
+  {"name": "main", "tool": "push", "args": {"branch": "main"}, "expect": "require_approval"},
+  {"name": "release group", "tool": "push", "args": {"branch": "v2"}, "principal": "release",
+   "labels": {"group": "release"}, "expect": "allow"},
+  {"name": "anyone else", "tool": "push", "args": {"branch": "v2"}, "expect": "deny"}
+]"#;
+
+fn files(dir: &Path, policy: &str, cases: &str) -> [String; 3] {
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    [
+        write("policy.cedar", policy),
+        write("tools.json", TOOLS),
+        write("cases.json", cases),
+    ]
+}
+
+#[test]
+fn check_validates_a_policy_against_the_tools_and_prints_its_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let [policy, tools, _] = files(dir.path(), POLICY, CASES);
+    let out = agentrt_raw(&["policy", "check", &policy, "--tools", &tools]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("valid against 3 tool(s); identity cedar:"),
+        "{out:?}"
+    );
+    let json = agentrt_raw(&["--json", "policy", "check", &policy, "--tools", &tools]);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["tools"], 3);
+    assert!(value["identity"].as_str().unwrap().starts_with("cedar:"));
+}
+
+#[test]
+fn check_refuses_a_policy_naming_an_argument_a_tool_lacks_with_cedars_diagnostic() {
+    let dir = tempfile::tempdir().unwrap();
+    let [policy, tools, _] = files(
+        dir.path(),
+        r#"permit(principal, action == Agentrt::Action::"move_file", resource)
+           when { context.args.target == "x" };"#,
+        CASES,
+    );
+    let out = agentrt_raw(&["policy", "check", &policy, "--tools", &tools]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("do not validate") && out.stderr.contains("args.target"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn test_passes_when_every_case_gets_its_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let [policy, tools, cases] = files(dir.path(), POLICY, CASES);
+    let out = agentrt_raw(&[
+        "policy", "test", &policy, "--tools", &tools, "--cases", &cases,
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("pass  a draft: allow"), "{out:?}");
+    assert!(out.stdout.ends_with("7 case(s), 0 failed\n"), "{out:?}");
+}
+
+#[test]
+fn test_exits_1_naming_each_case_that_did_not_get_its_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    // Drafts lose their cap: the 21st draft is allowed, not denied; and a
+    // case expects a move to be allowed.
+    let loose = POLICY.replace(" && context.run.calls_of_tool < 20", "");
+    let cases = CASES.replace(
+        r#""destination": "b"}, "expect": "deny""#,
+        r#""destination": "b"}, "expect": "allow""#,
+    );
+    let [policy, tools, cases] = files(dir.path(), &loose, &cases);
+    let out = agentrt_raw(&[
+        "policy", "test", &policy, "--tools", &tools, "--cases", &cases,
+    ]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains(
+            "FAIL  the 21st draft: expected deny, got allow (permitted by cedar policy drafts)"
+        ),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains(
+            "FAIL  a move: expected allow with a reason containing \"no-moves\", got deny (forbidden by cedar policy no-moves)"
+        ),
+        "{out:?}"
+    );
+    assert!(out.stdout.ends_with("7 case(s), 2 failed\n"), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("2 of 7 case(s) did not get the outcome expected"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_bad_cases_file_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let [policy, tools, cases] = files(
+        dir.path(),
+        POLICY,
+        r#"[{"name": "odd", "tool": "push", "expect": "maybe"}]"#,
+    );
+    let out = agentrt_raw(&[
+        "policy", "test", &policy, "--tools", &tools, "--cases", &cases,
+    ]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("odd: expect \"maybe\" is not one of"),
+        "{out:?}"
+    );
+    let missing = agentrt_raw(&["policy", "check", &policy]);
+    assert_eq!(missing.code, 2, "{missing:?}");
+}
