@@ -346,9 +346,14 @@ async fn tools_prints_the_pinned_offer_as_the_tools_a_policy_is_checked_against(
     let code = agentrt_proxy::cli::run(&args, &mut out, &mut err).await;
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
     let tools = agentrt_cedar::cases::read_tools(&out).expect("a tools file");
-    let names: Vec<(&str, agentrt::SideEffect)> =
-        tools.iter().map(|t| (t.name.as_str(), t.side_effect)).collect();
-    assert_eq!(names, [("fs_read_file", agentrt::SideEffect::LocalMutation)]);
+    let names: Vec<(&str, agentrt::SideEffect)> = tools
+        .iter()
+        .map(|t| (t.name.as_str(), t.side_effect))
+        .collect();
+    assert_eq!(
+        names,
+        [("fs_read_file", agentrt::SideEffect::LocalMutation)]
+    );
     // The offer is what the proxy validates its Cedar file against.
     agentrt_cedar::CedarPolicy::new(POLICY, &tools).expect("validates");
 }

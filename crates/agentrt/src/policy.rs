@@ -5,6 +5,7 @@
 //! old runs against a policy exact.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::json::{Canonical, write_string};
 use crate::model::{Outcome, PolicyDecision, RunView, SideEffect, ToolRequest};
@@ -54,6 +55,23 @@ pub trait Policy: Send + Sync {
     /// no control characters). Read once, when the gate is built.
     fn policy_id(&self) -> Option<String> {
         None
+    }
+}
+
+/// A shared policy decides as the policy it shares: one policy (a parsed
+/// Cedar set, say) for several gates, or as one gate's policy and
+/// another's shadow.
+impl<P: Policy + ?Sized> Policy for Arc<P> {
+    fn evaluate(
+        &self,
+        request: &ToolRequest,
+        view: &RunView,
+    ) -> Result<PolicyDecision, PolicyError> {
+        (**self).evaluate(request, view)
+    }
+
+    fn policy_id(&self) -> Option<String> {
+        (**self).policy_id()
     }
 }
 
