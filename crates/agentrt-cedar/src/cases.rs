@@ -8,12 +8,13 @@
 //! {"name": "a draft may be written", "tool": "fs_write_file",
 //!  "args": {"path": "notes/drafts/a.md"}, "principal": "laptop",
 //!  "resource": "fs", "labels": {"team": "docs"}, "run": {"calls_of_tool": 20},
+//!  "recent": {"hour": 3},
 //!  "expect": "allow", "reason_contains": "drafts"}
 //! ```
 //!
 //! Only `tool` and `expect` are required; `args` defaults to `{}`,
 //! `principal` to `anonymous`, `resource` to the tool's side-effect class,
-//! `run`'s counts to 0. `expect` is `allow`, `require_approval`, `deny` or
+//! `run`'s and `recent`'s counts to 0 (`recent` for a policy with windows). `expect` is `allow`, `require_approval`, `deny` or
 //! `abort`.
 
 use std::collections::BTreeMap;
@@ -47,6 +48,8 @@ struct CaseFile {
     labels: BTreeMap<String, String>,
     #[serde(default)]
     run: RunFacts,
+    #[serde(default)]
+    recent: BTreeMap<String, i64>,
     expect: String,
     reason_contains: Option<String>,
 }
@@ -143,6 +146,7 @@ pub fn read_cases(bytes: &[u8]) -> Result<Vec<Case>, CasesError> {
                     principal: c.principal.unwrap_or_else(|| ANONYMOUS.to_owned()),
                     resource: c.resource,
                     labels: c.labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                    recent: c.recent,
                     run: c.run,
                 },
                 name,

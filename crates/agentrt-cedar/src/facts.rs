@@ -1,6 +1,8 @@
 //! A Cedar request's facts, apart from any run: what a request and its
 //! run's view put to Cedar, and what a policy's test case states.
 
+use std::collections::BTreeMap;
+
 use agentrt::Canonical;
 use agentrt::json::JsonError;
 use serde::Deserialize;
@@ -44,6 +46,10 @@ pub struct Facts {
     pub resource: Option<String>,
     /// The run's labels, each `key=value`.
     pub labels: Vec<String>,
+    /// Each window's count of earlier calls (`context.recent`, for a
+    /// policy made [`with_windows`](crate::CedarPolicy::with_windows));
+    /// a window missing here is 0.
+    pub recent: BTreeMap<String, i64>,
     /// What the run did before.
     pub run: RunFacts,
 }
@@ -62,6 +68,7 @@ impl Facts {
             principal: ANONYMOUS.to_owned(),
             resource: None,
             labels: Vec::new(),
+            recent: BTreeMap::new(),
             run: RunFacts::default(),
         })
     }

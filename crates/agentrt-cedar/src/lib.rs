@@ -41,4 +41,4 @@ mod shape;
 
 pub use error::CedarError;
 pub use facts::{Facts, RunFacts};
-pub use policy::{ANONYMOUS, CedarPolicy, NAMESPACE, PRINCIPAL_LABEL};
+pub use policy::{ANONYMOUS, CedarPolicy, NAMESPACE, PRINCIPAL_LABEL, RECENT_LABEL_PREFIX};

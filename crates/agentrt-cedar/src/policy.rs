@@ -28,6 +28,11 @@ pub const PRINCIPAL_LABEL: &str = "principal";
 /// The principal of a run without the principal label.
 pub const ANONYMOUS: &str = "anonymous";
 
+/// A window's count is read from the run label `recent.<window>` (a whole
+/// number; absent or unreadable: 0). The proxy writes them; a Rust
+/// program may too.
+pub const RECENT_LABEL_PREFIX: &str = "recent.";
+
 /// A Cedar policy set deciding tool requests.
 ///
 /// Each request is put to Cedar as:
@@ -76,6 +81,8 @@ pub struct CedarPolicy {
     identity: String,
     principal_label: String,
     resource_label: Option<String>,
+    /// The windows named in the schema (`context.recent`).
+    windows: Vec<String>,
     authorizer: cedar::Authorizer,
     entities: cedar::Entities,
     /// `Agentrt::Caller`, `Agentrt::Action`, `Agentrt::Resource`, parsed
@@ -104,8 +111,62 @@ impl CedarPolicy {
     /// [`CedarError`]: the text does not parse, two policies share an
     /// `@id`, the schema is refused, or the policies do not validate.
     pub fn new(text: &str, tools: &[ToolSpec]) -> Result<CedarPolicy, CedarError> {
+        CedarPolicy::with_windows(text, tools, &[])
+    }
+
+    /// [`CedarPolicy::new`] with `context.recent`: a record of one whole
+    /// number per window named (`context.recent.hour`), read from the
+    /// run's `recent.<window>` labels: how many calls of this tool this
+    /// principal made within the window, as whoever begins the run counts
+    /// them (the proxy, across runs). A name is 1 to 32 of `a-z`, `0-9`
+    /// and `_`, starting with a letter.
+    ///
+    /// # Errors
+    ///
+    /// As [`CedarPolicy::new`]; a window name that is not one is
+    /// [`CedarError::Schema`].
+    ///
+    /// ```
+    /// use agentrt::{SideEffect, ToolSpec};
+    /// use agentrt_cedar::{CedarPolicy, Facts};
+    /// let write = ToolSpec::new("write", "Write", SideEffect::LocalMutation);
+    /// let policy = CedarPolicy::with_windows(
+    ///     r#"permit(principal, action, resource) when { context.recent.hour < 20 };"#,
+    ///     &[write.clone()],
+    ///     &["hour"],
+    /// )?;
+    /// let mut facts = Facts::new("write", "{}")?;
+    /// facts.recent.insert("hour".into(), 20);
+    /// assert_eq!(policy.decide(&facts).unwrap().0, agentrt::Outcome::Deny);
+    /// // Without the window, the policy does not validate.
+    /// assert!(CedarPolicy::new("permit(principal, action, resource) when { context.recent.hour < 20 };", &[write]).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_windows(
+        text: &str,
+        tools: &[ToolSpec],
+        windows: &[&str],
+    ) -> Result<CedarPolicy, CedarError> {
+        for name in windows {
+            let plain = (1..=32).contains(&name.len())
+                && name.starts_with(|c: char| c.is_ascii_lowercase())
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            if !plain {
+                return Err(CedarError::Schema(format!(
+                    "window {name:?}: 1 to 32 of a-z, 0-9 and _, starting with a letter"
+                )));
+            }
+        }
+        let windows: Vec<String> = {
+            let mut w: Vec<String> = windows.iter().map(|w| (*w).to_owned()).collect();
+            w.sort();
+            w.dedup();
+            w
+        };
         let policies = named(text)?;
-        let (schema_json, shapes) = schema_of(tools);
+        let (schema_json, shapes) = schema_of(tools, &windows);
         let schema = cedar::Schema::from_json_value(schema_json.clone())
             .map_err(|e| CedarError::Schema(e.to_string()))?;
         let validated = cedar::Validator::new(schema.clone())
@@ -139,6 +200,7 @@ impl CedarPolicy {
             identity,
             principal_label: PRINCIPAL_LABEL.to_owned(),
             resource_label: None,
+            windows,
             authorizer: cedar::Authorizer::new(),
             entities: cedar::Entities::empty(),
         })
@@ -187,6 +249,17 @@ impl CedarPolicy {
                 .and_then(|key| labels.get(key))
                 .map(str::to_owned),
             labels: labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            recent: self
+                .windows
+                .iter()
+                .map(|w| {
+                    let count = labels
+                        .get(&format!("{RECENT_LABEL_PREFIX}{w}"))
+                        .and_then(|v| v.parse::<i64>().ok())
+                        .unwrap_or(0);
+                    (w.clone(), count)
+                })
+                .collect(),
             run: RunFacts {
                 steps: count(steps.len()),
                 failed_steps: count(
@@ -263,7 +336,7 @@ impl CedarPolicy {
         let [caller, action_type, resource_type] = &self.types;
         let action = uid(action_type, tool);
         let context = cedar::Context::from_json_value(
-            context_of(facts, *side_effect, args),
+            context_of(facts, *side_effect, args, &self.windows),
             Some((&self.schema, &action)),
         )
         .map_err(|e| format!("the request's context: {e}"))?;
@@ -388,13 +461,16 @@ fn named(text: &str) -> Result<cedar::PolicySet, CedarError> {
 
 /// The Cedar schema of `tools` (JSON format), and each tool's argument
 /// shape.
-fn schema_of(tools: &[ToolSpec]) -> (Value, BTreeMap<String, (Shape, SideEffect)>) {
+fn schema_of(
+    tools: &[ToolSpec],
+    windows: &[String],
+) -> (Value, BTreeMap<String, (Shape, SideEffect)>) {
     let mut shapes = BTreeMap::new();
     let mut actions = Map::new();
     for tool in tools {
         let shape = Shape::of_arguments(&tool.input_schema.to_value());
         let long = || json!({"type": "Long", "required": true});
-        let context = json!({
+        let mut context = json!({
             "type": "Record",
             "attributes": {
                 "args": with_required(shape.cedar_type()),
@@ -412,6 +488,15 @@ fn schema_of(tools: &[ToolSpec]) -> (Value, BTreeMap<String, (Shape, SideEffect)
                 }},
             }
         });
+        if !windows.is_empty() {
+            let recent: Map<String, Value> = windows.iter().map(|w| (w.clone(), long())).collect();
+            if let Some(attributes) = context["attributes"].as_object_mut() {
+                attributes.insert(
+                    "recent".into(),
+                    json!({"type": "Record", "required": true, "attributes": recent}),
+                );
+            }
+        }
         actions.insert(
             tool.name.clone(),
             json!({"appliesTo": {
@@ -442,9 +527,9 @@ fn with_required(mut t: Value) -> Value {
 }
 
 /// The request's context (see [`CedarPolicy`]).
-fn context_of(facts: &Facts, side_effect: SideEffect, args: Value) -> Value {
+fn context_of(facts: &Facts, side_effect: SideEffect, args: Value, windows: &[String]) -> Value {
     let run = &facts.run;
-    json!({
+    let mut context = json!({
         "args": args,
         "side_effect": side_effect.as_str(),
         "labels": facts.labels,
@@ -458,7 +543,22 @@ fn context_of(facts: &Facts, side_effect: SideEffect, args: Value) -> Value {
             "output_tokens": run.output_tokens,
             "cost_micros": run.cost_micros,
         }
-    })
+    });
+    if !windows.is_empty()
+        && let Some(context) = context.as_object_mut()
+    {
+        let recent: Map<String, Value> = windows
+            .iter()
+            .map(|w| {
+                (
+                    w.clone(),
+                    Value::from(facts.recent.get(w).copied().unwrap_or(0)),
+                )
+            })
+            .collect();
+        context.insert("recent".into(), Value::Object(recent));
+    }
+    context
 }
 
 /// `cedar:` and the hash of the policies (by id, as Cedar prints them) and

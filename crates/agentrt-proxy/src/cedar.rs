@@ -22,6 +22,10 @@ pub const PRINCIPAL_LABEL: &str = "mcp.session";
 /// The run label a Cedar request's resource is read from: the server.
 pub const RESOURCE_LABEL: &str = "mcp.server";
 
+fn window_names(config: &Config) -> Vec<String> {
+    config.windows.keys().cloned().collect()
+}
+
 /// The Cedar policy `config` names, validated against `specs` (the tools
 /// offered, by their model-visible names); `None` without one.
 ///
@@ -33,7 +37,7 @@ pub fn load_cedar(config: &Config, specs: &[ToolSpec]) -> Result<Option<CedarPol
     let Some(path) = &config.cedar else {
         return Ok(None);
     };
-    cedar_from_file(path, specs).map(Some)
+    cedar_from_file(path, specs, &window_names(config)).map(Some)
 }
 
 /// The shadow Cedar policy `config` names, validated against `specs`;
@@ -46,11 +50,16 @@ pub fn load_shadow(config: &Config, specs: &[ToolSpec]) -> Result<Option<CedarPo
     let Some(path) = &config.shadow else {
         return Ok(None);
     };
-    cedar_from_file(path, specs).map(Some)
+    cedar_from_file(path, specs, &window_names(config)).map(Some)
 }
 
-/// The Cedar policy in `path`, validated against `specs`.
-pub fn cedar_from_file(path: &Path, specs: &[ToolSpec]) -> Result<CedarPolicy, ProxyError> {
+/// The Cedar policy in `path`, validated against `specs`, with
+/// `context.recent` holding each of `windows`.
+pub fn cedar_from_file(
+    path: &Path,
+    specs: &[ToolSpec],
+    windows: &[String],
+) -> Result<CedarPolicy, ProxyError> {
     let refused = |detail: String| ProxyError::Cedar {
         path: path.to_owned(),
         detail,
@@ -58,7 +67,9 @@ pub fn cedar_from_file(path: &Path, specs: &[ToolSpec]) -> Result<CedarPolicy, P
     let bytes = private_file::read(path, Others::MayRead, MAX_CEDAR_BYTES)
         .map_err(|e| refused(e.detail()))?;
     let text = String::from_utf8(bytes).map_err(|_| refused("not UTF-8 text".into()))?;
-    let policy = CedarPolicy::new(&text, specs).map_err(|e| refused(e.to_string()))?;
+    let windows: Vec<&str> = windows.iter().map(String::as_str).collect();
+    let policy =
+        CedarPolicy::with_windows(&text, specs, &windows).map_err(|e| refused(e.to_string()))?;
     Ok(policy
         .with_principal_label(PRINCIPAL_LABEL)
         .with_resource_label(RESOURCE_LABEL))

@@ -53,6 +53,10 @@ pub struct Config {
     /// (`"policy": {"shadow": FILE}`): its disagreements are recorded,
     /// nothing it says changes an outcome.
     pub shadow: Option<PathBuf>,
+    /// Windows over which each call's earlier calls of its tool by the
+    /// session are counted for the Cedar policies (`"policy": {"windows":
+    /// {"hour": "1h"}}` gives `context.recent.hour`).
+    pub windows: BTreeMap<String, Duration>,
     /// How long a call waits for its approval (zero: answers at once).
     pub hold: Duration,
     /// The window of the rejected/expired and duplicate rules (zero: off).
@@ -101,8 +105,8 @@ struct ConfigFile<'a> {
     session: String,
     #[serde(borrow)]
     servers: Vec<ServerFile<'a>>,
-    #[serde(default)]
-    policy: BTreeMap<String, String>,
+    #[serde(default, borrow)]
+    policy: BTreeMap<String, &'a RawValue>,
     hold: Option<String>,
     repeat_window: Option<String>,
     max_pending: Option<i64>,
@@ -257,13 +261,37 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
         ));
     }
     let mut policy = default_policy();
-    let (mut cedar, mut shadow) = (None, None);
-    for (name, text) in &file.policy {
+    let (mut cedar, mut shadow, mut windows) = (None, None, BTreeMap::new());
+    let mut classes = Vec::new();
+    for (name, raw) in &file.policy {
+        if name == "windows" {
+            let given: BTreeMap<String, String> =
+                serde_json::from_str(raw.get()).map_err(|_| {
+                    "policy: windows: an object of window names and durations".to_owned()
+                })?;
+            if given.is_empty() {
+                return Err("policy: windows: name at least one".into());
+            }
+            for (window, text) in given {
+                let d = duration(
+                    &format!("policy: windows: {window}"),
+                    Some(&text),
+                    Duration::ZERO,
+                )?;
+                if d.is_zero() {
+                    return Err(format!("policy: windows: {window}: longer than 0s"));
+                }
+                windows.insert(window, d);
+            }
+            continue;
+        }
+        let text: String =
+            serde_json::from_str(raw.get()).map_err(|_| format!("policy: {name}: a string"))?;
         if name == "cedar" || name == "shadow" {
             if text.is_empty() {
                 return Err(format!("policy: {name}: empty"));
             }
-            let path = Some(resolve(base, text));
+            let path = Some(resolve(base, &text));
             if name == "cedar" {
                 cedar = path;
             } else {
@@ -271,13 +299,19 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
             }
             continue;
         }
+        classes.push(name.clone());
         let class = class(name).map_err(|e| format!("policy: {e}"))?;
-        policy.insert(class, outcome(text).map_err(|e| format!("policy: {e}"))?);
+        policy.insert(class, outcome(&text).map_err(|e| format!("policy: {e}"))?);
+    }
+    if !windows.is_empty() && cedar.is_none() && shadow.is_none() {
+        return Err(
+            "policy: windows count calls for a Cedar policy: give \"cedar\" or \"shadow\"".into(),
+        );
     }
     // A Cedar file decides every call: an outcome written beside it would
     // look as if it counted.
     if cedar.is_some() {
-        if let Some(name) = file.policy.keys().find(|k| *k != "cedar" && *k != "shadow") {
+        if let Some(name) = classes.first() {
             return Err(format!(
                 "policy: {name:?} beside \"cedar\": the Cedar policy decides every call; \
                  write the class's outcome as a Cedar policy"
@@ -336,6 +370,7 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
         policy,
         cedar,
         shadow,
+        windows,
         hold: duration("hold", file.hold.as_deref(), DEFAULT_HOLD)?,
         repeat_window: duration(
             "repeat_window",

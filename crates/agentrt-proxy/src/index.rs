@@ -56,6 +56,12 @@ pub const INDEX: Extension = Extension {
             3,
             "CREATE INDEX proxy_calls_open ON proxy_calls (session, open, closed_at);",
         ),
+        // A session's calls of one tool since a time: what a Cedar
+        // policy's windows count (`context.recent`).
+        (
+            4,
+            "CREATE INDEX proxy_calls_tool ON proxy_calls (session, tool, created_at);",
+        ),
     ],
     tables: &[ExtensionTable {
         name: CALLS_TABLE,
@@ -218,6 +224,41 @@ pub fn closed_since(
         ..RowQuery::matching(&filter).limit(limit)
     };
     Ok(decoded(&store.rows_by(CALLS_TABLE, &query)?))
+}
+
+/// Where a window's count stops: a policy compares it with smaller
+/// numbers, and a call reads at most this many rows per window.
+pub const MAX_WINDOW_COUNT: u64 = 1_000;
+
+/// For each window, how many calls of `tool` `session` began within it
+/// before `now` (at most [`MAX_WINDOW_COUNT`]), read from the tool index.
+pub fn recent_counts(
+    store: &Store,
+    session: &str,
+    tool: &str,
+    now: Timestamp,
+    windows: &std::collections::BTreeMap<String, std::time::Duration>,
+) -> agentrt::Result<std::collections::BTreeMap<String, u64>> {
+    let filter = [
+        ("session", SqlValue::from(session)),
+        ("tool", SqlValue::from(tool)),
+    ];
+    let mut counts = std::collections::BTreeMap::new();
+    for (name, window) in windows {
+        let nanos = i128::try_from(window.as_nanos()).unwrap_or(i128::MAX);
+        let since = Timestamp::from_unix_nanos(now.as_unix_nanos().saturating_sub(nanos));
+        let since = SqlValue::from(since.to_string());
+        let query = RowQuery {
+            at_least: Some(("created_at", &since)),
+            order: RowOrder::Highest("created_at"),
+            ..RowQuery::matching(&filter).limit(MAX_WINDOW_COUNT)
+        };
+        counts.insert(
+            name.clone(),
+            store.rows_by(CALLS_TABLE, &query)?.len() as u64,
+        );
+    }
+    Ok(counts)
 }
 
 /// Every row of `session`, oldest first.

@@ -13,7 +13,8 @@ pub const POLICY_ID_PREFIX: &str = "agentrt-proxy/blake3:";
 /// The canonical JSON the identity hashes:
 /// `{"policy": {class: outcome, …every class}, "servers": [{"name",
 /// "rules": {tool: {"fixed" (when any), "outcome" (when set), "rename"
-/// (when set), "side_effect"}}}, …by name]}`.
+/// (when set), "side_effect"}}}, …by name]}`; with a Cedar policy,
+/// `"cedar"` first and `"windows"` (milliseconds by name) last.
 pub fn policy_document(config: &Config) -> String {
     policy_document_with(config, None)
 }
@@ -84,7 +85,21 @@ fn policy_document_with(config: &Config, cedar: Option<&str>) -> String {
         }
         out.push_str("}}");
     }
-    out.push_str("]}");
+    out.push(']');
+    // The windows' lengths decide too (their names are in the Cedar
+    // schema, so in the Cedar identity).
+    if !config.windows.is_empty() {
+        out.push_str(",\"windows\":{");
+        for (i, (name, window)) in config.windows.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_string(&mut out, name);
+            out.push_str(&format!(":{}", window.as_millis()));
+        }
+        out.push('}');
+    }
+    out.push('}');
     // Keys are written in sorted order (the class map and the rules are
     // ordered maps; a rule's keys by hand) and values in canonical form,
     // so the text is canonical JSON (its test parses it to check).

@@ -357,3 +357,82 @@ async fn tools_prints_the_pinned_offer_as_the_tools_a_policy_is_checked_against(
     // The offer is what the proxy validates its Cedar file against.
     agentrt_cedar::CedarPolicy::new(POLICY, &tools).expect("validates");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_counts_the_sessions_earlier_calls_of_the_tool_and_caps_them() {
+    let (url, seen) = serve(Mode::Json).await;
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dir.path().join("policy.cedar"),
+        r#"@id("three-an-hour")
+           permit(principal, action == Agentrt::Action::"fs_read_file", resource)
+           when { context.recent.hour < 3 };"#,
+    )
+    .expect("policy");
+    support::configure(
+        dir.path(),
+        &url,
+        r#""session": "quota", "hold": "0s",
+           "policy": {"cedar": "policy.cedar", "windows": {"hour": "1h"}}"#,
+        r#"{"side_effect": "local_mutation", "timeout": "2s"}"#,
+    )
+    .await;
+    let proxy = support::proxy_on(dir.path()).await;
+    for n in 0..3 {
+        let ran = read(&proxy, &format!("drafts/{n}.txt")).await;
+        assert!(matches!(ran, Answer::Result { .. }), "call {n}: {ran:?}");
+    }
+    let fourth = read(&proxy, "drafts/3.txt").await;
+    assert!(
+        fourth.text().starts_with(
+            "DENIED: The policy refused this request: no cedar policy permits fs_read_file."
+        ),
+        "{fourth:?}"
+    );
+    assert_eq!(seen.call_arguments.lock().expect("lock").len(), 3);
+
+    // Each run carries the count its decision saw.
+    let store = support::store_on(dir.path());
+    let mut counts: Vec<String> = store
+        .rows_where(CALLS_TABLE, &[("session", SqlValue::from("quota"))], 0)
+        .expect("rows")
+        .iter()
+        .map(|row| {
+            let run = store.get_run(row.text("run_id").expect("id")).expect("run");
+            run.labels.get("recent.hour").unwrap_or("none").to_owned()
+        })
+        .collect();
+    counts.sort();
+    assert_eq!(counts, ["0", "1", "2", "3"]);
+
+    // The window's length is part of the policy's identity.
+    let config = |window: &str| {
+        agentrt_proxy::parse_config(
+            format!(
+                r#"{{"database": "p.db", "session": "s",
+                    "policy": {{"cedar": "p.cedar", "windows": {{"hour": "{window}"}}}},
+                    "servers": [{{"name": "fs", "command": ["x"], "manifest": "m.json"}}]}}"#
+            )
+            .as_bytes(),
+            Path::new("/etc/proxy.json"),
+        )
+        .expect("config")
+    };
+    assert_ne!(
+        agentrt_proxy::policy_id(&config("1h")),
+        agentrt_proxy::policy_id(&config("2h"))
+    );
+    // Windows without a Cedar policy count for nothing: refused.
+    let alone = agentrt_proxy::parse_config(
+        br#"{"database": "p.db", "session": "s", "policy": {"windows": {"hour": "1h"}},
+             "servers": [{"name": "fs", "command": ["x"], "manifest": "m.json"}]}"#,
+        Path::new("/etc/proxy.json"),
+    )
+    .unwrap_err();
+    assert!(
+        alone
+            .to_string()
+            .contains("windows count calls for a Cedar policy"),
+        "{alone}"
+    );
+}

@@ -601,6 +601,7 @@ impl ConfigModel {
             // own tests, tests/cedar.rs).
             cedar: None,
             shadow: None,
+            windows: std::collections::BTreeMap::new(),
             hold: or(&self.hold, DEFAULT_HOLD),
             repeat_window: or(&self.repeat_window, DEFAULT_REPEAT_WINDOW),
             max_pending: self.max_pending.unwrap_or(DEFAULT_MAX_PENDING),

@@ -9,6 +9,8 @@ use agentrt::{
 
 use super::seen::SETTLE_MAX;
 use super::{Claiming, Next, Plan, Proxy, end_run, millis};
+use agentrt_cedar::RECENT_LABEL_PREFIX;
+
 use crate::answer;
 use crate::index::{self, CallRow};
 use crate::key_state::INTERRUPTION;
@@ -41,6 +43,24 @@ impl Proxy {
         ];
         if let Some(id) = http_session {
             labels.push(format!("mcp.http_session={id}"));
+        }
+        // The Cedar policies' windows: this session's earlier calls of the
+        // tool, counted before the run begins and recorded as its labels
+        // (so a re-check sees the counts the decision saw).
+        if !config.windows.is_empty() {
+            let (session, tool) = (config.session.clone(), spec.name.clone());
+            let windows = config.windows.clone();
+            let counted = self
+                .off_executor(move |store| {
+                    index::recent_counts(store, &session, &tool, Timestamp::now(), &windows)
+                })
+                .await;
+            let Ok(counts) = counted else {
+                return Plan::Unavailable;
+            };
+            for (window, count) in counts {
+                labels.push(format!("{RECENT_LABEL_PREFIX}{window}={count}"));
+            }
         }
         let labels = Labels::parse(labels);
         let Ok(labels) = labels else {
