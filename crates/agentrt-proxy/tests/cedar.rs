@@ -436,3 +436,82 @@ async fn a_window_counts_the_sessions_earlier_calls_of_the_tool_and_caps_them() 
         "{alone}"
     );
 }
+
+/// A re-pin that removes an argument the Cedar policy names: `check`
+/// (and serving) refuses the policy with Cedar's diagnostic, where before
+/// the re-pin it passed. The server is a shell script whose listing the
+/// test rewrites (Linux: it reads `/proc`).
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_pin_that_removes_an_argument_the_policy_names_refuses_the_policy() {
+    let dir = tempfile::tempdir().expect("dir");
+    let listing = |properties: &str, required: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":@ID@,"result":{{"tools":[{{"name":"move","inputSchema":{{"type":"object","properties":{{{properties}}},"required":[{required}]}},"annotations":{{"destructiveHint":true}}}}]}}}}"#
+        )
+    };
+    let script = support::shell_server(
+        dir.path(),
+        &[&listing(
+            r#""source":{"type":"string"},"destination":{"type":"string"}"#,
+            r#""source","destination""#,
+        )],
+    );
+    std::fs::write(
+        dir.path().join("policy.cedar"),
+        r#"@id("into-archive")
+           permit(principal, action == Agentrt::Action::"fs_move", resource)
+           when { context.args.destination like "archive/*" };"#,
+    )
+    .expect("policy");
+    std::fs::write(
+        dir.path().join("proxy.json"),
+        format!(
+            r#"{{"database": "proxy.db", "session": "repin", "policy": {{"cedar": "policy.cedar"}},
+                 "servers": [{{"name": "fs", "command": ["/bin/sh", "{}"],
+                   "manifest": "fs.manifest.json", "connect_timeout": "10s",
+                   "rules": {{"move": {{"side_effect": "destructive", "timeout": "5s"}}}}}}]}}"#,
+            script.display()
+        ),
+    )
+    .expect("config");
+    let run = |command: &'static str| {
+        let dir = dir.path().to_owned();
+        async move {
+            let args = [
+                command.to_owned(),
+                "--config".to_owned(),
+                dir.join("proxy.json").to_string_lossy().into_owned(),
+            ];
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let code = agentrt_proxy::cli::run(&args, &mut out, &mut err).await;
+            let said = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&err)
+            );
+            (code, said)
+        }
+    };
+    let (code, said) = run("pin").await;
+    assert_eq!(code, 0, "{said}");
+    let (code, said) = run("check").await;
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("policy: cedar "), "{said}");
+
+    // The server drops `destination`; the operator re-pins.
+    std::fs::write(
+        dir.path().join("replies"),
+        listing(r#""source":{"type":"string"}"#, r#""source""#) + "\n",
+    )
+    .expect("replies");
+    std::fs::remove_file(dir.path().join("fs.manifest.json")).expect("unpin");
+    let (code, said) = run("pin").await;
+    assert_eq!(code, 0, "{said}");
+    let (code, said) = run("check").await;
+    assert_ne!(code, 0, "{said}");
+    assert!(
+        said.contains("cedar policy") && said.contains("destination"),
+        "{said}"
+    );
+}

@@ -581,3 +581,210 @@ fn through_the_proxy(over: Over) {
         ]
     );
 }
+
+/// Issue 35's real parts: the proxy with a Cedar policy in front of the
+/// npm filesystem server, driven by the Python host. A write under
+/// `drafts/` runs, a write elsewhere waits for `agentrt approve`, a move is
+/// denied, the 21st write within the hour is denied (a window counted
+/// across the proxy's one-call runs), and a stricter shadow policy's
+/// disagreements are recorded in the chain, which `agentrt verify` finds
+/// intact.
+#[test]
+fn the_python_host_through_a_cedar_policy_with_a_shadow_and_a_window() {
+    let sandbox = tempfile::tempdir().expect("sandbox");
+    let root = sandbox.path().canonicalize().expect("root");
+    std::fs::create_dir(root.join("drafts")).expect("drafts");
+    std::fs::write(root.join("drafts/a.txt"), "a draft\n").expect("a draft");
+    let home = tempfile::tempdir().expect("operator's directory");
+    let config = home.path().join("proxy.json");
+    let db = home.path().join("proxy.db");
+    let drafts = format!("{}/drafts/*", root.display());
+    std::fs::write(
+        home.path().join("policy.cedar"),
+        format!(
+            r#"@id("drafts")
+permit(principal, action == Agentrt::Action::"fs_write_file", resource == Agentrt::Resource::"fs")
+when {{ context.args.path like "{drafts}" }};
+
+@id("other-writes")
+@approval("a write outside drafts")
+permit(principal == Agentrt::Caller::"cedar-host", action == Agentrt::Action::"fs_write_file", resource)
+unless {{ context.args.path like "{drafts}" }};
+
+@id("twenty-an-hour")
+forbid(principal, action == Agentrt::Action::"fs_write_file", resource)
+when {{ context.recent.hour >= 20 }};
+
+@id("no-moves")
+forbid(principal, action == Agentrt::Action::"fs_move_file", resource);
+"#
+        ),
+    )
+    .expect("policy");
+    // The shadow would ask for every write.
+    std::fs::write(
+        home.path().join("shadow.cedar"),
+        r#"@id("writes-ask")
+@approval("every write, while we try it")
+permit(principal, action == Agentrt::Action::"fs_write_file", resource);
+"#,
+    )
+    .expect("shadow");
+    let server = json!({
+        "name": "fs",
+        "command": ["node", filesystem_server(), root],
+        "manifest": "fs.manifest.json",
+        "connect_timeout": "60s",
+        "rules": {
+            "write_file": {"side_effect": "local_mutation", "timeout": "10s", "allow_hint_mismatch": true},
+            "move_file": {"side_effect": "destructive", "timeout": "10s", "allow_hint_mismatch": true}
+        }
+    });
+    std::fs::write(
+        &config,
+        json!({"database": "proxy.db", "session": "cedar-host", "hold": "60s",
+               "policy": {"cedar": "policy.cedar", "shadow": "shadow.cedar",
+                          "windows": {"hour": "1h"}},
+               "servers": [server]})
+        .to_string(),
+    )
+    .expect("config");
+    let proxy = PathBuf::from(env!("CARGO_BIN_EXE_agentrt-proxy"));
+    let pinned = Command::new(&proxy)
+        .args(["pin", "--config"])
+        .arg(&config)
+        .output()
+        .expect("pin");
+    assert!(
+        pinned.status.success(),
+        "pin: {}",
+        String::from_utf8_lossy(&pinned.stderr)
+    );
+    let checked = Command::new(&proxy)
+        .args(["check", "--config"])
+        .arg(&config)
+        .output()
+        .expect("check");
+    let said = String::from_utf8_lossy(&checked.stdout);
+    assert!(
+        checked.status.success()
+            && said.contains("policy: cedar ")
+            && said.contains("shadow policy: cedar "),
+        "check: {said}{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let target: Vec<OsString> = vec![
+        "--stdio".into(),
+        "--".into(),
+        proxy.clone().into(),
+        "serve".into(),
+        "--config".into(),
+        config.clone().into(),
+    ];
+    let write = |path: &Path, content: &str| json!({"call": "fs_write_file", "args": {"path": path, "content": content}});
+
+    let notes = root.join("notes.txt");
+    let moved = root.join("moved.txt");
+    let mut script = vec![
+        write(&root.join("drafts/b.txt"), "b"),
+        write(&notes, "approved words"),
+        json!({"call": "fs_move_file", "args": {"source": root.join("drafts/a.txt"), "destination": moved}}),
+    ];
+    // 18 more drafts make 20 writes; the 21st is over the hour's cap.
+    for n in 0..18 {
+        script.push(write(&root.join(format!("drafts/{n}.txt")), "more"));
+    }
+    script.push(write(&root.join("drafts/21st.txt"), "one too many"));
+    let held = {
+        let target = target.clone();
+        let script = Value::Array(script);
+        std::thread::spawn(move || host(&target, &script))
+    };
+    let (run_id, approval) = pending_approval(&db);
+    let decided = Command::new(agentrt_cli())
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "approve",
+            &run_id,
+            "--approval",
+            &approval,
+            "--by",
+            "operator",
+        ])
+        .output()
+        .expect("agentrt approve");
+    assert!(
+        decided.status.success(),
+        "agentrt approve: {}",
+        String::from_utf8_lossy(&decided.stderr)
+    );
+    let run = held.join().expect("the host");
+    let text = |i: usize| run.steps[i]["text"].to_string();
+    assert_eq!(
+        run.steps[0]["isError"], false,
+        "a draft runs: {}",
+        run.steps[0]
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("drafts/b.txt")).expect("b"),
+        "b"
+    );
+    assert_eq!(run.steps[1]["isError"], false, "approved: {}", run.steps[1]);
+    assert_eq!(
+        std::fs::read_to_string(&notes).expect("notes"),
+        "approved words"
+    );
+    assert_eq!(run.steps[2]["isError"], true, "{}", run.steps[2]);
+    assert!(
+        text(2).contains("DENIED") && text(2).contains("no-moves"),
+        "{}",
+        text(2)
+    );
+    assert!(
+        !moved.exists() && root.join("drafts/a.txt").exists(),
+        "a denied move never runs"
+    );
+    for i in 3..21 {
+        assert_eq!(
+            run.steps[i]["isError"], false,
+            "write {i}: {}",
+            run.steps[i]
+        );
+    }
+    assert_eq!(run.steps[21]["isError"], true, "{}", run.steps[21]);
+    assert!(text(21).contains("twenty-an-hour"), "{}", text(21));
+    assert!(
+        !root.join("drafts/21st.txt").exists(),
+        "the 21st write never runs"
+    );
+
+    // Every write disagreed with the shadow (which asks for all) but the
+    // approved one: 19 drafts and the 21st.
+    let store = agentrt::Store::open_existing(&db, true).expect("the proxy's database");
+    let runs = store.list_runs(0, 0).expect("runs").items;
+    let shadows: usize = runs
+        .iter()
+        .map(|r| {
+            store
+                .list_events(&r.id)
+                .expect("events")
+                .iter()
+                .filter(|e| e.event_type == agentrt::EventType::PolicyShadow)
+                .count()
+        })
+        .sum();
+    assert_eq!(shadows, 20);
+    let verified = Command::new(agentrt_cli())
+        .arg("--db")
+        .arg(&db)
+        .arg("verify")
+        .output()
+        .expect("agentrt verify");
+    let said = String::from_utf8_lossy(&verified.stdout);
+    assert!(
+        verified.status.success() && said.contains("intact"),
+        "verify: {said}{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+}
