@@ -361,6 +361,12 @@ fn test_steps() -> Result<(), String> {
         &["test", "-p", "agentrt-proxy", "--bench", "overhead"],
         "the proxy's overhead benchmark in test mode",
     )?;
+    // The Cedar decision benchmark in test mode: each size once, its
+    // outcome checked.
+    cargo_step(
+        &["test", "-p", "agentrt-cedar", "--bench", "decision"],
+        "the Cedar decision benchmark in test mode",
+    )?;
     ensure_node()?;
     let npm = install_npm_servers()?;
     let entry = npm.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");

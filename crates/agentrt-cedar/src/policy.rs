@@ -74,8 +74,11 @@ pub const RECENT_LABEL_PREFIX: &str = "recent.";
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct CedarPolicy {
-    policies: cedar::PolicySet,
-    schema: cedar::Schema,
+    /// Each tool's policies: those whose action scope can match its
+    /// action. Cedar reads every policy of a set for each request; a
+    /// policy scoped to another action can never be satisfied, so leaving
+    /// it out changes no answer and saves its evaluation.
+    by_tool: HashMap<String, cedar::PolicySet>,
     shapes: BTreeMap<String, (Shape, SideEffect)>,
     annotations: HashMap<String, (Option<String>, Option<String>)>,
     identity: String,
@@ -169,8 +172,10 @@ impl CedarPolicy {
         let (schema_json, shapes) = schema_of(tools, &windows);
         let schema = cedar::Schema::from_json_value(schema_json.clone())
             .map_err(|e| CedarError::Schema(e.to_string()))?;
-        let validated = cedar::Validator::new(schema.clone())
-            .validate(&policies, cedar::ValidationMode::Strict);
+        // The schema validates the policies; a request is not checked
+        // against it again: its context is built from the same shapes.
+        let validated =
+            cedar::Validator::new(schema).validate(&policies, cedar::ValidationMode::Strict);
         if !validated.validation_passed() {
             let diagnostics: Vec<String> = validated
                 .validation_errors()
@@ -191,10 +196,11 @@ impl CedarPolicy {
                 .map_err(|e| CedarError::Schema(e.to_string()))
         });
         let [caller, action, resource] = types;
+        let types = [caller?, action?, resource?];
+        let by_tool = by_tool(&policies, &types[1], shapes.keys())?;
         Ok(CedarPolicy {
-            types: [caller?, action?, resource?],
-            policies,
-            schema,
+            types,
+            by_tool,
             shapes,
             annotations,
             identity,
@@ -325,32 +331,27 @@ impl CedarPolicy {
     /// `Err` with the reason when the request cannot be put to Cedar.
     fn answer(&self, facts: &Facts) -> Result<Answer, String> {
         let tool = &facts.tool;
-        let (shape, side_effect) = self
-            .shapes
-            .get(tool)
-            .ok_or_else(|| format!("tool {tool} is not in the cedar schema"))?;
+        let not_in_schema = || format!("tool {tool} is not in the cedar schema");
+        let (shape, side_effect) = self.shapes.get(tool).ok_or_else(not_in_schema)?;
+        let policies = self.by_tool.get(tool).ok_or_else(not_in_schema)?;
         let args = shape
             .cut(&facts.args.to_value())
             .ok_or_else(|| format!("the arguments of {tool} do not fit its cedar schema"))?;
         let resource = facts.resource.as_deref().unwrap_or(side_effect.as_str());
         let [caller, action_type, resource_type] = &self.types;
         let action = uid(action_type, tool);
-        let context = cedar::Context::from_json_value(
-            context_of(facts, *side_effect, args, &self.windows),
-            Some((&self.schema, &action)),
-        )
-        .map_err(|e| format!("the request's context: {e}"))?;
+        let context = context_of(facts, *side_effect, &args, &self.windows)?;
         let cedar_request = cedar::Request::new(
             uid(caller, &facts.principal),
             action,
             uid(resource_type, resource),
             context,
-            Some(&self.schema),
+            None,
         )
         .map_err(|e| format!("the request: {e}"))?;
-        let response =
-            self.authorizer
-                .is_authorized(&cedar_request, &self.policies, &self.entities);
+        let response = self
+            .authorizer
+            .is_authorized(&cedar_request, policies, &self.entities);
         let determining = response
             .diagnostics()
             .reason()
@@ -422,6 +423,36 @@ impl Policy for CedarPolicy {
 fn sorted(mut determining: Vec<Determining>) -> Vec<Determining> {
     determining.sort_by(|a, b| a.id.cmp(&b.id));
     determining
+}
+
+/// For each tool, the policies whose action scope can match its action
+/// (any action, the action itself, or a list holding it: the schema
+/// declares no action groups, so `in` is membership).
+fn by_tool<'a>(
+    policies: &cedar::PolicySet,
+    action_type: &cedar::EntityTypeName,
+    tools: impl Iterator<Item = &'a String>,
+) -> Result<HashMap<String, cedar::PolicySet>, CedarError> {
+    let mut by_tool = HashMap::new();
+    for tool in tools {
+        let action = uid(action_type, tool);
+        let mut set = cedar::PolicySet::new();
+        for policy in policies.policies() {
+            let applies = match policy.action_constraint() {
+                cedar::ActionConstraint::Any => true,
+                cedar::ActionConstraint::Eq(a) => a == action,
+                cedar::ActionConstraint::In(list) => list.contains(&action),
+            };
+            if applies {
+                set.add(policy.clone()).map_err(|e| CedarError::PolicyId {
+                    id: policy.id().to_string(),
+                    detail: e.to_string(),
+                })?;
+            }
+        }
+        by_tool.insert(tool.clone(), set);
+    }
+    Ok(by_tool)
 }
 
 /// `<type>::"<id>"`.
@@ -526,39 +557,87 @@ fn with_required(mut t: Value) -> Value {
     t
 }
 
-/// The request's context (see [`CedarPolicy`]).
-fn context_of(facts: &Facts, side_effect: SideEffect, args: Value, windows: &[String]) -> Value {
+/// The request's context (see [`CedarPolicy`]), built as Cedar values
+/// directly: reading it from JSON costs Cedar more than deciding.
+fn context_of(
+    facts: &Facts,
+    side_effect: SideEffect,
+    args: &Value,
+    windows: &[String],
+) -> Result<cedar::Context, String> {
+    type Expr = cedar::RestrictedExpression;
+    let record = |fields: Vec<(String, Expr)>| {
+        Expr::new_record(fields).map_err(|e| format!("the request's context: {e}"))
+    };
     let run = &facts.run;
-    let mut context = json!({
-        "args": args,
-        "side_effect": side_effect.as_str(),
-        "labels": facts.labels,
-        "run": {
-            "steps": run.steps,
-            "failed_steps": run.failed_steps,
-            "calls_of_tool": run.calls_of_tool,
-            "approvals": run.approvals,
-            "model_calls": run.model_calls,
-            "input_tokens": run.input_tokens,
-            "output_tokens": run.output_tokens,
-            "cost_micros": run.cost_micros,
-        }
-    });
-    if !windows.is_empty()
-        && let Some(context) = context.as_object_mut()
-    {
-        let recent: Map<String, Value> = windows
+    let counts = [
+        ("steps", run.steps),
+        ("failed_steps", run.failed_steps),
+        ("calls_of_tool", run.calls_of_tool),
+        ("approvals", run.approvals),
+        ("model_calls", run.model_calls),
+        ("input_tokens", run.input_tokens),
+        ("output_tokens", run.output_tokens),
+        ("cost_micros", run.cost_micros),
+    ];
+    let mut pairs = vec![
+        ("args".to_owned(), restricted(args)?),
+        (
+            "side_effect".to_owned(),
+            Expr::new_string(side_effect.as_str().to_owned()),
+        ),
+        (
+            "labels".to_owned(),
+            Expr::new_set(facts.labels.iter().map(|l| Expr::new_string(l.clone()))),
+        ),
+        (
+            "run".to_owned(),
+            record(
+                counts
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), Expr::new_long(*v)))
+                    .collect(),
+            )?,
+        ),
+    ];
+    if !windows.is_empty() {
+        let recent = windows
             .iter()
             .map(|w| {
-                (
-                    w.clone(),
-                    Value::from(facts.recent.get(w).copied().unwrap_or(0)),
-                )
+                let count = facts.recent.get(w).copied().unwrap_or(0);
+                (w.clone(), Expr::new_long(count))
             })
             .collect();
-        context.insert("recent".into(), Value::Object(recent));
+        pairs.push(("recent".to_owned(), record(recent)?));
     }
-    context
+    cedar::Context::from_pairs(pairs).map_err(|e| format!("the request's context: {e}"))
+}
+
+/// Arguments already cut to their Cedar shape, as a Cedar value.
+fn restricted(value: &Value) -> Result<cedar::RestrictedExpression, String> {
+    type Expr = cedar::RestrictedExpression;
+    Ok(match value {
+        Value::String(s) => Expr::new_string(s.clone()),
+        Value::Bool(b) => Expr::new_bool(*b),
+        Value::Number(n) => Expr::new_long(
+            n.as_i64()
+                .ok_or_else(|| format!("{n} is not a whole number Cedar can hold"))?,
+        ),
+        Value::Array(items) => Expr::new_set(
+            items
+                .iter()
+                .map(restricted)
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Value::Object(fields) => Expr::new_record(
+            fields
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), restricted(v)?)))
+                .collect::<Result<Vec<_>, String>>()?,
+        )
+        .map_err(|e| e.to_string())?,
+        Value::Null => return Err("null has no Cedar value".into()),
+    })
 }
 
 /// `cedar:` and the hash of the policies (by id, as Cedar prints them) and

@@ -402,3 +402,48 @@ async fn the_twenty_first_write_of_a_run_is_denied() {
     assert_eq!(last.outcome, Outcome::Deny);
     assert_eq!(last.reason, "forbidden by cedar policy twenty-writes");
 }
+
+/// Each tool is decided by the policies whose action scope can match it
+/// (any action, the action, or a list holding it): the same answers as
+/// the whole set.
+#[test]
+fn policies_scoped_to_any_action_a_list_or_one_action_decide_the_tools_they_name() {
+    let policy = CedarPolicy::new(
+        r#"
+        @id("listed") permit(principal, action in [Agentrt::Action::"write_file", Agentrt::Action::"deploy"], resource);
+        @id("one") permit(principal, action == Agentrt::Action::"move_file", resource)
+        when { context.args.destination like "archive/*" };
+        @id("anywhere") forbid(principal, action, resource) when { context.labels.contains("frozen=yes") };
+        "#,
+        &tools(),
+    )
+    .expect("policies");
+    let write = r#"{"path":"a","content":"b"}"#;
+    assert_eq!(
+        decided(&policy, "write_file", write, &[]),
+        (Outcome::Allow, "permitted by cedar policy listed".into())
+    );
+    assert_eq!(decided(&policy, "deploy", "{}", &[]).0, Outcome::Allow);
+    assert_eq!(
+        decided(
+            &policy,
+            "move_file",
+            r#"{"source":"a","destination":"archive/a"}"#,
+            &[]
+        ),
+        (Outcome::Allow, "permitted by cedar policy one".into())
+    );
+    assert_eq!(
+        decided(
+            &policy,
+            "move_file",
+            r#"{"source":"a","destination":"b"}"#,
+            &[]
+        ),
+        (Outcome::Deny, "no cedar policy permits move_file".into())
+    );
+    assert_eq!(
+        decided(&policy, "write_file", write, &["frozen=yes"]),
+        (Outcome::Deny, "forbidden by cedar policy anywhere".into())
+    );
+}
