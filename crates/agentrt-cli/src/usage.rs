@@ -91,6 +91,15 @@ Commands:
       --cases FILE  a JSON array of {tool, args, principal, resource,
                   labels, run, expect, reason_contains}; expect is allow,
                   require_approval, deny or abort
+  policy recheck FILE  re-check recorded runs under the Cedar policy in
+                  FILE: every recorded evaluation put to it, the steps it
+                  would decide otherwise named (exit 1 if any run differs);
+                  each run's policy validated against the tool specs it
+                  recorded. Read-only
+      --run ID    only this run (default: the newest runs)
+      --limit N   how many of the newest runs (default 50; 0 = all)
+      --tools FILE  judge each request with its tool's spec in FILE (the
+                  tools as they are now) instead of the recorded one
   completions SHELL  print a completion script for bash, elvish, fish,
                   powershell or zsh; needs no --db
   help [COMMAND]  print this help, or a command's own help
@@ -103,11 +112,11 @@ approve and reject print the approval first, then need consent: --approval,
 is not given). The decision applies only to the approval exactly as it was
 printed: if it changed in between, nothing is decided.
 
-agentrt reads and decides; it never runs a step. There is no resume command
-and no re-check command: both need the consumer's agent, tools and policy.
-An approved run stays waiting until the consumer's program resumes it with
-Driver::resume; re-checking a run against a policy is the consumer's call
-to agentrt::recheck.
+agentrt reads and decides; it never runs a step. There is no resume command:
+it needs the consumer's agent and tools. An approved run stays waiting until
+the consumer's program resumes it with Driver::resume. Re-checking a run
+against a policy written in code is the consumer's call to agentrt::recheck;
+a Cedar policy is data, and policy recheck does it.
 
 Whoever can write the database can approve anything: names given with --by
 are labels, not identities. agentrt refuses a database that group or others

@@ -168,3 +168,72 @@ fn a_bad_cases_file_is_refused_by_name() {
     let missing = agentrt_raw(&["policy", "check", &policy]);
     assert_eq!(missing.code, 2, "{missing:?}");
 }
+
+#[test]
+fn recheck_reports_the_recorded_decisions_a_cedar_policy_would_change() {
+    use agentrt::Decision;
+    let dir = tempfile::tempdir().unwrap();
+    let db = support::new_db(dir.path(), "runs.db");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    const SAME: &str = r#"permit(principal, action == Agentrt::Action::"fs_read", resource);
+           @approval("a push") permit(principal, action == Agentrt::Action::"push", resource);"#;
+    let same = write("same.cedar", SAME);
+    // Recorded under that policy: the read allowed, the push asks.
+    {
+        use agentrt::{Driver, GateConfig, Limits, ScriptedAgent, Store};
+        let tools = support::tools();
+        let specs: Vec<_> = tools.iter().map(|t| t.spec()).collect();
+        let policy = agentrt_cedar::CedarPolicy::new(SAME, &specs).unwrap();
+        let store = Store::open(&db).unwrap();
+        let agent = ScriptedAgent::new(vec![
+            Decision::tool_call("fs_read", "{}"),
+            Decision::tool_call("push", "{}"),
+        ]);
+        let mut driver = Driver::new(GateConfig::new(store, policy, tools), agent).unwrap();
+        support::runtime()
+            .block_on(driver.start(Some("r1"), "read, then push", Limits::default()))
+            .unwrap();
+    }
+    let out = support::agentrt(&db, &["policy", "recheck", &same]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("1 run(s) re-checked under ")
+            && out
+                .stdout
+                .contains(": 2 decision(s) re-checked; 0 run(s) differ"),
+        "{out:?}"
+    );
+
+    // Pushes no longer permitted: the recorded approval would be a denial.
+    let stricter = write(
+        "stricter.cedar",
+        r#"permit(principal, action == Agentrt::Action::"fs_read", resource);"#,
+    );
+    let out = support::agentrt(&db, &["policy", "recheck", &stricter, "--run", "r1"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("DIFFERENT step 1"), "{out:?}");
+    assert!(out.stdout.contains("1 run(s) differ"), "{out:?}");
+    assert!(
+        out.stderr.contains("1 run(s) would be decided otherwise"),
+        "{out:?}"
+    );
+    let json = support::agentrt(&db, &["--json", "policy", "recheck", &stricter]);
+    let reports: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(reports[0]["same"], false, "{}", json.stdout);
+
+    // A policy naming a tool the run never recorded does not validate.
+    let unknown = write(
+        "unknown.cedar",
+        r#"permit(principal, action == Agentrt::Action::"deploy", resource);"#,
+    );
+    let out = support::agentrt(&db, &["policy", "recheck", &unknown]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("against the tools run r1 recorded"),
+        "{out:?}"
+    );
+}

@@ -109,7 +109,7 @@ pub enum CliCommand {
     /// decides, or test it against a table of requests and the outcomes
     /// expected; needs no --db.
     #[command(
-        override_usage = "agentrt [--json] policy check FILE --tools FILE\n       agentrt [--json] policy test FILE --tools FILE --cases FILE"
+        override_usage = "agentrt [--json] policy check FILE --tools FILE\n       agentrt [--json] policy test FILE --tools FILE --cases FILE\n       agentrt [--db PATH|URL] [--json] policy recheck FILE [--run ID] [--limit N] [--tools FILE]"
     )]
     Policy {
         /// What to do with the policy.
@@ -141,6 +141,34 @@ pub enum PolicyCommand {
     /// expected.
     #[command(override_usage = "agentrt [--json] policy test FILE --tools FILE --cases FILE")]
     Test(PolicyTestArgs),
+    /// Re-check recorded runs under the Cedar policy in FILE: every
+    /// recorded evaluation put to it, the steps it would decide otherwise
+    /// named; exit 1 if any run differs. Each run's policy is validated
+    /// against the tool specs that run recorded (or --tools). Opens the
+    /// database read-only and writes nothing.
+    #[command(
+        override_usage = "agentrt [--db PATH|URL] [--json] policy recheck FILE [--run ID] [--limit N] [--tools FILE]"
+    )]
+    Recheck(PolicyRecheckArgs),
+}
+
+/// `policy recheck` flags.
+#[derive(Debug, Args)]
+pub struct PolicyRecheckArgs {
+    /// The Cedar policy file.
+    #[arg(value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub file: OsString,
+    /// Only this run (default: the newest runs).
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+    /// How many of the newest runs (default 50; 0 = all).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = page_number)]
+    pub limit: Option<u64>,
+    /// The tools as they are now (a tools file, as for policy check): each
+    /// request is judged with its tool's current spec, and a tool missing
+    /// from it differs.
+    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub tools: Option<OsString>,
 }
 
 /// `policy check` flags.

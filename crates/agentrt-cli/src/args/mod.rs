@@ -258,6 +258,17 @@ pub enum Command {
     },
     /// `verify`.
     Verify(Verify),
+    /// `policy recheck FILE`.
+    PolicyRecheck {
+        /// The Cedar policy file.
+        file: PathBuf,
+        /// Only this run.
+        run: Option<String>,
+        /// The newest runs (0: all).
+        limit: u64,
+        /// The tools file, for the current tools.
+        tools: Option<PathBuf>,
+    },
     /// `head sign`.
     HeadSign {
         /// The private key file.
@@ -278,6 +289,7 @@ impl Command {
             Command::Cancel { .. } => "cancel",
             Command::Verify(_) => "verify",
             Command::HeadSign { .. } => "head sign",
+            Command::PolicyRecheck { .. } => "policy recheck",
         }
     }
 }

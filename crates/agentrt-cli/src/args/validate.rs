@@ -30,10 +30,25 @@ pub fn cli(cli: Cli, env: &Env) -> Result<Parsed, UsageError> {
             return Ok(Parsed::Keygen(Keygen { out, json }));
         }
         CliCommand::Completions { shell } => return Ok(Parsed::Completions(shell)),
+        CliCommand::Policy {
+            command: PolicyCommand::Recheck(a),
+        } => Command::PolicyRecheck {
+            file: path("FILE", a.file).map_err(problem)?,
+            run: a.run.map(run_id).transpose().map_err(problem)?,
+            limit: a.limit.unwrap_or(50),
+            tools: a
+                .tools
+                .map(|t| path("--tools", t))
+                .transpose()
+                .map_err(problem)?,
+        },
         CliCommand::Policy { command } => {
             let (file, tools, cases) = match command {
                 PolicyCommand::Check(a) => (a.file, a.tools, None),
                 PolicyCommand::Test(a) => (a.file, a.tools, Some(a.cases)),
+                PolicyCommand::Recheck(_) => {
+                    return Err(problem("policy recheck needs a database".to_owned()));
+                }
             };
             return Ok(Parsed::Policy(PolicyRun {
                 file: path("FILE", file).map_err(problem)?,
@@ -114,6 +129,9 @@ fn command_name(command: &CliCommand) -> &'static str {
         CliCommand::Policy {
             command: PolicyCommand::Test(_),
         } => "policy test",
+        CliCommand::Policy {
+            command: PolicyCommand::Recheck(_),
+        } => "policy recheck",
     }
 }
 

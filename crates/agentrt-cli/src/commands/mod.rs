@@ -53,6 +53,23 @@ pub fn run(inv: &Invocation, out: &mut dyn Write) -> Result<(), CliError> {
             let store = open(&inv.db, Access::ReadOnly)?;
             verify::run(&store, args, kept.as_ref(), inv.json, out)
         }
+        Command::PolicyRecheck {
+            file,
+            run,
+            limit,
+            tools,
+        } => {
+            let store = open(&inv.db, Access::ReadOnly)?;
+            policy::recheck(
+                &store,
+                file,
+                run.as_deref(),
+                *limit,
+                tools.as_deref(),
+                inv.json,
+                out,
+            )
+        }
         Command::HeadSign { key, out: file } => {
             let key = keys::read_private(key)?;
             let store = open(&inv.db, Access::ReadOnly)?;

@@ -158,3 +158,107 @@ fn report(result: &CaseResult) -> CaseReport<'_> {
         reason,
     }
 }
+
+/// The tool specs run `run_id` recorded with its evaluations.
+fn recorded_specs(
+    store: &agentrt::Store,
+    run_id: &str,
+) -> Result<Vec<agentrt::ToolSpec>, CliError> {
+    let mut hashes: Vec<String> = store
+        .list_steps(run_id)?
+        .into_iter()
+        .map(|s| s.spec_hash)
+        .filter(|h| !h.is_empty())
+        .collect();
+    hashes.sort();
+    hashes.dedup();
+    let mut specs: Vec<agentrt::ToolSpec> = Vec::with_capacity(hashes.len());
+    for hash in hashes {
+        let spec = store.tool_spec(&hash)?;
+        // Two recorded versions of one tool: the schema takes the newest
+        // name once; a request is judged with its own recorded spec.
+        if !specs.iter().any(|s| s.name == spec.name) {
+            specs.push(spec);
+        }
+    }
+    Ok(specs)
+}
+
+/// `policy recheck FILE`: the newest runs (or one) re-checked under the
+/// Cedar policy in `file`; fails (exit 1) if any run would be decided
+/// otherwise, or nothing could be re-checked.
+pub fn recheck(
+    store: &agentrt::Store,
+    file: &Path,
+    run: Option<&str>,
+    limit: u64,
+    tools: Option<&Path>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    use agentrt::recheck::{RecheckOptions, RecheckReport, write_recheck};
+    let shown = file.display().to_string();
+    let text = String::from_utf8(read(file)?)
+        .map_err(|_| CliError::Failed(format!("{}: not UTF-8 text", sanitize(&shown))))?;
+    let current = match tools {
+        None => None,
+        Some(path) => Some(read_tools(&read(path)?).map_err(|e| {
+            CliError::Failed(format!("{}: {e}", sanitize(&path.display().to_string())))
+        })?),
+    };
+    let ids: Vec<String> = match run {
+        Some(id) => vec![id.to_owned()],
+        None => store
+            .list_runs(limit, 0)?
+            .items
+            .into_iter()
+            .map(|r| r.id)
+            .collect(),
+    };
+    let options = RecheckOptions {
+        tools: current.clone(),
+    };
+    let mut reports: Vec<RecheckReport> = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let specs = match &current {
+            Some(specs) => specs.clone(),
+            None => recorded_specs(store, id)?,
+        };
+        let policy = CedarPolicy::new(&text, &specs).map_err(|e| {
+            CliError::Failed(format!(
+                "{} against the tools run {} recorded: {e}",
+                sanitize(&shown),
+                sanitize(id)
+            ))
+        })?;
+        reports.push(agentrt::recheck::recheck(store, id, &policy, &options)?);
+    }
+    let decided: usize = reports.iter().map(RecheckReport::rechecked).sum();
+    let differ = reports.iter().filter(|r| !r.same()).count();
+    if json {
+        output::json(out, &reports)?;
+    } else {
+        for report in &reports {
+            write_recheck(report, out).map_err(CliError::Output)?;
+            line(out, "")?;
+        }
+        line(
+            out,
+            &format!(
+                "{} run(s) re-checked under {}: {decided} decision(s) re-checked; {differ} run(s) differ",
+                reports.len(),
+                sanitize(&shown)
+            ),
+        )?;
+    }
+    if reports.is_empty() || decided == 0 {
+        return Err(CliError::Failed("nothing was re-checked".into()));
+    }
+    if differ > 0 {
+        return Err(CliError::Failed(format!(
+            "{differ} run(s) would be decided otherwise under {}",
+            sanitize(&shown)
+        )));
+    }
+    Ok(())
+}
