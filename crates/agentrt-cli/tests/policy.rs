@@ -237,3 +237,44 @@ fn recheck_reports_the_recorded_decisions_a_cedar_policy_would_change() {
         "{out:?}"
     );
 }
+
+#[test]
+fn show_counts_a_shadow_policys_disagreements() {
+    use agentrt::{Decision, DefaultPolicy, Driver, GateConfig, Limits, ScriptedAgent, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let db = support::new_db(dir.path(), "runs.db");
+    let tools = support::tools();
+    let specs: Vec<_> = tools.iter().map(|t| t.spec()).collect();
+    // The shadow permits reads only: it would deny the push the default
+    // policy asks about.
+    let shadow = agentrt_cedar::CedarPolicy::new(
+        r#"permit(principal, action == Agentrt::Action::"fs_read", resource);"#,
+        &specs,
+    )
+    .unwrap();
+    let agent = ScriptedAgent::new(vec![
+        Decision::tool_call("fs_read", "{}"),
+        Decision::tool_call("push", "{}"),
+    ]);
+    let config =
+        GateConfig::new(Store::open(&db).unwrap(), DefaultPolicy, tools).with_shadow(shadow);
+    let mut driver = Driver::new(config, agent).unwrap();
+    support::runtime()
+        .block_on(driver.start(Some("r1"), "read, then push", Limits::default()))
+        .unwrap();
+
+    let out = support::agentrt(&db, &["show", "r1"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains(
+            "shadow  the shadow policy disagreed with 1 decision(s): agentrt events r1\n"
+        ),
+        "{out:?}"
+    );
+    let json = support::agentrt(&db, &["--json", "show", "r1"]);
+    let shown: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(shown["shadow_disagreements"], 1, "{}", json.stdout);
+    assert_eq!(shown["run"]["id"], "r1");
+    let events = support::agentrt(&db, &["events", "r1"]);
+    assert!(events.stdout.contains("policy.shadow"), "{events:?}");
+}

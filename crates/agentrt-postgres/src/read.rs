@@ -220,6 +220,13 @@ impl ReadRows for PgRows<'_> {
         })
     }
 
+    fn event_count(&self, run_id: &str, event_type: &str) -> Result<u64> {
+        Ok(nonnegative(self.int(
+            "SELECT COUNT(*) FROM events WHERE run_id = ? AND type = ?",
+            &[text(run_id), text(event_type)],
+        )?))
+    }
+
     fn events_page(
         &self,
         run_id: &str,

@@ -15,6 +15,10 @@ use crate::error::ProxyError;
 use crate::pin::output_error;
 use crate::reach::check_reach;
 
+/// How many of the session's newest calls `check` counts a shadow
+/// policy's disagreements over (one count each).
+const SHADOW_COUNTED_CALLS: u64 = 1_000;
+
 /// What a load of every server gives.
 pub struct LoadedServers {
     /// Each server's report text, in the configuration's order.
@@ -156,7 +160,7 @@ pub(crate) async fn open_store_with(
 /// server offers at least one tool.
 pub async fn check(config: &Config, out: &mut dyn Write) -> Result<bool, ProxyError> {
     check_reach(config)?;
-    open_store(config).await?;
+    let store = open_store(config).await?;
     let loaded = load_all(config).await?;
     loaded.close().await;
     for report in &loaded.reports {
@@ -192,6 +196,22 @@ pub async fn check(config: &Config, out: &mut dyn Write) -> Result<bool, ProxyEr
             config.shadow.as_deref().unwrap_or(Path::new("")).display(),
             offered.len(),
             shadow.identity()
+        )
+        .map_err(output_error)?;
+        let session = config.session.clone();
+        let (calls, disagreed) = store
+            .off_executor(move |store| {
+                let runs = crate::index::newest_runs(store, &session, SHADOW_COUNTED_CALLS)?;
+                let mut disagreed = 0;
+                for run in &runs {
+                    disagreed += store.event_count(run, &agentrt::EventType::PolicyShadow)?;
+                }
+                Ok((runs.len(), disagreed))
+            })
+            .await?;
+        writeln!(
+            out,
+            "shadow policy: disagreed with {disagreed} of the session's last {calls} call(s)"
         )
         .map_err(output_error)?;
     }

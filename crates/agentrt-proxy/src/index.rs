@@ -226,6 +226,16 @@ pub fn closed_since(
     Ok(decoded(&store.rows_by(CALLS_TABLE, &query)?))
 }
 
+/// The run ids of `session`'s newest `limit` calls, newest first.
+pub fn newest_runs(store: &Store, session: &str, limit: u64) -> agentrt::Result<Vec<String>> {
+    let filter = [("session", SqlValue::from(session))];
+    let query = RowQuery::matching(&filter).newest_first().limit(limit);
+    Ok(decoded(&store.rows_by(CALLS_TABLE, &query)?)
+        .into_iter()
+        .map(|row| row.run_id)
+        .collect())
+}
+
 /// Where a window's count stops: a policy compares it with smaller
 /// numbers, and a call reads at most this many rows per window.
 pub const MAX_WINDOW_COUNT: u64 = 1_000;

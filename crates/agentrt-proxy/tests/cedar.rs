@@ -330,6 +330,10 @@ async fn a_shadow_cedar_policy_beside_the_classes_records_each_disagreement_and_
         out.contains("shadow policy: cedar ") && out.contains("never enforced"),
         "{out}"
     );
+    assert!(
+        out.contains("shadow policy: disagreed with 2 of the session's last 3 call(s)"),
+        "{out}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

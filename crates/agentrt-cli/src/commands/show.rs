@@ -2,14 +2,29 @@
 
 use std::io::Write;
 
-use agentrt::Store;
 use agentrt::text::{cap_with_count, clip, sanitize};
 use agentrt::view::{self, BlockOptions, MAX_TEXT_FIELD_BYTES, RunSummary, StepSummary};
+use agentrt::{EventType, Store};
 
 use super::footer;
 use crate::args::{Invocation, Paging};
 use crate::error::CliError;
 use crate::output::{self, cell, line, raw};
+
+/// The detail page, and the shadow policy's disagreements when there are
+/// any (the field is left out otherwise, so the output of a run without a
+/// shadow is unchanged).
+#[derive(serde::Serialize)]
+struct Shown<'a> {
+    #[serde(flatten)]
+    detail: &'a view::Detail,
+    #[serde(skip_serializing_if = "is_zero")]
+    shadow_disagreements: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
 
 /// Step summaries are clipped to this many bytes in the table.
 const SUMMARY_BYTES: usize = 60;
@@ -22,11 +37,28 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let detail = view::detail_page(store, run_id, paging.limit, paging.offset)?;
+    // A shadow policy's disagreements with the decisions (design §42).
+    let shadow = store.event_count(run_id, &EventType::PolicyShadow)?;
     if inv.json {
-        return output::json(out, &detail);
+        return output::json(
+            out,
+            &Shown {
+                detail: &detail,
+                shadow_disagreements: shadow,
+            },
+        );
     }
     for text in header(&detail.run) {
         line(out, &text)?;
+    }
+    if shadow > 0 {
+        line(
+            out,
+            &format!(
+                "shadow  the shadow policy disagreed with {shadow} decision(s): agentrt events {}",
+                sanitize(run_id)
+            ),
+        )?;
     }
     let db_path = inv.db.shown();
     let options = BlockOptions {

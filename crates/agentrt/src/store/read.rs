@@ -375,6 +375,13 @@ impl Store {
         Ok(self.events_page(run_id, 0, 0)?.items)
     }
 
+    /// How many of a run's events are of type `event_type` (one count, no
+    /// event read): how `agentrt show` counts a shadow policy's
+    /// disagreements.
+    pub fn event_count(&self, run_id: &str, event_type: &EventType) -> Result<u64> {
+        self.read(|rows| rows.event_count(run_id, event_type.as_str()))
+    }
+
     /// A page of a run's events in seq order; `limit` 0 means all.
     pub fn events_page(&self, run_id: &str, limit: u64, offset: u64) -> Result<Page<Event>> {
         self.read(|rows| rows.events_page(run_id, limit, offset, Cut::Whole))

@@ -145,6 +145,8 @@ pub trait ReadRows {
 
     /// A page of a run's events, in seq order.
     fn events_page(&self, run_id: &str, limit: u64, offset: u64, cut: Cut) -> Result<Page<Event>>;
+    /// How many of a run's events have type `event_type` (its stored text).
+    fn event_count(&self, run_id: &str, event_type: &str) -> Result<u64>;
     /// Events with a seq above `after_seq` (of one run, or of all), in seq
     /// order, capped.
     fn events_after(&self, run_id: Option<&str>, after_seq: i64, limit: u64) -> Result<Vec<Event>>;

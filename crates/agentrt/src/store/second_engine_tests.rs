@@ -146,6 +146,10 @@ impl ReadRows for Memory {
         Err(unsupported("event pages"))
     }
 
+    fn event_count(&self, _: &str, _: &str) -> Result<u64> {
+        Err(unsupported("event pages"))
+    }
+
     fn events_after(&self, _: Option<&str>, _: i64, _: u64) -> Result<Vec<Event>> {
         Err(unsupported("event pages"))
     }

@@ -202,6 +202,13 @@ impl ReadRows for SqliteRows<'_> {
         Ok(out)
     }
 
+    fn event_count(&self, run_id: &str, event_type: &str) -> Result<u64> {
+        self.count(
+            "SELECT COUNT(*) FROM events WHERE run_id = ? AND type = ?",
+            [run_id, event_type],
+        )
+    }
+
     fn events_page(&self, run_id: &str, limit: u64, offset: u64, cut: Cut) -> Result<Page<Event>> {
         let total = self.count("SELECT COUNT(*) FROM events WHERE run_id = ?", [run_id])?;
         let (limit, offset) = bounds(limit, offset);
