@@ -54,6 +54,17 @@ async fn happy_path_writes_the_exact_event_sequence() {
             "run.finished"
         ]
     );
+    // Counted by type without reading the events, on every engine.
+    assert_eq!(store.event_count("r1", &EventType::StepStarted).unwrap(), 2);
+    assert_eq!(store.event_count("r1", &EventType::StepPolicy).unwrap(), 1);
+    assert_eq!(
+        store.event_count("r1", &EventType::PolicyShadow).unwrap(),
+        0
+    );
+    assert_eq!(
+        store.event_count("nope", &EventType::RunCreated).unwrap(),
+        0
+    );
     // The tool got the driver's run and step ids.
     let seen = read.seen.lock().unwrap().clone();
     let steps = store.list_steps("r1").unwrap();
