@@ -119,6 +119,66 @@ pub fn read_tools(bytes: &[u8]) -> Result<Vec<ToolSpec>, CasesError> {
     read_json(bytes, "the tools file")
 }
 
+#[derive(Deserialize)]
+struct ManifestFile {
+    server: String,
+    tools: BTreeMap<String, PinnedFile>,
+}
+
+#[derive(Deserialize)]
+struct PinnedFile {
+    description: String,
+    input_schema: Canonical,
+    #[serde(default)]
+    annotations: Option<serde_json::Value>,
+}
+
+/// The tools a pinned MCP manifest (as `agentrt-proxy pin` and agentrt-mcp
+/// write it) offers under their default names (`<server>_<tool>`): what a
+/// policy names and how their arguments are typed. A manifest holds no
+/// operator's rules, so each class is read from the server's hints
+/// (`readOnlyHint`: read_only; `destructiveHint`: destructive;
+/// `openWorldHint`: remote_mutation; else local_mutation) and no tool is
+/// renamed or loses a hidden parameter; for a proxy's exact offer, read
+/// `agentrt-proxy tools`.
+///
+/// # Errors
+///
+/// The file is not a manifest.
+pub fn read_manifest_tools(bytes: &[u8]) -> Result<Vec<ToolSpec>, CasesError> {
+    let manifest: ManifestFile = read_json(bytes, "the manifest")?;
+    Ok(manifest
+        .tools
+        .into_iter()
+        .map(|(name, pinned)| {
+            let hint = |key: &str| {
+                pinned
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(key))
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false)
+            };
+            let class = if hint("readOnlyHint") {
+                agentrt::SideEffect::ReadOnly
+            } else if hint("destructiveHint") {
+                agentrt::SideEffect::Destructive
+            } else if hint("openWorldHint") {
+                agentrt::SideEffect::RemoteMutation
+            } else {
+                agentrt::SideEffect::LocalMutation
+            };
+            let mut spec = ToolSpec::new(
+                format!("{}_{name}", manifest.server),
+                pinned.description,
+                class,
+            );
+            spec.input_schema = pinned.input_schema;
+            spec
+        })
+        .collect())
+}
+
 /// The cases of a cases file (see the [module docs](self)).
 ///
 /// # Errors

@@ -83,11 +83,14 @@ Commands:
                   print its identity; needs no --db
       --tools FILE  the tools: a JSON array of tool specs as agentrt
                   records them (name, description, input_schema,
-                  side_effect, timeout_ms)
+                  side_effect, timeout_ms; agentrt-proxy tools writes the
+                  proxy's)
+      --manifest FILE  or the tools a pinned MCP manifest offers, named
+                  <server>_<tool>, classed by the server's hints
   policy test FILE  check it, then put each request of a cases file to it:
                   exit 1 naming each case whose outcome is not the one
                   expected; needs no --db
-      --tools FILE  as for policy check
+      --tools FILE, --manifest FILE  as for policy check
       --cases FILE  a JSON array of {tool, args, principal, resource,
                   labels, run, expect, reason_contains}; expect is allow,
                   require_approval, deny or abort

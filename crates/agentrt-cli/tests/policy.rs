@@ -278,3 +278,68 @@ fn show_counts_a_shadow_policys_disagreements() {
     let events = support::agentrt(&db, &["events", "r1"]);
     assert!(events.stdout.contains("policy.shadow"), "{events:?}");
 }
+
+#[test]
+fn check_and_test_read_the_tools_of_a_pinned_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("fs.manifest.json");
+    std::fs::write(
+        &manifest,
+        r#"{"pinned_at":"2026-12-01T00:00:00.000000000Z","server":"fs","tools":{
+          "move_file":{"annotations":{"destructiveHint":true},"description":"Move a file","description_hash":"x",
+            "input_schema":{"type":"object","properties":{"source":{"type":"string"},"destination":{"type":"string"}},"required":["source","destination"]},
+            "name":"move_file","schema_hash":"y"},
+          "read_text_file":{"annotations":{"readOnlyHint":true},"description":"Read","description_hash":"x",
+            "input_schema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]},
+            "name":"read_text_file","schema_hash":"y"}}}"#,
+    )
+    .unwrap();
+    let manifest = manifest.to_string_lossy().into_owned();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let policy = write(
+        "p.cedar",
+        r#"permit(principal, action == Agentrt::Action::"fs_read_text_file", resource);
+           permit(principal, action == Agentrt::Action::"fs_move_file", resource == Agentrt::Resource::"destructive")
+           when { context.args.destination like "archive/*" };"#,
+    );
+    let out = agentrt_raw(&["policy", "check", &policy, "--manifest", &manifest]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("valid against 2 tool(s)"), "{out:?}");
+    let cases = write(
+        "cases.json",
+        r#"[{"tool": "fs_move_file", "args": {"source": "a", "destination": "archive/a"}, "expect": "allow"},
+            {"tool": "fs_move_file", "args": {"source": "a", "destination": "b"}, "expect": "deny"}]"#,
+    );
+    let out = agentrt_raw(&[
+        "policy",
+        "test",
+        &policy,
+        "--manifest",
+        &manifest,
+        "--cases",
+        &cases,
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+
+    let wrong = write(
+        "wrong.cedar",
+        r#"permit(principal, action == Agentrt::Action::"fs_move_file", resource) when { context.args.target == "x" };"#,
+    );
+    let out = agentrt_raw(&["policy", "check", &wrong, "--manifest", &manifest]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("args.target"), "{out:?}");
+    let both = agentrt_raw(&[
+        "policy",
+        "check",
+        &policy,
+        "--manifest",
+        &manifest,
+        "--tools",
+        &manifest,
+    ]);
+    assert_eq!(both.code, 2, "{both:?}");
+}

@@ -12,6 +12,9 @@
 //! - **raw commit**: one `INSERT` of 1 KiB committed on a WAL file in the
 //!   same directory with rusqlite, no runtime: what an fsync'd commit costs
 //!   this disk.
+//! - **Cedar** (NORMAL only): the proxy deciding by a Cedar policy of 100
+//!   policies (all scoped to the tool) against the same proxy deciding by
+//!   the class outcomes, in alternation.
 //! - **host** (FULL only; the binary has no durability setting): the
 //!   `agentrt-proxy serve` binary over stdio with an rmcp client, against
 //!   the fixture called directly with rmcp's HTTP client.
@@ -336,6 +339,22 @@ fn report(what: &str, direct: &[Duration], through: &[Duration]) -> String {
     )
 }
 
+/// The policies of the Cedar comparison.
+const CEDAR_POLICIES: usize = 100;
+
+/// A permit of every read, and `CEDAR_POLICIES - 1` forbids of other
+/// prefixes, all of the fixture's tool.
+fn cedar_policies() -> String {
+    let action = format!(r#"action == Agentrt::Action::"{TOOL}""#);
+    let mut text = format!("@id(\"reads\") permit(principal, {action}, resource);\n");
+    for i in 1..CEDAR_POLICIES {
+        text.push_str(&format!(
+            "@id(\"p{i}\") forbid(principal, {action}, resource) when {{ context.args.path like \"never{i}/*\" }};\n"
+        ));
+    }
+    text
+}
+
 /// The percentile table (see the file's header), printed on stderr.
 fn percentiles(_: &mut Criterion) {
     let (rounds, warm) = rounds();
@@ -402,6 +421,54 @@ fn percentiles(_: &mut Criterion) {
         rt.block_on(loaded.close());
     }
     rt.block_on(direct_loaded.close());
+
+    // At NORMAL, the class outcomes against a Cedar policy of
+    // `CEDAR_POLICIES` policies, all scoped to the tool (each evaluated
+    // on every call): what deciding by Cedar adds to a call.
+    let cedar_file = setup.dir.path().join("bench.cedar");
+    std::fs::write(&cedar_file, cedar_policies()).expect("the Cedar policy");
+    let mut cedar_config = setup.config.clone();
+    cedar_config.cedar = Some(cedar_file);
+    let (classes, classes_loaded, _) = rt.block_on(through_proxy(
+        &setup.config,
+        &setup.dir.path().join("classes.db"),
+        Durability::Normal,
+    ));
+    let (cedar, cedar_loaded, _) = rt.block_on(through_proxy(
+        &cedar_config,
+        &setup.dir.path().join("cedar.db"),
+        Durability::Normal,
+    ));
+    let (mut by_classes, mut by_cedar) = (Vec::new(), Vec::new());
+    rt.block_on(async {
+        for round in 0..warm + rounds {
+            let (mut c, mut p) = (Duration::ZERO, Duration::ZERO);
+            for which in 0..2 {
+                let start = Instant::now();
+                if (round + which) % 2 == 0 {
+                    call_through(&classes).await;
+                    c = start.elapsed();
+                } else {
+                    call_through(&cedar).await;
+                    p = start.elapsed();
+                }
+            }
+            if round >= warm {
+                by_classes.push(c);
+                by_cedar.push(p);
+            }
+        }
+    });
+    lines.push(report(
+        &format!(
+            "normal, decided by a Cedar policy of {CEDAR_POLICIES} policies (\"direct\": by the class outcomes)"
+        ),
+        &by_classes,
+        &by_cedar,
+    ));
+    drop((classes, cedar));
+    rt.block_on(classes_loaded.close());
+    rt.block_on(cedar_loaded.close());
 
     // The binary as a host launches it, at its default durability (FULL).
     let host = rt.block_on(host(&setup));

@@ -109,7 +109,7 @@ pub enum CliCommand {
     /// decides, or test it against a table of requests and the outcomes
     /// expected; needs no --db.
     #[command(
-        override_usage = "agentrt [--json] policy check FILE --tools FILE\n       agentrt [--json] policy test FILE --tools FILE --cases FILE\n       agentrt [--db PATH|URL] [--json] policy recheck FILE [--run ID] [--limit N] [--tools FILE]"
+        override_usage = "agentrt [--json] policy check FILE (--tools FILE | --manifest FILE)\n       agentrt [--json] policy test FILE (--tools FILE | --manifest FILE) --cases FILE\n       agentrt [--db PATH|URL] [--json] policy recheck FILE [--run ID] [--limit N] [--tools FILE]"
     )]
     Policy {
         /// What to do with the policy.
@@ -134,12 +134,16 @@ pub enum PolicyCommand {
     /// made from the tools: a policy naming an argument a tool lacks, or
     /// comparing it with a value of another type, is refused with Cedar's
     /// diagnostic (exit 1). Prints the policy set's identity.
-    #[command(override_usage = "agentrt [--json] policy check FILE --tools FILE")]
+    #[command(
+        override_usage = "agentrt [--json] policy check FILE (--tools FILE | --manifest FILE)"
+    )]
     Check(PolicyCheckArgs),
     /// Check the policies, then put each case of the cases file to them:
     /// exit 1 naming every case whose outcome (or reason) is not the one
     /// expected.
-    #[command(override_usage = "agentrt [--json] policy test FILE --tools FILE --cases FILE")]
+    #[command(
+        override_usage = "agentrt [--json] policy test FILE (--tools FILE | --manifest FILE) --cases FILE"
+    )]
     Test(PolicyTestArgs),
     /// Re-check recorded runs under the Cedar policy in FILE: every
     /// recorded evaluation put to it, the steps it would decide otherwise
@@ -180,7 +184,11 @@ pub struct PolicyCheckArgs {
     /// The tools: a JSON array of tool specs as agentrt records them
     /// (name, description, input_schema, side_effect, timeout_ms).
     #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
-    pub tools: OsString,
+    pub tools: Option<OsString>,
+    /// Or the tools a pinned MCP manifest offers, named `<server>_<tool>`,
+    /// classed by the server's hints.
+    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub manifest: Option<OsString>,
 }
 
 /// `policy test` flags.
@@ -191,7 +199,10 @@ pub struct PolicyTestArgs {
     pub file: OsString,
     /// The tools (as for `policy check`).
     #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
-    pub tools: OsString,
+    pub tools: Option<OsString>,
+    /// Or a pinned MCP manifest (as for `policy check`).
+    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
+    pub manifest: Option<OsString>,
     /// The cases: a JSON array of requests, each with `tool`, `args`,
     /// optionally `principal`, `resource`, `labels`, `run` and
     /// `reason_contains`, and the outcome it should get in `expect`

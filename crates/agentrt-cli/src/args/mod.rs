@@ -86,13 +86,22 @@ pub enum Parsed {
     Policy(PolicyRun),
 }
 
+/// The tools a policy is checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolsFile {
+    /// `--tools FILE`: tool specs as agentrt records them.
+    Specs(PathBuf),
+    /// `--manifest FILE`: a pinned MCP manifest's tools.
+    Manifest(PathBuf),
+}
+
 /// `policy check FILE --tools FILE` and `policy test … --cases FILE`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyRun {
     /// The Cedar policy file.
     pub file: PathBuf,
-    /// The tools file.
-    pub tools: PathBuf,
+    /// Where the tools come from.
+    pub tools: ToolsFile,
     /// The cases file (`policy test`).
     pub cases: Option<PathBuf>,
     /// JSON output.

@@ -12,7 +12,7 @@ use super::cli::{
 };
 use super::{
     Command, Database, Decide, Env, FollowStart, Invocation, KeptHead, Keygen, Migrate, Paging,
-    Parsed, PolicyRun, UsageError, Verb, Verify,
+    Parsed, PolicyRun, ToolsFile, UsageError, Verb, Verify,
 };
 
 /// A problem with the named command's arguments.
@@ -43,16 +43,25 @@ pub fn cli(cli: Cli, env: &Env) -> Result<Parsed, UsageError> {
                 .map_err(problem)?,
         },
         CliCommand::Policy { command } => {
-            let (file, tools, cases) = match command {
-                PolicyCommand::Check(a) => (a.file, a.tools, None),
-                PolicyCommand::Test(a) => (a.file, a.tools, Some(a.cases)),
+            let (file, tools, manifest, cases) = match command {
+                PolicyCommand::Check(a) => (a.file, a.tools, a.manifest, None),
+                PolicyCommand::Test(a) => (a.file, a.tools, a.manifest, Some(a.cases)),
                 PolicyCommand::Recheck(_) => {
                     return Err(problem("policy recheck needs a database".to_owned()));
                 }
             };
             return Ok(Parsed::Policy(PolicyRun {
                 file: path("FILE", file).map_err(problem)?,
-                tools: path("--tools", tools).map_err(problem)?,
+                tools: match (tools, manifest) {
+                    (Some(t), None) => ToolsFile::Specs(path("--tools", t).map_err(problem)?),
+                    (None, Some(m)) => ToolsFile::Manifest(path("--manifest", m).map_err(problem)?),
+                    _ => {
+                        return Err(problem(
+                            "give the tools with --tools FILE or --manifest FILE (one of them)"
+                                .to_owned(),
+                        ));
+                    }
+                },
                 cases: cases
                     .map(|c| path("--cases", c))
                     .transpose()

@@ -8,10 +8,10 @@ use std::path::Path;
 
 use agentrt::text::sanitize;
 use agentrt_cedar::CedarPolicy;
-use agentrt_cedar::cases::{CaseResult, read_cases, read_tools, run_cases};
+use agentrt_cedar::cases::{CaseResult, read_cases, read_manifest_tools, read_tools, run_cases};
 use serde::Serialize;
 
-use crate::args::PolicyRun;
+use crate::args::{PolicyRun, ToolsFile};
 use crate::error::CliError;
 use crate::output::{self, line};
 
@@ -43,6 +43,9 @@ struct Tested<'a> {
     failed: usize,
 }
 
+/// A reader of a tools file's bytes.
+type ReadTools = fn(&[u8]) -> Result<Vec<agentrt::ToolSpec>, agentrt_cedar::cases::CasesError>;
+
 /// A file's bytes, at most [`MAX_FILE_BYTES`].
 fn read(path: &Path) -> Result<Vec<u8>, CliError> {
     let failed = |detail: String| {
@@ -66,10 +69,14 @@ pub fn run(args: &PolicyRun, out: &mut dyn Write) -> Result<(), CliError> {
     let shown = args.file.display().to_string();
     let text = String::from_utf8(read(&args.file)?)
         .map_err(|_| CliError::Failed(format!("{}: not UTF-8 text", sanitize(&shown))))?;
-    let tools = read_tools(&read(&args.tools)?).map_err(|e| {
+    let (tools_path, read_as): (&Path, ReadTools) = match &args.tools {
+        ToolsFile::Specs(path) => (path, read_tools),
+        ToolsFile::Manifest(path) => (path, read_manifest_tools),
+    };
+    let tools = read_as(&read(tools_path)?).map_err(|e| {
         CliError::Failed(format!(
             "{}: {e}",
-            sanitize(&args.tools.display().to_string())
+            sanitize(&tools_path.display().to_string())
         ))
     })?;
     let policy = CedarPolicy::new(&text, &tools)
