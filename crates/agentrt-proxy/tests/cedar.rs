@@ -519,3 +519,24 @@ async fn a_re_pin_that_removes_an_argument_the_policy_names_refuses_the_policy()
         "{said}"
     );
 }
+
+/// The Cedar file decides what runs: one another user may write is
+/// refused, as the configuration is.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cedar_file_another_user_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let (url, _seen) = serve(Mode::Json).await;
+    let dir = tempfile::tempdir().expect("dir");
+    configure(dir.path(), &url, "shared", POLICY).await;
+    let policy = dir.path().join("policy.cedar");
+    std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let config = agentrt_proxy::read_config(&dir.path().join("proxy.json")).expect("config");
+    let mut out = Vec::new();
+    let checked = agentrt_proxy::check(&config, &mut out).await;
+    let Err(ProxyError::Cedar { path, detail }) = checked else {
+        panic!("a shared Cedar file was read: {checked:?}");
+    };
+    assert_eq!(path, policy);
+    assert!(detail.contains("chmod go-w"), "{detail}");
+}
