@@ -43,9 +43,10 @@ pub const RECENT_LABEL_PREFIX: &str = "recent.";
 /// - action `Agentrt::Action::"<tool name>"`;
 /// - resource `Agentrt::Resource::"<id>"`: the value of the resource label
 ///   when [`with_resource_label`](Self::with_resource_label) names one the
-///   run carries (the proxy names its server's), else the tool's
-///   side-effect class (`read_only`, `local_mutation`, `remote_mutation`,
-///   `destructive`);
+///   run carries (the proxy names its server's), else the tool's own
+///   resource ([`with_tool_resource`](Self::with_tool_resource): its MCP
+///   server in a Rust program), else the tool's side-effect class
+///   (`read_only`, `local_mutation`, `remote_mutation`, `destructive`);
 /// - context `{args, side_effect, labels, run}`: the arguments, typed by
 ///   the tool's schema (see the crate's documentation for what Cedar can
 ///   hold); the side-effect class; the run's labels as a set of
@@ -84,6 +85,12 @@ pub struct CedarPolicy {
     identity: String,
     principal_label: String,
     resource_label: Option<String>,
+    /// Each tool's resource (its MCP server, say), when no label names one.
+    tool_resources: BTreeMap<String, String>,
+    /// The identity of the policies and the schema alone; `identity`
+    /// adds how requests are put to them when that differs from the
+    /// defaults.
+    base_identity: String,
     /// The windows named in the schema (`context.recent`).
     windows: Vec<String>,
     authorizer: cedar::Authorizer,
@@ -203,9 +210,11 @@ impl CedarPolicy {
             by_tool,
             shapes,
             annotations,
+            base_identity: identity.clone(),
             identity,
             principal_label: PRINCIPAL_LABEL.to_owned(),
             resource_label: None,
+            tool_resources: BTreeMap::new(),
             windows,
             authorizer: cedar::Authorizer::new(),
             entities: cedar::Entities::empty(),
@@ -215,13 +224,66 @@ impl CedarPolicy {
     /// Reads the principal from run label `key` instead of `principal`.
     pub fn with_principal_label(mut self, key: impl Into<String>) -> CedarPolicy {
         self.principal_label = key.into();
-        self
+        self.reidentify()
     }
 
     /// Reads the resource from run label `key` when the run carries it
-    /// (else the tool's side-effect class).
+    /// (else the tool's resource, else its side-effect class).
     pub fn with_resource_label(mut self, key: impl Into<String>) -> CedarPolicy {
         self.resource_label = Some(key.into());
+        self.reidentify()
+    }
+
+    /// The resource of every request for `tool` (a Rust program's MCP
+    /// server of the tool, say: one run may call several servers) when no
+    /// resource label says otherwise.
+    ///
+    /// The mapping is part of the identity recorded with each decision:
+    ///
+    /// ```
+    /// use agentrt::{SideEffect, ToolSpec};
+    /// use agentrt_cedar::CedarPolicy;
+    /// let read = ToolSpec::new("docs_read", "Read", SideEffect::ReadOnly);
+    /// let text = r#"permit(principal, action, resource == Agentrt::Resource::"docs");"#;
+    /// let plain = CedarPolicy::new(text, &[read.clone()])?;
+    /// let mapped = CedarPolicy::new(text, &[read])?.with_tool_resource("docs_read", "docs");
+    /// assert_ne!(plain.identity(), mapped.identity());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_tool_resource(
+        mut self,
+        tool: impl Into<String>,
+        resource: impl Into<String>,
+    ) -> CedarPolicy {
+        self.tool_resources.insert(tool.into(), resource.into());
+        self.reidentify()
+    }
+
+    /// The identity after a change of how requests are put to Cedar: the
+    /// base identity when every choice is the default, else a hash of it
+    /// and the choices, so a re-check knows a decision by another mapping.
+    fn reidentify(mut self) -> CedarPolicy {
+        let defaults = self.principal_label == PRINCIPAL_LABEL
+            && self.resource_label.is_none()
+            && self.tool_resources.is_empty();
+        self.identity = if defaults {
+            self.base_identity.clone()
+        } else {
+            let mut text = format!(
+                "{}\nprincipal:{}\nresource:{}\n",
+                self.base_identity,
+                self.principal_label,
+                self.resource_label.as_deref().unwrap_or("")
+            );
+            for (tool, resource) in &self.tool_resources {
+                text.push_str(&format!(
+                    "{}:{tool}={}:{resource}\n",
+                    tool.len(),
+                    resource.len()
+                ));
+            }
+            format!("cedar:{}", hash_hex(text.as_bytes()))
+        };
         self
     }
 
@@ -253,6 +315,7 @@ impl CedarPolicy {
                 .resource_label
                 .as_deref()
                 .and_then(|key| labels.get(key))
+                .or_else(|| self.tool_resources.get(tool).map(String::as_str))
                 .map(str::to_owned),
             labels: labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
             recent: self

@@ -214,6 +214,52 @@ fn the_principal_and_the_resource_come_from_the_labels_named() {
         decided(&by_class, "write_file", r#"{"path":"a","content":""}"#, &[]).0,
         Outcome::Deny
     );
+    // A tool's own resource (its MCP server) comes before the class; a
+    // resource label the run carries comes before both.
+    let by_server = CedarPolicy::new(
+        r#"permit(principal, action, resource == Agentrt::Resource::"files");"#,
+        &tools(),
+    )
+    .expect("loads")
+    .with_tool_resource("move_file", "files")
+    .with_resource_label("mcp.server");
+    assert_eq!(
+        decided(&by_server, "move_file", args, &[]).0,
+        Outcome::Allow
+    );
+    assert_eq!(
+        decided(&by_server, "move_file", args, &["mcp.server=other"]).0,
+        Outcome::Deny
+    );
+    assert_eq!(
+        decided(
+            &by_server,
+            "write_file",
+            r#"{"path":"a","content":""}"#,
+            &[]
+        )
+        .0,
+        Outcome::Deny,
+        "write_file has no resource of its own: its class"
+    );
+    // How requests are put to Cedar is part of the identity.
+    assert_ne!(by_server.identity(), by_class.identity());
+    assert_eq!(
+        CedarPolicy::new(
+            r#"permit(principal, action, resource == Agentrt::Resource::"files");"#,
+            &tools()
+        )
+        .expect("loads")
+        .with_principal_label("principal")
+        .identity(),
+        CedarPolicy::new(
+            r#"permit(principal, action, resource == Agentrt::Resource::"files");"#,
+            &tools()
+        )
+        .expect("loads")
+        .identity(),
+        "the defaults written out"
+    );
 }
 
 #[test]
