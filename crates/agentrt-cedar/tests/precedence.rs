@@ -1,7 +1,10 @@
 //! For random policy sets and requests, `CedarPolicy`'s outcome equals a
 //! reference evaluation of the precedence rules (abort, then deny, then
 //! approval, then allow; default deny) over which policies the request
-//! satisfies, computed here without Cedar.
+//! satisfies, computed here without Cedar. Each policy's action scope is
+//! random too (any action, one of two tools, a list of both), so the
+//! split of the policies by tool is checked against the whole set's
+//! semantics.
 
 use agentrt::json::Canonical;
 use agentrt::{Outcome, Policy, SideEffect, ToolRequest, ToolSpec};
@@ -32,11 +35,37 @@ enum Test {
     Always,
 }
 
+/// A policy's action scope over the tools `t` and `u`.
+#[derive(Debug, Clone, Copy)]
+enum Scope {
+    Any,
+    Only(&'static str),
+    Both,
+}
+
+impl Scope {
+    fn text(self) -> String {
+        match self {
+            Scope::Any => "action".to_owned(),
+            Scope::Only(tool) => format!("action == Agentrt::Action::\"{tool}\""),
+            Scope::Both => "action in [Agentrt::Action::\"t\", Agentrt::Action::\"u\"]".to_owned(),
+        }
+    }
+
+    fn applies(self, tool: &str) -> bool {
+        match self {
+            Scope::Any | Scope::Both => true,
+            Scope::Only(only) => only == tool,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Rule {
     effect: Effect,
     note: Note,
     test: Test,
+    scope: Scope,
 }
 
 impl Rule {
@@ -57,11 +86,15 @@ impl Rule {
             Test::Always => String::new(),
         };
         format!(
-            "@id(\"p{id}\")\n{note}{effect}(principal, action == Agentrt::Action::\"t\", resource) {when};\n"
+            "@id(\"p{id}\")\n{note}{effect}(principal, {}, resource) {when};\n",
+            self.scope.text()
         )
     }
 
-    fn holds(&self, n: Option<i64>) -> bool {
+    fn holds(&self, tool: &str, n: Option<i64>) -> bool {
+        if !self.scope.applies(tool) {
+            return false;
+        }
         match (self.test, n) {
             (Test::Always, _) => true,
             (_, None) => false,
@@ -73,12 +106,12 @@ impl Rule {
 }
 
 /// The reference: the outcome and the ids that decided it.
-fn reference(rules: &[Rule], n: Option<i64>) -> (Outcome, Vec<String>) {
+fn reference(rules: &[Rule], tool: &str, n: Option<i64>) -> (Outcome, Vec<String>) {
     let held = |effect: fn(&Effect) -> bool, note: fn(&Note) -> bool| -> Vec<String> {
         rules
             .iter()
             .enumerate()
-            .filter(|(_, r)| effect(&r.effect) && note(&r.note) && r.holds(n))
+            .filter(|(_, r)| effect(&r.effect) && note(&r.note) && r.holds(tool, n))
             .map(|(i, _)| format!("p{i}"))
             .collect()
     };
@@ -114,7 +147,18 @@ fn rule() -> impl Strategy<Value = Rule> {
         (-3i64..6).prop_map(Test::Equal),
         Just(Test::Always),
     ];
-    (effect, note, test).prop_map(|(effect, note, test)| Rule { effect, note, test })
+    let scope = prop_oneof![
+        Just(Scope::Any),
+        Just(Scope::Only("t")),
+        Just(Scope::Only("u")),
+        Just(Scope::Both),
+    ];
+    (effect, note, test, scope).prop_map(|(effect, note, test, scope)| Rule {
+        effect,
+        note,
+        test,
+        scope,
+    })
 }
 
 proptest! {
@@ -124,12 +168,19 @@ proptest! {
     fn the_outcome_follows_the_precedence_over_the_policies_satisfied(
         rules in proptest::collection::vec(rule(), 0..7),
         n in proptest::option::of(-4i64..8),
+        tool in prop_oneof![Just("t"), Just("u")],
     ) {
-        let spec = ToolSpec::new("t", "t", SideEffect::RemoteMutation)
-            .with_schema_str(r#"{"type":"object","properties":{"n":{"type":"integer"}}}"#)
-            .expect("schema");
+        let specs: Vec<ToolSpec> = ["t", "u"]
+            .iter()
+            .map(|name| {
+                ToolSpec::new(*name, *name, SideEffect::RemoteMutation)
+                    .with_schema_str(r#"{"type":"object","properties":{"n":{"type":"integer"}}}"#)
+                    .expect("schema")
+            })
+            .collect();
         let text: String = rules.iter().enumerate().map(|(i, r)| r.text(i)).collect();
-        let policy = CedarPolicy::new(&text, std::slice::from_ref(&spec)).expect("loads");
+        let policy = CedarPolicy::new(&text, &specs).expect("loads");
+        let spec = specs.iter().find(|s| s.name == tool).expect("the tool").clone();
         let args = match n {
             Some(n) => format!(r#"{{"n":{n}}}"#),
             None => "{}".to_owned(),
@@ -141,7 +192,7 @@ proptest! {
             args: Canonical::parse_str(&args).expect("args"),
         };
         let decided = policy.evaluate(&request, &view(&[])).expect("decided");
-        let (outcome, ids) = reference(&rules, n);
+        let (outcome, ids) = reference(&rules, tool, n);
         prop_assert_eq!(decided.outcome, outcome, "{}", text);
         // The reason names exactly the policies that decided.
         let mut named: Vec<String> = decided
@@ -156,7 +207,7 @@ proptest! {
         want.sort();
         prop_assert_eq!(named, want, "{}: {}", decided.reason, text);
         if ids.is_empty() {
-            prop_assert_eq!(decided.reason, "no cedar policy permits t");
+            prop_assert_eq!(decided.reason, format!("no cedar policy permits {tool}"));
         }
     }
 }
