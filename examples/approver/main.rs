@@ -29,11 +29,5 @@ async fn main() -> ExitCode {
         }
     };
     let db = db.unwrap_or_else(|| scratch.path().join("approver-demo.db"));
-    match demo::run(&db, &mut std::io::stdout()).await {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", agentrt::text::sanitize(&e.to_string()));
-            ExitCode::FAILURE
-        }
-    }
+    examples::exit_code(demo::run(&db, &mut std::io::stdout()).await)
 }

@@ -16,27 +16,11 @@ mod demo;
 
 use std::process::ExitCode;
 
-use agentrt::Store;
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let db = match examples::or_usage(examples::db_arg(std::env::args().skip(1)), demo::USAGE) {
-        Ok(db) => db,
+    let store = match examples::store_from_args(demo::USAGE) {
+        Ok(store) => store,
         Err(code) => return code,
     };
-    let store = match db {
-        Some(path) => examples::open_store(&path),
-        None => Store::open(":memory:"),
-    };
-    let result = match store {
-        Ok(store) => demo::run(&store, &mut std::io::stdout()).await,
-        Err(e) => Err(e.into()),
-    };
-    match result {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", agentrt::text::sanitize(&e.to_string()));
-            ExitCode::FAILURE
-        }
-    }
+    examples::exit_code(demo::run(&store, &mut std::io::stdout()).await)
 }

@@ -86,6 +86,31 @@ pub fn or_usage<T>(parsed: Result<Option<T>, String>, usage: &str) -> Result<T, 
     }
 }
 
+/// The store of an example that takes only `--db PATH`: the database it
+/// names, or one in memory; `Err` with the exit code when it should not
+/// run (help asked, a bad argument, a database that cannot be opened).
+pub fn store_from_args(usage: &str) -> Result<Store, ExitCode> {
+    let db = or_usage(db_arg(std::env::args().skip(1)), usage)?;
+    let store = match db {
+        Some(path) => open_store(&path),
+        None => Store::open(":memory:"),
+    };
+    store.map_err(|e| failure(&e))
+}
+
+/// An example's exit code: success, or its error on stderr and failure.
+pub fn exit_code<T, E: std::fmt::Display>(result: Result<T, E>) -> ExitCode {
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => failure(&e),
+    }
+}
+
+fn failure(e: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("error: {}", agentrt::text::sanitize(&e.to_string()));
+    ExitCode::FAILURE
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

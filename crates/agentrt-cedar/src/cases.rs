@@ -76,24 +76,22 @@ pub struct Case {
 pub struct CaseResult {
     /// The case.
     pub case: Case,
-    /// The outcome and reason the policy gave, or why the request could
-    /// not be put to Cedar (which `evaluate` denies).
-    pub got: Result<(Outcome, String), String>,
+    /// The outcome the policy gave (a deny when the request could not be
+    /// put to Cedar, as `evaluate` decides it).
+    pub outcome: Outcome,
+    /// Its reason.
+    pub reason: String,
 }
 
 impl CaseResult {
     /// Whether the policy gave the expected outcome (and reason text).
     pub fn passed(&self) -> bool {
-        let (outcome, reason) = match &self.got {
-            Ok((outcome, reason)) => (*outcome, reason.as_str()),
-            Err(reason) => (Outcome::Deny, reason.as_str()),
-        };
-        outcome == self.case.expect
+        self.outcome == self.case.expect
             && self
                 .case
                 .reason_contains
                 .as_deref()
-                .is_none_or(|want| reason.contains(want))
+                .is_none_or(|want| self.reason.contains(want))
     }
 }
 
@@ -244,10 +242,12 @@ pub fn run_cases(policy: &CedarPolicy, cases: Vec<Case>) -> Vec<CaseResult> {
     cases
         .into_iter()
         .map(|case| {
-            let got = policy
-                .decide(&case.facts)
-                .map(|(outcome, reason, _)| (outcome, reason));
-            CaseResult { case, got }
+            let decided = policy.decide(&case.facts);
+            CaseResult {
+                case,
+                outcome: decided.outcome,
+                reason: decided.reason,
+            }
         })
         .collect()
 }

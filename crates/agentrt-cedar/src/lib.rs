@@ -41,4 +41,6 @@ mod shape;
 
 pub use error::CedarError;
 pub use facts::{Facts, RunFacts};
-pub use policy::{ANONYMOUS, CedarPolicy, NAMESPACE, PRINCIPAL_LABEL, RECENT_LABEL_PREFIX};
+pub use policy::{
+    ANONYMOUS, CedarPolicy, Decided, NAMESPACE, PRINCIPAL_LABEL, RECENT_LABEL_PREFIX,
+};

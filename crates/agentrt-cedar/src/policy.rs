@@ -33,6 +33,19 @@ pub const ANONYMOUS: &str = "anonymous";
 /// program may too.
 pub const RECENT_LABEL_PREFIX: &str = "recent.";
 
+/// What a [`CedarPolicy`] decided for one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// Its reason, naming the policies that decided (see
+    /// [`crate::outcome`]).
+    pub reason: String,
+    /// The policies whose `@approval` asked, by id (for an approval's
+    /// presentation).
+    pub asked_by: Vec<String>,
+}
+
 /// A Cedar policy set deciding tool requests.
 ///
 /// Each request is put to Cedar as:
@@ -147,7 +160,7 @@ impl CedarPolicy {
     /// )?;
     /// let mut facts = Facts::new("write", "{}")?;
     /// facts.recent.insert("hour".into(), 20);
-    /// assert_eq!(policy.decide(&facts).unwrap().0, agentrt::Outcome::Deny);
+    /// assert_eq!(policy.decide(&facts).outcome, agentrt::Outcome::Deny);
     /// // Without the window, the policy does not validate.
     /// assert!(CedarPolicy::new("permit(principal, action, resource) when { context.recent.hour < 20 };", &[write]).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -198,12 +211,15 @@ impl CedarPolicy {
             })
             .collect();
         let identity = identity(&policies, &schema_json);
-        let types = ["Caller", "Action", "Resource"].map(|kind| {
+        let entity_type = |kind: &str| {
             cedar::EntityTypeName::from_str(&format!("{NAMESPACE}::{kind}"))
                 .map_err(|e| CedarError::Schema(e.to_string()))
-        });
-        let [caller, action, resource] = types;
-        let types = [caller?, action?, resource?];
+        };
+        let types = [
+            entity_type("Caller")?,
+            entity_type("Action")?,
+            entity_type("Resource")?,
+        ];
         let by_tool = by_tool(&policies, &types[1], shapes.keys())?;
         Ok(CedarPolicy {
             types,
@@ -352,16 +368,10 @@ impl CedarPolicy {
         }
     }
 
-    /// The outcome for `facts` and its reason, with the ids of the
-    /// policies that asked for an approval: what [`Policy::evaluate`]
-    /// decides from a request and its run, for a request stated outside
-    /// any run (a policy's test cases).
-    ///
-    /// # Errors
-    ///
-    /// Why the request cannot be put to Cedar (a tool the schema does not
-    /// know, arguments of another shape); `evaluate` denies it with that
-    /// reason.
+    /// What [`Policy::evaluate`] decides from a request and its run, for a
+    /// request stated outside any run (a policy's test cases). A request
+    /// that cannot be put to Cedar (a tool the schema does not know,
+    /// arguments of another shape) is denied, saying why.
     ///
     /// ```
     /// use agentrt::{Outcome, SideEffect, ToolSpec};
@@ -374,20 +384,34 @@ impl CedarPolicy {
     ///     &[send],
     /// )?;
     /// let facts = Facts::new("send", r#"{"to":"ann@example.com"}"#)?;
-    /// let (outcome, reason, _) = policy.decide(&facts).unwrap();
-    /// assert_eq!((outcome, reason.as_str()), (Outcome::Allow, "permitted by cedar policy inside"));
+    /// let decided = policy.decide(&facts);
+    /// assert_eq!(decided.outcome, Outcome::Allow);
+    /// assert_eq!(decided.reason, "permitted by cedar policy inside");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn decide(&self, facts: &Facts) -> Result<(Outcome, String, Vec<String>), String> {
-        let answer = self.answer(facts)?;
+    pub fn decide(&self, facts: &Facts) -> Decided {
+        let answer = match self.answer(facts) {
+            Ok(answer) => answer,
+            Err(reason) => {
+                return Decided {
+                    outcome: Outcome::Deny,
+                    reason,
+                    asked_by: Vec::new(),
+                };
+            }
+        };
         let (outcome, reason) = decide(&answer, &facts.tool);
-        let asking = answer
+        let asked_by = answer
             .determining
             .iter()
             .filter(|p| p.approval.is_some())
             .map(|p| p.id.clone())
             .collect();
-        Ok((outcome, reason, asking))
+        Decided {
+            outcome,
+            reason,
+            asked_by,
+        }
     }
 
     /// Cedar's answer for `facts`, read as [`crate::outcome`] reads it;
@@ -450,10 +474,11 @@ impl Policy for CedarPolicy {
         request: &ToolRequest,
         view: &RunView,
     ) -> Result<PolicyDecision, PolicyError> {
-        let (outcome, reason, asking) = match self.decide(&self.facts(request, view)) {
-            Ok(decided) => decided,
-            Err(reason) => return Ok(PolicyDecision::deny(reason)),
-        };
+        let Decided {
+            outcome,
+            reason,
+            asked_by,
+        } = self.decide(&self.facts(request, view));
         Ok(match outcome {
             Outcome::Allow => PolicyDecision::allow_because(reason),
             Outcome::Deny => PolicyDecision::deny(reason),
@@ -462,7 +487,7 @@ impl Policy for CedarPolicy {
                 let capability = agentrt::policy::tool_and_args(request);
                 let presentation = Canonical::from_serialize(&json!({
                     "args": request.args.to_value(),
-                    "policies": asking,
+                    "policies": asked_by,
                     "reason": reason,
                     "tool": request.spec.name,
                 }))
@@ -567,7 +592,7 @@ fn schema_of(
         let mut context = json!({
             "type": "Record",
             "attributes": {
-                "args": with_required(shape.cedar_type()),
+                "args": shape.cedar_attribute(true),
                 "side_effect": {"type": "String", "required": true},
                 "labels": {"type": "Set", "element": {"type": "String"}, "required": true},
                 "run": {"type": "Record", "required": true, "attributes": {
@@ -611,13 +636,6 @@ fn schema_of(
     );
     let schema = Value::Object(schema);
     (schema, shapes)
-}
-
-fn with_required(mut t: Value) -> Value {
-    if let Some(t) = t.as_object_mut() {
-        t.insert("required".into(), Value::Bool(true));
-    }
-    t
 }
 
 /// The request's context (see [`CedarPolicy`]), built as Cedar values

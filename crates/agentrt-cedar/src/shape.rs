@@ -101,16 +101,22 @@ impl Shape {
                 let attributes: Map<String, Value> = attributes
                     .iter()
                     .map(|(name, (shape, required))| {
-                        let mut t = shape.cedar_type();
-                        if let Some(t) = t.as_object_mut() {
-                            t.insert("required".into(), Value::Bool(*required));
-                        }
-                        (name.clone(), t)
+                        (name.clone(), shape.cedar_attribute(*required))
                     })
                     .collect();
                 json!({"type": "Record", "attributes": attributes})
             }
         }
+    }
+
+    /// This shape as an attribute of a Cedar record type, `required` or
+    /// not.
+    pub(crate) fn cedar_attribute(&self, required: bool) -> Value {
+        let mut t = self.cedar_type();
+        if let Some(t) = t.as_object_mut() {
+            t.insert("required".into(), Value::Bool(required));
+        }
+        t
     }
 
     /// `value` cut to this shape: attributes the shape does not hold left

@@ -22,10 +22,6 @@ pub const PRINCIPAL_LABEL: &str = "mcp.session";
 /// The run label a Cedar request's resource is read from: the server.
 pub const RESOURCE_LABEL: &str = "mcp.server";
 
-fn window_names(config: &Config) -> Vec<String> {
-    config.windows.keys().cloned().collect()
-}
-
 /// The Cedar policy `config` names, validated against `specs` (the tools
 /// offered, by their model-visible names); `None` without one.
 ///
@@ -34,10 +30,7 @@ fn window_names(config: &Config) -> Vec<String> {
 /// [`ProxyError::Cedar`]: the file cannot be read (or others may write
 /// it), or its policies do not parse or validate (Cedar's diagnostic).
 pub fn load_cedar(config: &Config, specs: &[ToolSpec]) -> Result<Option<CedarPolicy>, ProxyError> {
-    let Some(path) = &config.cedar else {
-        return Ok(None);
-    };
-    cedar_from_file(path, specs, &window_names(config)).map(Some)
+    load_at(config, config.cedar.as_deref(), specs)
 }
 
 /// The shadow Cedar policy `config` names, validated against `specs`;
@@ -47,10 +40,18 @@ pub fn load_cedar(config: &Config, specs: &[ToolSpec]) -> Result<Option<CedarPol
 ///
 /// As [`load_cedar`].
 pub fn load_shadow(config: &Config, specs: &[ToolSpec]) -> Result<Option<CedarPolicy>, ProxyError> {
-    let Some(path) = &config.shadow else {
-        return Ok(None);
-    };
-    cedar_from_file(path, specs, &window_names(config)).map(Some)
+    load_at(config, config.shadow.as_deref(), specs)
+}
+
+/// The Cedar policy at `path`, if any, with the configuration's windows.
+fn load_at(
+    config: &Config,
+    path: Option<&Path>,
+    specs: &[ToolSpec],
+) -> Result<Option<CedarPolicy>, ProxyError> {
+    let windows: Vec<String> = config.windows.keys().cloned().collect();
+    path.map(|path| cedar_from_file(path, specs, &windows))
+        .transpose()
 }
 
 /// The Cedar policy in `path`, validated against `specs`, with

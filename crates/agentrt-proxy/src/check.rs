@@ -179,25 +179,25 @@ pub async fn check(config: &Config, out: &mut dyn Write) -> Result<bool, ProxyEr
     // policy naming an argument no tool has is refused here, not at the
     // first call.
     let offered: Vec<agentrt::ToolSpec> = loaded.tools.values().map(|t| t.spec()).collect();
-    if let Some(cedar) = crate::cedar::load_cedar(config, &offered)? {
-        writeln!(
-            out,
-            "policy: cedar {} validated against {} tool(s) ({})",
-            config.cedar.as_deref().unwrap_or(Path::new("")).display(),
-            offered.len(),
-            cedar.identity()
+    let validated = |what: &str, path: Option<&Path>, identity: &str, tail: &str| {
+        format!(
+            "{what}: cedar {} validated against {} tool(s) ({identity}){tail}",
+            path.unwrap_or(Path::new("")).display(),
+            offered.len()
         )
-        .map_err(output_error)?;
+    };
+    if let Some(cedar) = crate::cedar::load_cedar(config, &offered)? {
+        let said = validated("policy", config.cedar.as_deref(), cedar.identity(), "");
+        writeln!(out, "{said}").map_err(output_error)?;
     }
     if let Some(shadow) = crate::cedar::load_shadow(config, &offered)? {
-        writeln!(
-            out,
-            "shadow policy: cedar {} validated against {} tool(s) ({}); its disagreements are recorded, never enforced",
-            config.shadow.as_deref().unwrap_or(Path::new("")).display(),
-            offered.len(),
-            shadow.identity()
-        )
-        .map_err(output_error)?;
+        let said = validated(
+            "shadow policy",
+            config.shadow.as_deref(),
+            shadow.identity(),
+            "; its disagreements are recorded, never enforced",
+        );
+        writeln!(out, "{said}").map_err(output_error)?;
         let session = config.session.clone();
         let (calls, disagreed) = store
             .off_executor(move |store| {

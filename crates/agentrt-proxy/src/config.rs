@@ -250,20 +250,25 @@ fn resolve(base: &Path, text: &str) -> PathBuf {
     }
 }
 
-fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config, String> {
-    if file.database.is_empty() {
-        return Err("database: empty".into());
-    }
-    if !is_plain_name(&file.session) {
-        return Err(format!(
-            "session {:?}: 1 to 64 letters, digits, '_' or '-'",
-            file.session
-        ));
-    }
+/// What the configuration's `"policy"` object says.
+struct PolicyFile {
+    policy: BTreeMap<SideEffect, Outcome>,
+    cedar: Option<PathBuf>,
+    shadow: Option<PathBuf>,
+    windows: BTreeMap<String, Duration>,
+}
+
+/// Reads `"policy"`: the class outcomes, or a Cedar file (with no outcome
+/// beside it, in the object or a rule), a shadow file and windows.
+fn policy_from(
+    entries: &BTreeMap<String, &RawValue>,
+    servers: &[ServerFile<'_>],
+    base: &Path,
+) -> Result<PolicyFile, String> {
     let mut policy = default_policy();
     let (mut cedar, mut shadow, mut windows) = (None, None, BTreeMap::new());
     let mut classes = Vec::new();
-    for (name, raw) in &file.policy {
+    for (name, raw) in entries {
         if name == "windows" {
             let given: BTreeMap<String, String> =
                 serde_json::from_str(raw.get()).map_err(|_| {
@@ -317,7 +322,7 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
                  write the class's outcome as a Cedar policy"
             ));
         }
-        for server in &file.servers {
+        for server in servers {
             if let Some((tool, _)) = server.rules.iter().find(|(_, r)| r.outcome.is_some()) {
                 return Err(format!(
                     "server {:?}: rule {tool:?}: outcome beside a Cedar policy, which decides \
@@ -327,6 +332,30 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
             }
         }
     }
+    Ok(PolicyFile {
+        policy,
+        cedar,
+        shadow,
+        windows,
+    })
+}
+
+fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config, String> {
+    if file.database.is_empty() {
+        return Err("database: empty".into());
+    }
+    if !is_plain_name(&file.session) {
+        return Err(format!(
+            "session {:?}: 1 to 64 letters, digits, '_' or '-'",
+            file.session
+        ));
+    }
+    let PolicyFile {
+        policy,
+        cedar,
+        shadow,
+        windows,
+    } = policy_from(&file.policy, &file.servers, base)?;
     let max_pending = match file.max_pending {
         None => DEFAULT_MAX_PENDING,
         Some(n) => u32::try_from(n).map_err(|_| format!("max_pending {n}: out of range"))?,

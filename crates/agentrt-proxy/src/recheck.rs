@@ -95,11 +95,12 @@ pub async fn recheck(
     } else {
         (facts_from_rules(config), None)
     };
+    // Without the servers, the Cedar policy is validated against the
+    // tools as pinned: what the proxy would offer if each server listed
+    // what was pinned.
     let cedar = match (&config.cedar, &current) {
         (None, _) => None,
         (Some(_), Some(specs)) => crate::cedar::load_cedar(config, specs)?,
-        // The tools as pinned: what the proxy would offer if each server
-        // listed what was pinned.
         (Some(_), None) => crate::cedar::load_cedar(config, &crate::cedar::pinned_offer(config)?)?,
     };
     let policy = ProxyPolicy::with_cedar(config, facts, Arc::clone(&reruns), cedar);

@@ -359,6 +359,61 @@ fn pending_approval(db: &Path) -> (String, String) {
     }
 }
 
+/// The proxy binary, its configuration `config` pinned.
+fn pinned_proxy(config: &Path) -> PathBuf {
+    let proxy = PathBuf::from(env!("CARGO_BIN_EXE_agentrt-proxy"));
+    let pinned = Command::new(&proxy)
+        .args(["pin", "--config"])
+        .arg(config)
+        .output()
+        .expect("pin");
+    assert!(
+        pinned.status.success(),
+        "pin: {}",
+        String::from_utf8_lossy(&pinned.stderr)
+    );
+    proxy
+}
+
+/// host.py's target: `proxy serve --config config` over stdio.
+fn stdio_proxy(proxy: &Path, config: &Path) -> Vec<OsString> {
+    vec![
+        "--stdio".into(),
+        "--".into(),
+        proxy.into(),
+        "serve".into(),
+        "--config".into(),
+        config.into(),
+    ]
+}
+
+/// Decides the one pending approval in `db` with `agentrt VERB` (by
+/// `operator`, with `note`), once it exists; its run.
+fn decide_pending(db: &Path, verb: &str, note: &str) -> String {
+    let (run, approval) = pending_approval(db);
+    let out = Command::new(agentrt_cli())
+        .arg("--db")
+        .arg(db)
+        .args([
+            verb,
+            &run,
+            "--approval",
+            &approval,
+            "--by",
+            "operator",
+            "--note",
+            note,
+        ])
+        .output()
+        .expect("agentrt");
+    assert!(
+        out.status.success(),
+        "agentrt {verb}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    run
+}
+
 /// How the host reaches the proxy.
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Over {
@@ -447,28 +502,11 @@ fn through_the_proxy(over: Over) {
         .to_string(),
     )
     .expect("config");
-    let proxy = PathBuf::from(env!("CARGO_BIN_EXE_agentrt-proxy"));
-    let pinned = Command::new(&proxy)
-        .args(["pin", "--config"])
-        .arg(&config)
-        .output()
-        .expect("pin");
-    assert!(
-        pinned.status.success(),
-        "pin: {}",
-        String::from_utf8_lossy(&pinned.stderr)
-    );
+    let proxy = pinned_proxy(&config);
     let http = (over == Over::Http).then(|| serve_http(&proxy, &config));
     let serve = |script: Value| {
         let target: Vec<OsString> = match &http {
-            None => vec![
-                "--stdio".into(),
-                "--".into(),
-                proxy.clone().into(),
-                "serve".into(),
-                "--config".into(),
-                config.clone().into(),
-            ],
+            None => stdio_proxy(&proxy, &config),
             Some((_, url)) => vec![
                 "--http".into(),
                 url.into(),
@@ -478,30 +516,7 @@ fn through_the_proxy(over: Over) {
         };
         std::thread::spawn(move || host(&target, &script))
     };
-    let decide = |verb: &str, note: &str| {
-        let (run, approval) = pending_approval(&db);
-        let out = Command::new(agentrt_cli())
-            .arg("--db")
-            .arg(&db)
-            .args([
-                verb,
-                &run,
-                "--approval",
-                &approval,
-                "--by",
-                "operator",
-                "--note",
-                note,
-            ])
-            .output()
-            .expect("agentrt");
-        assert!(
-            out.status.success(),
-            "agentrt {verb}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        run
-    };
+    let decide = |verb: &str, note: &str| decide_pending(&db, verb, note);
 
     let new = root.join("new.txt");
     let held = serve(json!([
@@ -649,17 +664,7 @@ permit(principal, action == Agentrt::Action::"fs_write_file", resource);
         .to_string(),
     )
     .expect("config");
-    let proxy = PathBuf::from(env!("CARGO_BIN_EXE_agentrt-proxy"));
-    let pinned = Command::new(&proxy)
-        .args(["pin", "--config"])
-        .arg(&config)
-        .output()
-        .expect("pin");
-    assert!(
-        pinned.status.success(),
-        "pin: {}",
-        String::from_utf8_lossy(&pinned.stderr)
-    );
+    let proxy = pinned_proxy(&config);
     let checked = Command::new(&proxy)
         .args(["check", "--config"])
         .arg(&config)
@@ -673,14 +678,7 @@ permit(principal, action == Agentrt::Action::"fs_write_file", resource);
         "check: {said}{}",
         String::from_utf8_lossy(&checked.stderr)
     );
-    let target: Vec<OsString> = vec![
-        "--stdio".into(),
-        "--".into(),
-        proxy.clone().into(),
-        "serve".into(),
-        "--config".into(),
-        config.clone().into(),
-    ];
+    let target = stdio_proxy(&proxy, &config);
     let write = |path: &Path, content: &str| json!({"call": "fs_write_file", "args": {"path": path, "content": content}});
 
     let notes = root.join("notes.txt");
@@ -700,25 +698,7 @@ permit(principal, action == Agentrt::Action::"fs_write_file", resource);
         let script = Value::Array(script);
         std::thread::spawn(move || host(&target, &script))
     };
-    let (run_id, approval) = pending_approval(&db);
-    let decided = Command::new(agentrt_cli())
-        .arg("--db")
-        .arg(&db)
-        .args([
-            "approve",
-            &run_id,
-            "--approval",
-            &approval,
-            "--by",
-            "operator",
-        ])
-        .output()
-        .expect("agentrt approve");
-    assert!(
-        decided.status.success(),
-        "agentrt approve: {}",
-        String::from_utf8_lossy(&decided.stderr)
-    );
+    decide_pending(&db, "approve", "");
     let run = held.join().expect("the host");
     let text = |i: usize| run.steps[i]["text"].to_string();
     assert_eq!(

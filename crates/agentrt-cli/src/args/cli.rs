@@ -175,7 +175,8 @@ pub struct PolicyRecheckArgs {
     pub tools: Option<OsString>,
 }
 
-/// `policy check` flags.
+/// `policy check` flags (and `policy test`'s first ones): a policy file
+/// and the tools it decides.
 #[derive(Debug, Args)]
 pub struct PolicyCheckArgs {
     /// The Cedar policy file.
@@ -194,15 +195,9 @@ pub struct PolicyCheckArgs {
 /// `policy test` flags.
 #[derive(Debug, Args)]
 pub struct PolicyTestArgs {
-    /// The Cedar policy file.
-    #[arg(value_name = "FILE", value_parser = clap::value_parser!(OsString))]
-    pub file: OsString,
-    /// The tools (as for `policy check`).
-    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
-    pub tools: Option<OsString>,
-    /// Or a pinned MCP manifest (as for `policy check`).
-    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(OsString))]
-    pub manifest: Option<OsString>,
+    /// The policy and its tools, as for `policy check`.
+    #[command(flatten)]
+    pub policy: PolicyCheckArgs,
     /// The cases: a JSON array of requests, each with `tool`, `args`,
     /// optionally `principal`, `resource`, `labels`, `run` and
     /// `reason_contains`, and the outcome it should get in `expect`

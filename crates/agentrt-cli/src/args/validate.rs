@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use agentrt::{Label, Labels};
 
 use super::cli::{
-    CancelArgs, Cli, CliCommand, DecideArgs, EventsArgs, HeadCommand, PolicyCommand, VerifyArgs,
+    CancelArgs, Cli, CliCommand, DecideArgs, EventsArgs, HeadCommand, PolicyCheckArgs,
+    PolicyCommand, VerifyArgs,
 };
 use super::{
     Command, Database, Decide, Env, FollowStart, Invocation, KeptHead, Keygen, Migrate, Paging,
@@ -42,33 +43,12 @@ pub fn cli(cli: Cli, env: &Env) -> Result<Parsed, UsageError> {
                 .transpose()
                 .map_err(problem)?,
         },
-        CliCommand::Policy { command } => {
-            let (file, tools, manifest, cases) = match command {
-                PolicyCommand::Check(a) => (a.file, a.tools, a.manifest, None),
-                PolicyCommand::Test(a) => (a.file, a.tools, a.manifest, Some(a.cases)),
-                PolicyCommand::Recheck(_) => {
-                    return Err(problem("policy recheck needs a database".to_owned()));
-                }
-            };
-            return Ok(Parsed::Policy(PolicyRun {
-                file: path("FILE", file).map_err(problem)?,
-                tools: match (tools, manifest) {
-                    (Some(t), None) => ToolsFile::Specs(path("--tools", t).map_err(problem)?),
-                    (None, Some(m)) => ToolsFile::Manifest(path("--manifest", m).map_err(problem)?),
-                    _ => {
-                        return Err(problem(
-                            "give the tools with --tools FILE or --manifest FILE (one of them)"
-                                .to_owned(),
-                        ));
-                    }
-                },
-                cases: cases
-                    .map(|c| path("--cases", c))
-                    .transpose()
-                    .map_err(problem)?,
-                json,
-            }));
-        }
+        CliCommand::Policy {
+            command: PolicyCommand::Check(a),
+        } => return policy_run(a, None, json).map_err(problem),
+        CliCommand::Policy {
+            command: PolicyCommand::Test(a),
+        } => return policy_run(a.policy, Some(a.cases), json).map_err(problem),
         CliCommand::Migrate(a) => {
             let from = path("--from", a.from).map_err(problem)?;
             let to = Database::parse(a.to.into());
@@ -214,6 +194,25 @@ fn path(flag: &str, value: OsString) -> Checked<PathBuf> {
         return Err(format!("{flag} is empty"));
     }
     Ok(PathBuf::from(value))
+}
+
+/// `policy check` (no cases) or `policy test`: needs no database.
+fn policy_run(a: PolicyCheckArgs, cases: Option<OsString>, json: bool) -> Checked<Parsed> {
+    let tools = match (a.tools, a.manifest) {
+        (Some(t), None) => ToolsFile::Specs(path("--tools", t)?),
+        (None, Some(m)) => ToolsFile::Manifest(path("--manifest", m)?),
+        _ => {
+            return Err(
+                "give the tools with --tools FILE or --manifest FILE (one of them)".to_owned(),
+            );
+        }
+    };
+    Ok(Parsed::Policy(PolicyRun {
+        file: path("FILE", a.file)?,
+        tools,
+        cases: cases.map(|c| path("--cases", c)).transpose()?,
+        json,
+    }))
 }
 
 fn decide(verb: Verb, a: DecideArgs, env: &Env) -> Checked<Decide> {

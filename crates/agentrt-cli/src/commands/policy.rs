@@ -8,7 +8,9 @@ use std::path::Path;
 
 use agentrt::text::sanitize;
 use agentrt_cedar::CedarPolicy;
-use agentrt_cedar::cases::{CaseResult, read_cases, read_manifest_tools, read_tools, run_cases};
+use agentrt_cedar::cases::{
+    CaseResult, CasesError, read_cases, read_manifest_tools, read_tools, run_cases,
+};
 use serde::Serialize;
 
 use crate::args::{PolicyRun, ToolsFile};
@@ -43,44 +45,51 @@ struct Tested<'a> {
     failed: usize,
 }
 
-/// A reader of a tools file's bytes.
-type ReadTools = fn(&[u8]) -> Result<Vec<agentrt::ToolSpec>, agentrt_cedar::cases::CasesError>;
+/// A refusal naming the file it is about.
+fn failed_at(path: &Path, detail: impl std::fmt::Display) -> CliError {
+    CliError::Failed(format!(
+        "{}: {detail}",
+        sanitize(&path.display().to_string())
+    ))
+}
 
 /// A file's bytes, at most [`MAX_FILE_BYTES`].
 fn read(path: &Path) -> Result<Vec<u8>, CliError> {
-    let failed = |detail: String| {
-        CliError::Failed(format!(
-            "{}: {detail}",
-            sanitize(&path.display().to_string())
-        ))
-    };
-    let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
+    let file = std::fs::File::open(path).map_err(|e| failed_at(path, e))?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(|e| failed_at(path, e))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(failed(format!("larger than {MAX_FILE_BYTES} bytes")));
+        return Err(failed_at(
+            path,
+            format!("larger than {MAX_FILE_BYTES} bytes"),
+        ));
     }
     Ok(bytes)
 }
 
+/// A policy file's text.
+fn read_text(path: &Path) -> Result<String, CliError> {
+    String::from_utf8(read(path)?).map_err(|_| failed_at(path, "not UTF-8 text"))
+}
+
+/// A file read by `parse`, its refusal naming the file.
+fn read_as<T>(
+    path: &Path,
+    parse: impl FnOnce(&[u8]) -> Result<T, CasesError>,
+) -> Result<T, CliError> {
+    parse(&read(path)?).map_err(|e| failed_at(path, e))
+}
+
 pub fn run(args: &PolicyRun, out: &mut dyn Write) -> Result<(), CliError> {
     let shown = args.file.display().to_string();
-    let text = String::from_utf8(read(&args.file)?)
-        .map_err(|_| CliError::Failed(format!("{}: not UTF-8 text", sanitize(&shown))))?;
-    let (tools_path, read_as): (&Path, ReadTools) = match &args.tools {
-        ToolsFile::Specs(path) => (path, read_tools),
-        ToolsFile::Manifest(path) => (path, read_manifest_tools),
+    let text = read_text(&args.file)?;
+    let tools = match &args.tools {
+        ToolsFile::Specs(path) => read_as(path, read_tools)?,
+        ToolsFile::Manifest(path) => read_as(path, read_manifest_tools)?,
     };
-    let tools = read_as(&read(tools_path)?).map_err(|e| {
-        CliError::Failed(format!(
-            "{}: {e}",
-            sanitize(&tools_path.display().to_string())
-        ))
-    })?;
-    let policy = CedarPolicy::new(&text, &tools)
-        .map_err(|e| CliError::Failed(format!("{}: {e}", sanitize(&shown))))?;
+    let policy = CedarPolicy::new(&text, &tools).map_err(|e| failed_at(&args.file, e))?;
     let Some(cases_path) = &args.cases else {
         if args.json {
             return output::json(
@@ -102,12 +111,7 @@ pub fn run(args: &PolicyRun, out: &mut dyn Write) -> Result<(), CliError> {
             ),
         );
     };
-    let cases = read_cases(&read(cases_path)?).map_err(|e| {
-        CliError::Failed(format!(
-            "{}: {e}",
-            sanitize(&cases_path.display().to_string())
-        ))
-    })?;
+    let cases = read_as(cases_path, read_cases)?;
     let results = run_cases(&policy, cases);
     let failed = results.iter().filter(|r| !r.passed()).count();
     if args.json {
@@ -148,11 +152,6 @@ pub fn run(args: &PolicyRun, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 fn report(result: &CaseResult) -> CaseReport<'_> {
-    let (outcome, reason) = match &result.got {
-        Ok((outcome, reason)) => (outcome.as_str(), reason.as_str()),
-        // `evaluate` denies a request Cedar cannot be asked.
-        Err(reason) => ("deny", reason.as_str()),
-    };
     let mut expected = result.case.expect.as_str().to_owned();
     if let Some(want) = &result.case.reason_contains {
         expected.push_str(&format!(" with a reason containing {want:?}"));
@@ -161,8 +160,8 @@ fn report(result: &CaseResult) -> CaseReport<'_> {
         name: &result.case.name,
         passed: result.passed(),
         expected,
-        outcome,
-        reason,
+        outcome: result.outcome.as_str(),
+        reason: &result.reason,
     }
 }
 
@@ -205,14 +204,8 @@ pub fn recheck(
 ) -> Result<(), CliError> {
     use agentrt::recheck::{RecheckOptions, RecheckReport, write_recheck};
     let shown = file.display().to_string();
-    let text = String::from_utf8(read(file)?)
-        .map_err(|_| CliError::Failed(format!("{}: not UTF-8 text", sanitize(&shown))))?;
-    let current = match tools {
-        None => None,
-        Some(path) => Some(read_tools(&read(path)?).map_err(|e| {
-            CliError::Failed(format!("{}: {e}", sanitize(&path.display().to_string())))
-        })?),
-    };
+    let text = read_text(file)?;
+    let current = tools.map(|path| read_as(path, read_tools)).transpose()?;
     let ids: Vec<String> = match run {
         Some(id) => vec![id.to_owned()],
         None => store
@@ -225,20 +218,35 @@ pub fn recheck(
     let options = RecheckOptions {
         tools: current.clone(),
     };
+    // One policy per set of tools: every run with --tools, each distinct
+    // set the runs recorded otherwise (parsing and validating is the
+    // costly part).
+    let mut policies: Vec<(Vec<agentrt::ToolSpec>, CedarPolicy)> = Vec::new();
     let mut reports: Vec<RecheckReport> = Vec::with_capacity(ids.len());
     for id in &ids {
         let specs = match &current {
             Some(specs) => specs.clone(),
             None => recorded_specs(store, id)?,
         };
-        let policy = CedarPolicy::new(&text, &specs).map_err(|e| {
-            CliError::Failed(format!(
-                "{} against the tools run {} recorded: {e}",
-                sanitize(&shown),
-                sanitize(id)
-            ))
-        })?;
-        reports.push(agentrt::recheck::recheck(store, id, &policy, &options)?);
+        let at = match policies.iter().position(|(made_for, _)| *made_for == specs) {
+            Some(at) => at,
+            None => {
+                let policy = CedarPolicy::new(&text, &specs).map_err(|e| {
+                    failed_at(
+                        file,
+                        format!("against the tools run {} recorded: {e}", sanitize(id)),
+                    )
+                })?;
+                policies.push((specs, policy));
+                policies.len() - 1
+            }
+        };
+        reports.push(agentrt::recheck::recheck(
+            store,
+            id,
+            &policies[at].1,
+            &options,
+        )?);
     }
     let decided: usize = reports.iter().map(RecheckReport::rechecked).sum();
     let differ = reports.iter().filter(|r| !r.same()).count();

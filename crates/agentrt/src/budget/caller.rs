@@ -184,6 +184,30 @@ struct Inner {
 }
 
 impl Inner {
+    /// In `tx`: the run's totals (model calls, usage, cost) changed by
+    /// `change` from what is committed, written and shared.
+    fn update_totals(
+        &self,
+        tx: &mut WriteTx<'_>,
+        change: impl FnOnce(&crate::model::Run) -> (u64, Usage, Micros),
+    ) -> Result<(), Error> {
+        let run = tx.run(&self.run_id)?.ok_or_else(|| Error::NotFound {
+            what: "run",
+            id: self.run_id.clone(),
+        })?;
+        let totals = change(&run);
+        tx.update_run(
+            &self.run_id,
+            &RunGuard::default(),
+            &RunChange {
+                totals: Some(totals),
+                ..RunChange::default()
+            },
+        )?;
+        self.totals.set(totals);
+        Ok(())
+    }
+
     /// Under the step's lock: the run's totals as committed, plus what
     /// this step has in flight, checked against every limit with this
     /// call's projection; the projection is reserved if it fits.
@@ -582,24 +606,13 @@ impl ModelCaller {
                 if !tx.insert_model_call(&record, inner.gate.owner(), &lease_now)? {
                     return Ok(false);
                 }
-                let run = tx.run(&inner.run_id)?.ok_or_else(|| Error::NotFound {
-                    what: "run",
-                    id: inner.run_id.clone(),
+                inner.update_totals(tx, |run| {
+                    (
+                        run.model_calls.saturating_add(1),
+                        run.usage,
+                        run.estimated_cost_micros,
+                    )
                 })?;
-                let totals = (
-                    run.model_calls.saturating_add(1),
-                    run.usage,
-                    run.estimated_cost_micros,
-                );
-                tx.update_run(
-                    &inner.run_id,
-                    &RunGuard::default(),
-                    &RunChange {
-                        totals: Some(totals),
-                        ..RunChange::default()
-                    },
-                )?;
-                inner.totals.set(totals);
                 tx.append_event(
                     &inner.run_id,
                     &inner.step_id,
@@ -644,24 +657,13 @@ impl ModelCaller {
         self.write_settling(held, part, move |tx| {
             let inner = inner_w;
             tx.complete_model_call(&record)?;
-            let run = tx.run(&inner.run_id)?.ok_or_else(|| Error::NotFound {
-                what: "run",
-                id: inner.run_id.clone(),
+            inner.update_totals(tx, |run| {
+                (
+                    run.model_calls,
+                    saturating_usage(run.usage, record.usage),
+                    run.estimated_cost_micros.saturating_add(record.cost_micros),
+                )
             })?;
-            let totals = (
-                run.model_calls,
-                saturating_usage(run.usage, record.usage),
-                run.estimated_cost_micros.saturating_add(record.cost_micros),
-            );
-            tx.update_run(
-                &inner.run_id,
-                &RunGuard::default(),
-                &RunChange {
-                    totals: Some(totals),
-                    ..RunChange::default()
-                },
-            )?;
-            inner.totals.set(totals);
             let kind = if record.status == CallStatus::Ok {
                 EventType::ModelCompleted
             } else {

@@ -56,13 +56,7 @@ impl Session {
         let tool = Arc::clone(&registered.tool);
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
-        let policy_payload = payload::step_policy(
-            &allowed.policy,
-            &gate.policy_id,
-            &allowed.spec_hash,
-            Some(allowed.view),
-        );
-        let shadow = allowed.shadow.clone();
+        let policy_events = allowed.policy_events(&gate.policy_id);
         let mut draft = self.draft();
 
         if matches!(allowed.grant, Grant::Fresh { .. }) {
@@ -89,7 +83,7 @@ impl Session {
                 let g = Arc::clone(&gate);
                 let (run_id, step_id, decided_at) = (run_id.clone(), step_id.clone(), *decided_at);
                 let (spec_hash, policy_at) = (allowed.spec_hash.clone(), allowed.policy_at);
-                let (policy_payload, shadow) = (policy_payload.clone(), shadow.clone());
+                let policy_events = policy_events.clone();
                 let r = self
                     .write(move |tx| {
                         let gate = g;
@@ -125,14 +119,7 @@ impl Session {
                             EventType::StepDecided,
                             &decision_json,
                         )?;
-                        writes::append_policy(
-                            tx,
-                            &run_id,
-                            &step_id,
-                            &policy_at,
-                            &policy_payload,
-                            shadow.as_deref(),
-                        )?;
+                        writes::append_policy(tx, &run_id, &step_id, &policy_at, &policy_events)?;
                         tx.append_event(
                             &run_id,
                             &step_id,
@@ -171,7 +158,7 @@ impl Session {
                 let (run_id, step_id, resumed_at) = (run_id.clone(), step_id.clone(), *resumed_at);
                 let approval = approval_id.clone();
                 let (spec_hash, spec_json) = (allowed.spec_hash.clone(), allowed.spec_json.clone());
-                let (policy_payload, shadow) = (policy_payload.clone(), shadow.clone());
+                let policy_events = policy_events.clone();
                 let run_copy = draft.run.clone();
                 let r = self
                     .write(move |tx| {
@@ -227,14 +214,7 @@ impl Session {
                         }
                         tx.insert_spec(&spec_hash, spec_json.as_str())?;
                         tx.append_event(&run_id, "", &resumed_at, EventType::RunResumed, &resumed)?;
-                        writes::append_policy(
-                            tx,
-                            &run_id,
-                            &step_id,
-                            &resumed_at,
-                            &policy_payload,
-                            shadow.as_deref(),
-                        )?;
+                        writes::append_policy(tx, &run_id, &step_id, &resumed_at, &policy_events)?;
                         tx.append_event(
                             &run_id,
                             &step_id,

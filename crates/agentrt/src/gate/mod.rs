@@ -407,6 +407,15 @@ impl Drop for Claim {
     }
 }
 
+/// A policy's id, checked; a refusal's reason starts with `whose`.
+fn checked_id(policy: &dyn Policy, whose: &str) -> Result<String> {
+    let id = policy.policy_id().unwrap_or_default();
+    check_policy_id(&id).map_err(|reason| Error::InvalidPolicyId {
+        reason: format!("{whose}{reason}"),
+    })?;
+    Ok(id)
+}
+
 /// Governs tool calls for loops written anywhere: [`Gate::begin`] starts a
 /// run, [`Gate::attach`] resumes one; both return a [`Session`].
 #[derive(Clone)]
@@ -418,15 +427,11 @@ impl Gate {
     /// Registers the tools (refusing bad specs) and reads the policy's id.
     pub fn new(config: GateConfig) -> Result<Gate> {
         let registry = Registry::new(config.tools)?;
-        let policy_id = config.policy.policy_id().unwrap_or_default();
-        check_policy_id(&policy_id).map_err(|reason| Error::InvalidPolicyId { reason })?;
+        let policy_id = checked_id(config.policy.as_ref(), "")?;
         let shadow = match config.shadow {
             None => None,
             Some(shadow) => {
-                let id = shadow.policy_id().unwrap_or_default();
-                check_policy_id(&id).map_err(|reason| Error::InvalidPolicyId {
-                    reason: format!("the shadow policy's: {reason}"),
-                })?;
+                let id = checked_id(shadow.as_ref(), "the shadow policy's: ")?;
                 Some((shadow, id))
             }
         };

@@ -265,10 +265,7 @@ impl Session {
         };
         let counts = ViewCounts::of(&self.run, self.history.len(), self.approvals.len());
         let answer = evaluate(&gate, &request, &view);
-        let shadow = match &answer {
-            Ok(enforced) => super::session::shadow_disagreement(&gate, &request, &view, enforced),
-            Err(_) => None,
-        };
+        let shadow = super::session::shadow_disagreement(&gate, &request, &view, &answer);
         drop(view);
         let allowed = |policy| Allowed {
             request: request.clone(),
@@ -348,12 +345,7 @@ impl Session {
         let created_at = gate.now();
         let approval = self.new_approval(&step.id, &allowed, created_at)?;
         let policy_json = to_json(&allowed.policy);
-        let policy_payload = payload::step_policy(
-            &allowed.policy,
-            &gate.policy_id,
-            &allowed.spec_hash,
-            Some(allowed.view),
-        );
+        let policy_events = allowed.policy_events(&gate.policy_id);
         let requested = payload::approval_requested(&approval, &allowed.policy.reason);
         let run_id = self.run.id.clone();
         let step_id = step.id.clone();
@@ -368,7 +360,6 @@ impl Session {
             allowed.spec_json.clone(),
             allowed.policy_at,
         );
-        let shadow = allowed.shadow.clone();
         gate.write(move |tx| {
             let (gate, approval) = (g, inserted);
             let moved = tx.update_step(
@@ -400,14 +391,7 @@ impl Session {
             }
             tx.insert_spec(&spec_hash, spec_json.as_str())?;
             tx.insert_approval(&approval)?;
-            writes::append_policy(
-                tx,
-                &run_id,
-                &step_id,
-                &policy_at,
-                &policy_payload,
-                shadow.as_deref(),
-            )?;
+            writes::append_policy(tx, &run_id, &step_id, &policy_at, &policy_events)?;
             tx.append_event(
                 &run_id,
                 &step_id,
@@ -493,20 +477,8 @@ impl Session {
                 tx.append_event(&run_id, "", &resumed_at, EventType::RunResumed, &resumed)?;
                 if let Some(a) = &allowed {
                     tx.insert_spec(&a.spec_hash, a.spec_json.as_str())?;
-                    let p = payload::step_policy(
-                        &a.policy,
-                        &gate.policy_id,
-                        &a.spec_hash,
-                        Some(a.view),
-                    );
-                    writes::append_policy(
-                        tx,
-                        &run_id,
-                        &step_id,
-                        &a.policy_at,
-                        &p,
-                        a.shadow.as_deref(),
-                    )?;
+                    let events = a.policy_events(&gate.policy_id);
+                    writes::append_policy(tx, &run_id, &step_id, &a.policy_at, &events)?;
                 }
                 let end_at = gate.now();
                 let ended = writes::end_step(
@@ -611,20 +583,8 @@ impl Session {
                 let (gate, observation) = (g, observed);
                 if let Some(a) = &allowed {
                     tx.insert_spec(&a.spec_hash, a.spec_json.as_str())?;
-                    let p = payload::step_policy(
-                        &a.policy,
-                        &gate.policy_id,
-                        &a.spec_hash,
-                        Some(a.view),
-                    );
-                    writes::append_policy(
-                        tx,
-                        &run_id,
-                        &step_id,
-                        &a.policy_at,
-                        &p,
-                        a.shadow.as_deref(),
-                    )?;
+                    let events = a.policy_events(&gate.policy_id);
+                    writes::append_policy(tx, &run_id, &step_id, &a.policy_at, &events)?;
                 }
                 let end_at = gate.now();
                 let ended = writes::end_step(

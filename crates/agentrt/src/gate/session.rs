@@ -105,6 +105,16 @@ pub(crate) struct Allowed {
     pub shadow: Option<String>,
 }
 
+impl Allowed {
+    /// The decision's events as the policy `policy_id` gave it.
+    pub(crate) fn policy_events(&self, policy_id: &str) -> writes::PolicyEvents {
+        writes::PolicyEvents {
+            policy: payload::step_policy(&self.policy, policy_id, &self.spec_hash, Some(self.view)),
+            shadow: self.shadow.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum State {
     Active,
@@ -200,16 +210,18 @@ pub(crate) fn evaluate(
     crate::policy::evaluate_guarded(gate.policy.as_ref(), request, view)
 }
 
-/// The `policy.shadow` payload when the gate has a shadow policy and its
-/// outcome for `request` differs from `enforced` (a shadow that fails
-/// disagrees as `error`); `None` otherwise (design §42).
+/// The `policy.shadow` payload when the gate has a shadow policy, the
+/// policy answered (`answer`), and the shadow's outcome for `request`
+/// differs (a shadow that fails disagrees as `error`); `None` otherwise
+/// (design §42).
 pub(crate) fn shadow_disagreement(
     gate: &GateInner,
     request: &ToolRequest,
     view: &RunView,
-    enforced: &PolicyDecision,
+    answer: &std::result::Result<PolicyDecision, PolicyError>,
 ) -> Option<String> {
     let (shadow, shadow_id) = gate.shadow.as_ref()?;
+    let enforced = answer.as_ref().ok()?;
     match crate::policy::evaluate_guarded(shadow.as_ref(), request, view) {
         Ok(d) if d.outcome == enforced.outcome => None,
         Ok(d) => Some(payload::policy_shadow(
@@ -828,10 +840,7 @@ impl Session {
                 };
                 let counts = ViewCounts::of(&self.run, self.history.len(), self.approvals.len());
                 let answer = evaluate(&gate, &request, &view);
-                let shadow = match &answer {
-                    Ok(enforced) => shadow_disagreement(&gate, &request, &view, enforced),
-                    Err(_) => None,
-                };
+                let shadow = shadow_disagreement(&gate, &request, &view, &answer);
                 // The view shares the history; release it before the write
                 // appends to the history, or the append copies it.
                 drop(view);

@@ -92,8 +92,8 @@ impl Session {
                     EventType::StepDecided,
                     &decision_json,
                 )?;
-                if let Some((at, payload, shadow)) = &policy_event {
-                    writes::append_policy(tx, &run_id, &step_id, at, payload, shadow.as_deref())?;
+                if let Some((at, events)) = &policy_event {
+                    writes::append_policy(tx, &run_id, &step_id, at, events)?;
                 }
                 if let Some(detail) = &failed_detail {
                     let failed = payload::step_failed(detail, observation.as_ref());
@@ -255,6 +255,8 @@ impl Session {
         mut step: Step,
         allowed: Allowed,
     ) -> Result<Verdict> {
+        let policy_id = self.gate.policy_id.clone();
+        let policy_events = allowed.policy_events(&policy_id);
         let Grant::Fresh {
             decision,
             decided_at,
@@ -265,7 +267,6 @@ impl Session {
                 "a resumed request is denied through resume",
             ));
         };
-        let policy_id = self.gate.policy_id.clone();
         let abort = allowed.policy.outcome == Outcome::Abort;
         let reason = allowed.policy.reason.clone();
         let verb = if abort { "aborted" } else { "denied" };
@@ -276,12 +277,6 @@ impl Session {
         );
         let decision_json = to_json(&decision);
         let policy_json = to_json(&allowed.policy);
-        let policy_payload = payload::step_policy(
-            &allowed.policy,
-            &policy_id,
-            &allowed.spec_hash,
-            Some(allowed.view),
-        );
         step.decision = Some(decision);
         step.policy = Some(allowed.policy.clone());
         step.spec_hash = allowed.spec_hash.clone();
@@ -310,7 +305,7 @@ impl Session {
                     spec_hash: Some(allowed.spec_hash.clone()),
                     policy_id: Some(policy_id),
                 },
-                policy_event: Some((allowed.policy_at, policy_payload, allowed.shadow.clone())),
+                policy_event: Some((allowed.policy_at, policy_events)),
                 failed_detail: Some(observation.summary.clone()),
                 then,
             })
@@ -354,12 +349,7 @@ impl Session {
         let approval = self.new_approval(&step.id, &allowed, created_at)?;
         let decision_json = to_json(&decision);
         let policy_json = to_json(&allowed.policy);
-        let policy_payload = payload::step_policy(
-            &allowed.policy,
-            &gate.policy_id,
-            &allowed.spec_hash,
-            Some(allowed.view),
-        );
+        let policy_events = allowed.policy_events(&gate.policy_id);
         let requested = payload::approval_requested(&approval, &allowed.policy.reason);
         step.decision = Some(decision);
         step.policy = Some(allowed.policy.clone());
@@ -372,7 +362,6 @@ impl Session {
         let g = Arc::clone(&gate);
         let inserted = approval.clone();
         let (spec_hash, policy_at) = (allowed.spec_hash.clone(), allowed.policy_at);
-        let shadow = allowed.shadow.clone();
         let r = self
             .write(move |tx| {
                 let gate = g;
@@ -413,14 +402,7 @@ impl Session {
                     EventType::StepDecided,
                     &decision_json,
                 )?;
-                writes::append_policy(
-                    tx,
-                    &run_id,
-                    &step_id,
-                    &policy_at,
-                    &policy_payload,
-                    shadow.as_deref(),
-                )?;
+                writes::append_policy(tx, &run_id, &step_id, &policy_at, &policy_events)?;
                 tx.append_event(
                     &run_id,
                     &step_id,
@@ -465,8 +447,7 @@ struct DecidedEnd {
     /// The step columns written with the end.
     extra: StepColumns,
     /// `step.policy` at its time, for a policy's verdict.
-    /// `step.policy` (when, payload) and `policy.shadow`'s payload.
-    policy_event: Option<(Timestamp, String, Option<String>)>,
+    policy_event: Option<(Timestamp, writes::PolicyEvents)>,
     /// `step.failed` with this detail, for a failed step.
     failed_detail: Option<String>,
     then: Then,

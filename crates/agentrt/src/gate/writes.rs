@@ -409,18 +409,24 @@ pub(crate) fn end_step(
     Ok(Some(ended))
 }
 
-/// `step.policy`, then `policy.shadow` when the shadow policy disagreed
-/// (design §42): one decision, its events side by side in its group.
+/// A decision's events: `step.policy`, and `policy.shadow` when the
+/// shadow policy disagreed (design §42).
+#[derive(Debug, Clone)]
+pub(crate) struct PolicyEvents {
+    pub policy: String,
+    pub shadow: Option<String>,
+}
+
+/// The decision's events, side by side in its write group.
 pub(crate) fn append_policy(
     tx: &mut WriteTx<'_>,
     run_id: &str,
     step_id: &str,
     at: &Timestamp,
-    policy: &str,
-    shadow: Option<&str>,
+    events: &PolicyEvents,
 ) -> Result<()> {
-    tx.append_event(run_id, step_id, at, EventType::StepPolicy, policy)?;
-    if let Some(shadow) = shadow {
+    tx.append_event(run_id, step_id, at, EventType::StepPolicy, &events.policy)?;
+    if let Some(shadow) = &events.shadow {
         tx.append_event(run_id, step_id, at, EventType::PolicyShadow, shadow)?;
     }
     Ok(())
