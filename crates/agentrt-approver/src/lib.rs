@@ -45,6 +45,7 @@ mod error;
 mod extension;
 mod fault;
 mod login_nonces;
+pub mod notify;
 pub mod page;
 mod pending;
 pub mod serve;

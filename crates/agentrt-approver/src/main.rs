@@ -5,8 +5,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use agentrt_approver::notify::{Notifier, NotifyConfig};
 use agentrt_approver::page::SecureCookie;
-use agentrt_approver::serve::{ServeOptions, login_link, serve};
+use agentrt_approver::serve::{NotifyFiles, ServeOptions, login_link, read_secret, serve};
 use axum::http::HeaderName;
 use clap::{Parser, Subcommand};
 
@@ -56,6 +57,37 @@ enum Command {
         /// https; requests without it get a cookie that is not Secure.
         #[arg(long, value_name = "HEADER", value_parser = header_name)]
         trust_forwarded_proto: Option<HeaderName>,
+        /// Also notify, from this process: the notify.json to follow (see
+        /// `notify`); its page links are signed with --secret-file.
+        #[arg(long, value_name = "FILE", requires = "notify_cursor")]
+        notify_config: Option<PathBuf>,
+        /// Where the notifier keeps its position.
+        #[arg(long, value_name = "FILE", requires = "notify_config")]
+        notify_cursor: Option<PathBuf>,
+    },
+    /// Tell operators what waits for them: follow the database's events
+    /// and deliver a notice (signed webhook, chat webhook, e-mail) for
+    /// each approval requested, until SIGINT or SIGTERM.
+    Notify {
+        /// The database the runs are in (it must exist; read only): a
+        /// SQLite file, or a `postgres://` URL. Default: $AGENTRT_DB.
+        #[arg(long, value_name = "PATH|URL")]
+        db: Option<PathBuf>,
+        /// Where the position is kept: it moves past an event only once
+        /// every destination took its notice.
+        #[arg(long)]
+        cursor: PathBuf,
+        /// The configuration: a file only you can read (it holds chat
+        /// webhook URLs and names secret files).
+        #[arg(long)]
+        config: PathBuf,
+        /// The approval page's secret file (the one `serve` uses): needed
+        /// when the config sets `page`, to sign the one-time links.
+        #[arg(long)]
+        secret_file: Option<PathBuf>,
+        /// Deliver what is there, then exit.
+        #[arg(long)]
+        once: bool,
     },
     /// Print a one-time login link for the approval page of a run.
     LoginLink {
@@ -87,16 +119,10 @@ fn main() -> ExitCode {
             allow_remote,
             cookie_secure,
             trust_forwarded_proto,
+            notify_config,
+            notify_cursor,
         } => {
-            let db = db.filter(|d| !d.as_os_str().is_empty()).or_else(|| {
-                std::env::var_os(DB_VARIABLE)
-                    .filter(|d| !d.is_empty())
-                    .map(PathBuf::from)
-            });
-            let Some(db) = db else {
-                eprintln!(
-                    "agentrt-approver: error: no database: pass --db PATH or set {DB_VARIABLE}"
-                );
+            let Some(db) = database(db) else {
                 return ExitCode::from(2);
             };
             let secure_cookie = match (cookie_secure, trust_forwarded_proto) {
@@ -110,7 +136,22 @@ fn main() -> ExitCode {
                 secret_file,
                 allow_remote,
                 secure_cookie,
+                notify: notify_config
+                    .zip(notify_cursor)
+                    .map(|(config, cursor)| NotifyFiles { config, cursor }),
             }
+        }
+        Command::Notify {
+            db,
+            cursor,
+            config,
+            secret_file,
+            once,
+        } => {
+            let Some(db) = database(db) else {
+                return ExitCode::from(2);
+            };
+            return notify(db, cursor, config, secret_file, once);
         }
         Command::LoginLink {
             secret_file,
@@ -136,17 +177,8 @@ fn main() -> ExitCode {
             };
         }
     };
-    // Before any thread allocates: SQLite's statement memory stays ours.
-    agentrt::store::retain_freed_heap();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("agentrt-approver: error: cannot start the runtime: {e}");
-            return ExitCode::from(1);
-        }
+    let Some(runtime) = runtime() else {
+        return ExitCode::from(1);
     };
     let served = runtime.block_on(serve(
         &options,
@@ -159,6 +191,76 @@ fn main() -> ExitCode {
             eprintln!("agentrt-approver: error: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// `--db`, else `$AGENTRT_DB`; `None` (told on stderr) when neither is set.
+fn database(given: Option<PathBuf>) -> Option<PathBuf> {
+    let db = given.filter(|d| !d.as_os_str().is_empty()).or_else(|| {
+        std::env::var_os(DB_VARIABLE)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+    });
+    if db.is_none() {
+        eprintln!("agentrt-approver: error: no database: pass --db PATH or set {DB_VARIABLE}");
+    }
+    db
+}
+
+/// A multi-threaded runtime, or the error told on stderr.
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    // Before any thread allocates: SQLite's statement memory stays ours.
+    agentrt::store::retain_freed_heap();
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(e) => {
+            eprintln!("agentrt-approver: error: cannot start the runtime: {e}");
+            None
+        }
+    }
+}
+
+/// `notify`: the config and the secret read before the runtime starts.
+fn notify(
+    db: PathBuf,
+    cursor: PathBuf,
+    config: PathBuf,
+    secret_file: Option<PathBuf>,
+    once: bool,
+) -> ExitCode {
+    let failed = |e: &dyn std::fmt::Display| {
+        eprintln!("agentrt-approver: error: {e}");
+        ExitCode::from(1)
+    };
+    let config = match NotifyConfig::load(&config) {
+        Ok(config) => config,
+        Err(e) => return failed(&e),
+    };
+    let secret = match secret_file.as_deref().map(read_secret).transpose() {
+        Ok(secret) => secret,
+        Err(e) => return failed(&e),
+    };
+    let notifier = match Notifier::new(config, secret) {
+        Ok(notifier) => notifier,
+        Err(e) => return failed(&e),
+    };
+    let Some(runtime) = runtime() else {
+        return ExitCode::from(1);
+    };
+    let ran = runtime.block_on(async {
+        let (handle, stop) = agentrt::cancel_pair();
+        tokio::spawn(async move {
+            stopped().await;
+            handle.cancel();
+        });
+        notifier.run(db, cursor, once, &stop).await
+    });
+    match ran {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => failed(&e),
     }
 }
 

@@ -32,6 +32,18 @@ pub struct ServeOptions {
     pub allow_remote: bool,
     /// When the page's session cookie is `Secure`.
     pub secure_cookie: crate::page::SecureCookie,
+    /// Notify from the same process (`--notify-config`, `--notify-cursor`):
+    /// the page links are signed with the server's secret.
+    pub notify: Option<NotifyFiles>,
+}
+
+/// The files of a notifier run inside `serve`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyFiles {
+    /// The configuration (`notify.json`).
+    pub config: PathBuf,
+    /// Where the position is kept.
+    pub cursor: PathBuf,
 }
 
 /// Why `serve` did not start or stopped.
@@ -53,6 +65,9 @@ pub enum ServeError {
     /// The database cannot be opened.
     #[error(transparent)]
     Approver(#[from] crate::ApproverError),
+    /// The notifier run inside the server failed (the server stopped).
+    #[error(transparent)]
+    Notify(#[from] crate::notify::NotifyError),
     /// Binding or serving failed.
     #[error("listening on {addr}: {source}")]
     Listen {
@@ -96,9 +111,17 @@ pub async fn serve(
     }
     // The secret file and the database are read on the blocking pool.
     let (db, secret_file) = (options.db.clone(), options.secret_file.clone());
-    let (secret, approver) = tokio::task::spawn_blocking(move || {
+    let notify_config = options.notify.as_ref().map(|n| n.config.clone());
+    let (secret, approver, notify_config) = tokio::task::spawn_blocking(move || {
         let secret = read_secret(&secret_file)?;
-        Ok::<_, ServeError>((secret, StoreApprover::open(&db, None)?))
+        let notify_config = match notify_config {
+            Some(path) => Some(
+                crate::notify::NotifyConfig::load(&path)
+                    .map_err(crate::notify::NotifyError::from)?,
+            ),
+            None => None,
+        };
+        Ok::<_, ServeError>((secret, StoreApprover::open(&db, None)?, notify_config))
     })
     .await
     .map_err(|e| ServeError::Listen {
@@ -110,6 +133,7 @@ pub async fn serve(
         secure_cookie: options.secure_cookie.clone(),
         ..crate::page::PageConfig::new(Arc::clone(&approver), secret.clone())
     });
+    let secret_for_links = secret.clone();
     let config = WebhookConfig::new(approver, secret);
     let listen_error = |source| ServeError::Listen {
         addr: options.listen,
@@ -120,13 +144,45 @@ pub async fn serve(
         .map_err(listen_error)?;
     bound(listener.local_addr().map_err(listen_error)?);
     let app = page.merge(router(config));
-    axum::serve(
+    // One signal stops both the server and the notifier; a notifier that
+    // fails stops the server too (a silent dead notifier tells nobody).
+    let (stopping, stop) = agentrt::cancel_pair();
+    let notifier = match (notify_config, &options.notify) {
+        (Some(config), Some(files)) => {
+            let notifier = crate::notify::Notifier::new(config, Some(secret_for_links))?;
+            let (db, cursor, stop, stopping) = (
+                options.db.clone(),
+                files.cursor.clone(),
+                stopping.signal(),
+                stopping.clone(),
+            );
+            Some(tokio::spawn(async move {
+                let ran = notifier.run(db, cursor, false, &stop).await;
+                stopping.cancel();
+                ran
+            }))
+        }
+        _ => None,
+    };
+    let served = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown)
+    .with_graceful_shutdown(async move {
+        tokio::select! {
+            () = shutdown => stopping.cancel(),
+            () = stop.cancelled() => {}
+        }
+    })
     .await
-    .map_err(listen_error)
+    .map_err(listen_error);
+    if let Some(notifier) = notifier {
+        notifier.await.map_err(|e| ServeError::Listen {
+            addr: options.listen,
+            source: std::io::Error::other(e.to_string()),
+        })??;
+    }
+    served
 }
 
 /// A login link for the page at `base` (the server's address as the
@@ -140,18 +196,29 @@ pub fn login_link(
     ttl: std::time::Duration,
 ) -> Result<String, ServeError> {
     let secret = read_secret(secret_file)?;
+    mint_login_link(&secret, base, by, run, ttl).map_err(|e| ServeError::SecretFile {
+        path: secret_file.to_owned(),
+        detail: format!("no randomness for the link: {e}"),
+    })
+}
+
+/// [`login_link`] with the secret at hand: a fresh nonce each call.
+pub fn mint_login_link(
+    secret: &Secret,
+    base: &str,
+    by: &str,
+    run: &str,
+    ttl: std::time::Duration,
+) -> Result<String, getrandom::Error> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let expires = i64::try_from(now.saturating_add(ttl.as_secs())).unwrap_or(i64::MAX);
     let mut nonce = [0u8; 16];
-    getrandom::fill(&mut nonce).map_err(|e| ServeError::SecretFile {
-        path: secret_file.to_owned(),
-        detail: format!("no randomness for the link: {e}"),
-    })?;
+    getrandom::fill(&mut nonce)?;
     let nonce = crate::signature::hex(&nonce);
-    let token = crate::page::login_token(&secret, by, run, expires, &nonce);
+    let token = crate::page::login_token(secret, by, run, expires, &nonce);
     Ok(format!(
         "{}/ui/login?token={token}",
         base.trim_end_matches('/')

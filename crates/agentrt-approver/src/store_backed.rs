@@ -13,6 +13,20 @@ use crate::extension::EXTENSION;
 use crate::signatures::record;
 use crate::{Approver, ApproverError, Cancellation, Decision, Pending, SignIn};
 
+/// The database at `path` opened to read only: a SQLite file that must
+/// exist at this build's schema (opened read-only), or with the
+/// `postgres` feature a `postgres://` URL (its schema must be there).
+pub(crate) fn open_read_only(path: &Path) -> Result<Store, ApproverError> {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = path
+        .to_str()
+        .filter(|p| agentrt_postgres::is_postgres_url(p))
+    {
+        return Ok(agentrt_postgres::open_existing(url)?);
+    }
+    Ok(Store::open_existing(path, true)?)
+}
+
 /// Steps read at a time while looking for an approval's step.
 const STEP_PAGE: u64 = 128;
 

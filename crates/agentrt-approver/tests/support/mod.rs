@@ -57,6 +57,20 @@ pub async fn pause_on_push_in(
     (approval.id, approval.hash)
 }
 
+/// Runs `id` on the database at `db` to its end: its agent gives up, and
+/// the run ends FAILED.
+pub async fn fail_run(db: &Path, id: &str) {
+    let store = Store::open(db).unwrap();
+    let config = GateConfig::new(store, DefaultPolicy, vec![push_tool()]);
+    let agent = ScriptedAgent::new(vec![Decision::fail("the remote is gone")]);
+    let run = Driver::new(config, agent)
+        .unwrap()
+        .start(Some(id), "push", Limits::default())
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+}
+
 /// The shared secret of the served webhook in these tests.
 pub const SECRET: &str = "3f1c9a7be2d84610a5c7e9f02b4d6a8c1e3f5a7b9d0c2e4f6a8b0c2d4e6f8a0b";
 
