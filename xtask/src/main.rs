@@ -415,6 +415,31 @@ fn test_steps() -> Result<(), String> {
         ],
         "the browser tests",
     )?;
+    // "Being told, and deciding": the demo's approval e-mailed through
+    // aiosmtpd (pinned with hashes, target/real-smtp/venv), its link
+    // approved in headless Chromium.
+    let smtp = install_venv(
+        &base,
+        "crates/agentrt-approver/tests/smtp/requirements.txt",
+        "target/real-smtp",
+        ("aiosmtpd", "1.4.6"),
+    )?;
+    let mailed = cargo_in(
+        Path::new("."),
+        &[
+            "test",
+            "-p",
+            "examples",
+            "--features",
+            "real-smtp",
+            "--test",
+            "notify_email",
+        ],
+        &[("AGENTRT_AIOSMTPD_PYTHON", smtp.as_os_str())],
+    );
+    if !mailed {
+        return Err("the e-mail notification test (aiosmtpd, Chromium) failed".into());
+    }
     // agentrt-postgres against a throwaway cluster, stopped whatever the
     // tests do.
     postgres::real_postgres_tests()?;

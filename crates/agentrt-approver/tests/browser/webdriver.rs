@@ -166,8 +166,8 @@ impl Browser {
             .call(reqwest::Method::GET, &self.at("/screenshot"), None)
             .await;
         let bytes = base64_decode(png.as_str().unwrap_or_default());
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../target/browser-screenshots");
+        // target/tmp's sibling, whichever crate's test this is.
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../browser-screenshots");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(format!("{name}.png")), bytes).unwrap();
     }

@@ -1,0 +1,269 @@
+//! "Being told, and deciding" end to end, with real parts: the demo pauses
+//! on its pull request; `notify` e-mails the operator through a real SMTP
+//! server (aiosmtpd, which `cargo xtask test` installs pinned with hashes
+//! and names in `AGENTRT_AIOSMTPD_PYTHON`), first while the server is
+//! down, then once it is up; the link in the e-mail opens the approval
+//! page in headless Chromium, which approves; the demo resumes and opens
+//! the pull request once. Behind the `real-smtp` feature.
+
+#[path = "../scripted/demo.rs"]
+#[allow(dead_code)]
+mod demo;
+#[path = "../../crates/agentrt-approver/tests/browser/webdriver.rs"]
+#[allow(dead_code)]
+mod webdriver;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agentrt::{ApprovalStatus, EventType, RunStatus, Store};
+use agentrt_approver::notify::{Notifier, NotifyConfig};
+use agentrt_approver::page::SecureCookie;
+use agentrt_approver::serve::{ServeOptions, read_secret, serve};
+
+const PAGE_SECRET: &str = "c2b7e1f09a3d4c5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b";
+const OPERATOR: &str = "alice@example.test";
+
+fn private(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// A loopback port nothing listens on (yet).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// aiosmtpd on `port`, writing each message it takes into the Maildir at
+/// `maildir` (created by it); killed when dropped.
+struct SmtpServer(Child);
+
+impl SmtpServer {
+    fn start(port: u16, maildir: &Path) -> SmtpServer {
+        let python = std::env::var("AGENTRT_AIOSMTPD_PYTHON").expect(
+            "AGENTRT_AIOSMTPD_PYTHON names the python with aiosmtpd (cargo xtask test sets it)",
+        );
+        let child = Command::new(python)
+            .args(["-m", "aiosmtpd", "-n", "-l"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["-c", "aiosmtpd.handlers.Mailbox"])
+            .arg(maildir)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "aiosmtpd did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        SmtpServer(child)
+    }
+}
+
+impl Drop for SmtpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The messages in the Maildir, as delivered.
+fn messages(maildir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(maildir.join("new")) else {
+        return Vec::new();
+    };
+    entries
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect()
+}
+
+/// A message's body, decoded from quoted-printable when it is that.
+fn body(message: &str) -> String {
+    let (head, body) = message
+        .split_once("\n\n")
+        .or_else(|| message.split_once("\r\n\r\n"))
+        .unwrap();
+    if !head
+        .to_ascii_lowercase()
+        .contains("content-transfer-encoding: quoted-printable")
+    {
+        return body.to_owned();
+    }
+    let joined = body.replace("=\r\n", "").replace("=\n", "");
+    let bytes = joined.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'=' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
+            out.push(u8::from_str_radix(hex, 16).unwrap());
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_s_approval_is_mailed_and_its_link_approves_in_a_browser_and_the_run_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo.db");
+    let options = demo::Options {
+        db: db.clone(),
+        resume: None,
+    };
+    let first = demo::run(&options, &mut Vec::new(), Arc::new(|_: &agentrt::Event| {}))
+        .await
+        .unwrap();
+    assert_eq!(first.run.status, RunStatus::WaitingForApproval);
+    let approval_id = first.approval.clone().unwrap();
+
+    // The approval page, served from this process on loopback.
+    let secret_file = dir.path().join("page.secret");
+    private(&secret_file, PAGE_SECRET);
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let (stop_page, page_stopped) = tokio::sync::oneshot::channel::<()>();
+    let serve_options = ServeOptions {
+        db: db.clone(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        secret_file: secret_file.clone(),
+        allow_remote: false,
+        secure_cookie: SecureCookie::Never,
+        notify: None,
+    };
+    let page = tokio::spawn(async move {
+        serve(
+            &serve_options,
+            |addr| addr_tx.send(addr).unwrap(),
+            async move {
+                let _ = page_stopped.await;
+            },
+        )
+        .await
+    });
+    let base = format!("http://{}", addr_rx.await.unwrap());
+
+    // notify, e-mailing alice through an SMTP server that is not up yet.
+    let smtp_port = free_port();
+    let maildir = dir.path().join("maildir");
+    let config = dir.path().join("notify.json");
+    private(
+        &config,
+        &format!(
+            r#"{{"page": {{"base": "{base}", "link_minutes": 15}},
+                "channels": [{{"kind": "email", "host": "127.0.0.1", "port": {smtp_port},
+                               "security": "none", "from": "agentrt <agentrt@example.test>",
+                               "to": ["{OPERATOR}"]}}]}}"#
+        ),
+    );
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let told = Arc::clone(&failures);
+    let notifier = Notifier::new(
+        NotifyConfig::load(&config).unwrap(),
+        Some(read_secret(&secret_file).unwrap()),
+    )
+    .unwrap()
+    .with_log(move |line| told.lock().unwrap().push(line.to_owned()));
+    let (stop_notify, stop) = agentrt::cancel_pair();
+    let cursor: PathBuf = dir.path().join("notify.cursor");
+    let notifying = {
+        let (db, cursor) = (db.clone(), cursor.clone());
+        tokio::spawn(async move { notifier.run(db, cursor, false, &stop).await })
+    };
+    let start = Instant::now();
+    while failures.lock().unwrap().is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(30));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(failures.lock().unwrap()[0].contains(&format!("email #0 to {OPERATOR}")));
+    let _smtp = SmtpServer::start(smtp_port, &maildir);
+    let start = Instant::now();
+    while messages(&maildir).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no message arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Long enough for a second delivery to show, had there been one.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop_notify.cancel();
+    notifying.await.unwrap().unwrap();
+    let mail = messages(&maildir);
+    assert_eq!(mail.len(), 1, "one message for one approval");
+    let message = &mail[0];
+    assert!(message.contains(&format!("To: {OPERATOR}")), "{message}");
+    assert!(
+        message.contains("waits for approval (pr_open)"),
+        "{message}"
+    );
+    let text = body(message);
+    assert!(text.contains(&approval_id), "{text}");
+    let link = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{base}/ui/login?token=")))
+        .unwrap_or_else(|| panic!("no link in {text}"))
+        .trim()
+        .to_owned();
+
+    // The link opens the page in a real browser, which approves.
+    let browser = webdriver::Browser::start().await;
+    browser.goto(&link).await;
+    assert_eq!(
+        browser.title().await,
+        format!("Approvals of run {}", first.run.id)
+    );
+    browser.screenshot("notify-email-page").await;
+    let button = browser.find(&format!("#approve-{approval_id}")).await;
+    browser.click(&button).await;
+    let shown = browser.wait_for("#message").await;
+    assert!(browser.text(&shown).await.contains("was approved"));
+    // The link signs in once: opened again, it is refused.
+    browser.goto(&link).await;
+    assert_ne!(
+        browser.title().await,
+        format!("Approvals of run {}", first.run.id)
+    );
+    browser.quit().await;
+    let store = Store::open_existing(&db, true).unwrap();
+    let decided = store.get_approval(&first.run.id, &approval_id).unwrap();
+    assert_eq!(decided.status, ApprovalStatus::Approved);
+    assert_eq!(
+        decided.decided_by, OPERATOR,
+        "the link signs in its recipient"
+    );
+
+    // The demo resumes and opens the pull request once.
+    let resumed = demo::run(
+        &demo::Options {
+            db: db.clone(),
+            resume: Some(first.run.id.clone()),
+        },
+        &mut Vec::new(),
+        Arc::new(|_: &agentrt::Event| {}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resumed.run.status, RunStatus::Completed);
+    let started = store
+        .list_events(&first.run.id)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.event_type == EventType::StepToolStarted && e.payload.contains(&approval_id))
+        .count();
+    assert_eq!(started, 1, "the approved call ran once");
+    let _ = stop_page.send(());
+    page.await.unwrap().unwrap();
+}
