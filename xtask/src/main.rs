@@ -10,7 +10,9 @@
 //!   (Debian's `chromium` and `chromium-driver`, installed when missing
 //!   and run as root; screenshots in `target/browser-screenshots`), and the
 //!   OpenTelemetry exporter against a real OTLP receiver (OtelTap, pinned
-//!   with hashes, into `target/real-receiver/venv`), and agentrt-postgres
+//!   with hashes, into `target/real-receiver/venv`), and the demo's
+//!   approval e-mailed through aiosmtpd (pinned with hashes, into
+//!   `target/real-smtp/venv`) and approved in Chromium, and agentrt-postgres
 //!   against a throwaway PostgreSQL cluster (Debian's `postgresql`
 //!   installed when missing and run as root; see `postgres`), then
 //!   `install-test`.
@@ -52,6 +54,7 @@ tasks:
            the approval page in headless Chromium (chromium and
            chromium-driver from Debian when missing, as root), and the
            OTel exporter against OtelTap (target/real-receiver/venv),
+           notify's e-mail through aiosmtpd (target/real-smtp/venv),
            and agentrt-postgres against a throwaway PostgreSQL cluster
            (postgresql from Debian when missing, as root; see postgres),
            then install-test

@@ -14,6 +14,7 @@ use agentrt_approver::notify::{Notifier, NotifyConfig};
 use agentrt_approver::signature::Secret;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
 use hmac::{KeyInit, Mac};
 use support::{SECRET, pause_on_push, write_secret};
 
@@ -48,6 +49,8 @@ impl Received {
 struct Receiver {
     seen: Arc<Mutex<Vec<Received>>>,
     hang: Arc<Mutex<Option<usize>>>,
+    /// When set, every request is answered with a redirect there.
+    redirect: Arc<Mutex<Option<String>>>,
 }
 
 impl Receiver {
@@ -55,6 +58,7 @@ impl Receiver {
         Receiver {
             seen: Arc::default(),
             hang: Arc::default(),
+            redirect: Arc::default(),
         }
     }
 
@@ -77,7 +81,14 @@ impl Receiver {
                     if *me.hang.lock().unwrap() == Some(index) {
                         std::future::pending::<()>().await;
                     }
-                    StatusCode::OK
+                    match me.redirect.lock().unwrap().clone() {
+                        Some(to) => (
+                            StatusCode::TEMPORARY_REDIRECT,
+                            [(axum::http::header::LOCATION, to)],
+                        )
+                            .into_response(),
+                        None => StatusCode::OK.into_response(),
+                    }
                 }
             },
         );
@@ -422,6 +433,44 @@ async fn the_chat_message_holds_the_log_as_text_and_the_page_link_alone_as_a_lin
         "{after}"
     );
     assert!(!after.contains("evil"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_is_not_followed_and_the_notice_is_not_counted_as_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    pause_on_push(&db, "r-moved", "{}", Limits::default(), None).await;
+    let (elsewhere, listener_b) = (Receiver::new(), listener().await);
+    let to = format!("http://{}/stolen", listener_b.local_addr().unwrap());
+    elsewhere.serve(listener_b);
+    let (receiver, listener_a) = (Receiver::new(), listener().await);
+    let port = listener_a.local_addr().unwrap().port();
+    *receiver.redirect.lock().unwrap() = Some(to);
+    receiver.serve(listener_a);
+    let config = webhook_config(dir.path(), port, "");
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let told = Arc::clone(&lines);
+    let notifier = notifier(&config).with_log(move |line| told.lock().unwrap().push(line.into()));
+    let (handle, stop) = agentrt::cancel_pair();
+    let cursor = dir.path().join("c");
+    let task = {
+        let (db, cursor) = (db.clone(), cursor.clone());
+        tokio::spawn(async move { notifier.run(db, cursor, false, &stop).await })
+    };
+    let seen = receiver.until(2).await;
+    handle.cancel();
+    task.await.unwrap().unwrap();
+    assert!(
+        elsewhere.seen().is_empty(),
+        "the signed body went nowhere else"
+    );
+    let seq = seen[0].json()["seq"].as_i64().unwrap();
+    assert!(
+        cursor_at(&cursor) < seq,
+        "not delivered: the cursor stays before it"
+    );
+    let lines = lines.lock().unwrap();
+    assert!(lines[0].contains("answered 307"), "{lines:?}");
 }
 
 #[test]
