@@ -32,6 +32,86 @@ fn private(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
+/// Runs `openssl` with `args` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the openssl command (cargo xtask test installs it)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A private CA (`ca.pem`) and a server certificate it signed for
+/// 127.0.0.1 and localhost (`server.pem`, `server.key`), in `dir`.
+fn private_ca(dir: &Path) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509"];
+    ca.extend(ec);
+    ca.extend([
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=agentrt test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]);
+    openssl(dir, &ca);
+    let mut csr = vec!["req"];
+    csr.extend(ec);
+    csr.extend([
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    ]);
+    openssl(dir, &csr);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+         keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+        ],
+    );
+}
+
 /// A loopback port nothing listens on (yet).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -47,12 +127,18 @@ struct SmtpServer(Child);
 
 impl SmtpServer {
     fn start(port: u16, maildir: &Path) -> SmtpServer {
+        SmtpServer::start_with(port, maildir, &[])
+    }
+
+    /// With aiosmtpd's `extra` options (its TLS certificate and key).
+    fn start_with(port: u16, maildir: &Path, extra: &[&std::ffi::OsStr]) -> SmtpServer {
         let python = std::env::var("AGENTRT_AIOSMTPD_PYTHON").expect(
             "AGENTRT_AIOSMTPD_PYTHON names the python with aiosmtpd (cargo xtask test sets it)",
         );
         let child = Command::new(python)
             .args(["-m", "aiosmtpd", "-n", "-l"])
             .arg(format!("127.0.0.1:{port}"))
+            .args(extra)
             .args(["-c", "aiosmtpd.handlers.Mailbox"])
             .arg(maildir)
             .stdin(Stdio::null())
@@ -266,4 +352,105 @@ async fn the_demo_s_approval_is_mailed_and_its_link_approves_in_a_browser_and_th
     assert_eq!(started, 1, "the approved call ran once");
     let _ = stop_page.send(());
     page.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starttls_and_tls_reach_a_relay_whose_certificate_the_given_ca_signed_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    private_ca(dir.path());
+    let db = dir.path().join("demo.db");
+    let first = demo::run(
+        &demo::Options {
+            db: db.clone(),
+            resume: None,
+        },
+        &mut Vec::new(),
+        Arc::new(|_: &agentrt::Event| {}),
+    )
+    .await
+    .unwrap();
+    let (cert, key) = (dir.path().join("server.pem"), dir.path().join("server.key"));
+    let (starttls_port, tls_port) = (free_port(), free_port());
+    let (starttls_mail, tls_mail) = (dir.path().join("starttls"), dir.path().join("tls"));
+    let _starttls = SmtpServer::start_with(
+        starttls_port,
+        &starttls_mail,
+        &[
+            "--tlscert".as_ref(),
+            cert.as_os_str(),
+            "--tlskey".as_ref(),
+            key.as_os_str(),
+        ],
+    );
+    let _tls = SmtpServer::start_with(
+        tls_port,
+        &tls_mail,
+        &[
+            "--smtpscert".as_ref(),
+            cert.as_os_str(),
+            "--smtpskey".as_ref(),
+            key.as_os_str(),
+        ],
+    );
+    let channel = |security: &str, port: u16, ca: bool| {
+        let ca = if ca { r#", "ca_file": "ca.pem""# } else { "" };
+        format!(
+            r#"{{"kind": "email", "host": "127.0.0.1", "port": {port}, "security": "{security}",
+                "from": "agentrt@example.test", "to": ["{OPERATOR}"]{ca}}}"#
+        )
+    };
+    let config = dir.path().join("notify.json");
+    private(
+        &config,
+        &format!(
+            r#"{{"channels": [{}, {}]}}"#,
+            channel("starttls", starttls_port, true),
+            channel("tls", tls_port, true)
+        ),
+    );
+    Notifier::new(NotifyConfig::load(&config).unwrap(), None)
+        .unwrap()
+        .run(
+            db.clone(),
+            dir.path().join("c1"),
+            true,
+            &agentrt::Cancel::never(),
+        )
+        .await
+        .unwrap();
+    for maildir in [&starttls_mail, &tls_mail] {
+        let mail = messages(maildir);
+        assert_eq!(mail.len(), 1, "{}", maildir.display());
+        assert!(body(&mail[0]).contains(first.approval.as_deref().unwrap()));
+    }
+    // Without the CA the platform's roots do not vouch for the relay:
+    // nothing is sent, and the failure names the certificate.
+    private(
+        &config,
+        &format!(
+            r#"{{"channels": [{}]}}"#,
+            channel("starttls", starttls_port, false)
+        ),
+    );
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let told = Arc::clone(&failures);
+    let notifier = Notifier::new(NotifyConfig::load(&config).unwrap(), None)
+        .unwrap()
+        .with_log(move |line| told.lock().unwrap().push(line.to_owned()));
+    let (stop_notify, stop) = agentrt::cancel_pair();
+    let task = {
+        let db = db.clone();
+        let cursor = dir.path().join("c2");
+        tokio::spawn(async move { notifier.run(db, cursor, false, &stop).await })
+    };
+    let start = Instant::now();
+    while failures.lock().unwrap().is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(30));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop_notify.cancel();
+    task.await.unwrap().unwrap();
+    let line = failures.lock().unwrap()[0].clone();
+    assert!(line.to_lowercase().contains("certificate"), "{line}");
+    assert_eq!(messages(&starttls_mail).len(), 1, "nothing more was sent");
 }

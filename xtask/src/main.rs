@@ -288,6 +288,28 @@ fn ensure_chromium() -> Result<(), String> {
     }
 }
 
+/// The `openssl` command (the e-mail test makes its private CA with it),
+/// from Debian when missing and this runs as root.
+fn ensure_openssl() -> Result<(), String> {
+    let present = || {
+        Command::new("openssl")
+            .arg("version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !present() && is_root() {
+        let _ = run("apt-get", &["update"], None);
+        let _ = run("apt-get", &["install", "-y", "openssl"], None);
+    }
+    if present() {
+        Ok(())
+    } else {
+        Err("the e-mail test needs the openssl command (Debian: openssl)".into())
+    }
+}
+
 /// Node.js, installed from Debian when missing and this runs as root.
 fn ensure_node() -> Result<(), String> {
     if node_major().is_some_and(|m| m >= NODE_MAJOR) {
@@ -421,6 +443,7 @@ fn test_steps() -> Result<(), String> {
     // "Being told, and deciding": the demo's approval e-mailed through
     // aiosmtpd (pinned with hashes, target/real-smtp/venv), its link
     // approved in headless Chromium.
+    ensure_openssl()?;
     let smtp = install_venv(
         &base,
         "crates/agentrt-approver/tests/smtp/requirements.txt",

@@ -473,6 +473,46 @@ async fn a_redirect_is_not_followed_and_the_notice_is_not_counted_as_delivered()
     assert!(lines[0].contains("answered 307"), "{lines:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_gives_up_on_a_destination_that_stays_down_and_keeps_the_cursor_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    pause_on_push(&db, "r-down", "{}", Limits::default(), None).await;
+    let port = listener().await.local_addr().unwrap().port();
+    let config = webhook_config(dir.path(), port, "");
+    let secret = dir.path().join("page.secret");
+    write_secret(&secret, 0o600);
+    let cursor = dir.path().join("c");
+    let out = support::approver()
+        .args(["notify", "--once", "--db"])
+        .arg(&db)
+        .arg("--cursor")
+        .arg(&cursor)
+        .arg("--config")
+        .arg(&config)
+        .arg("--secret-file")
+        .arg(&secret)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("webhook #0 (127.0.0.1) did not take agentrt:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("after 4 attempts"), "{stderr}");
+    // The events before the request were passed; the request was not.
+    let requested = Store::open_existing(&db, true)
+        .unwrap()
+        .list_events("r-down")
+        .unwrap()
+        .into_iter()
+        .find(|e| e.event_type == agentrt::EventType::ApprovalRequested)
+        .unwrap()
+        .seq;
+    assert_eq!(cursor_at(&cursor), requested - 1);
+}
+
 #[test]
 fn notify_refuses_a_config_others_may_read_and_a_page_without_its_secret() {
     let dir = tempfile::tempdir().unwrap();

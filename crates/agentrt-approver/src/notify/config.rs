@@ -143,6 +143,9 @@ pub struct EmailChannel {
     pub to: Vec<lettre::message::Mailbox>,
     /// Login, when the server asks for one: user and password.
     pub login: Option<(String, String)>,
+    /// The PEM of the only CA trusted for this server (a private relay),
+    /// instead of the platform's roots.
+    pub ca_pem: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for EmailChannel {
@@ -218,6 +221,8 @@ struct EmailShape {
     username: Option<String>,
     #[serde(default)]
     password_file: Option<PathBuf>,
+    #[serde(default)]
+    ca_file: Option<PathBuf>,
 }
 
 /// `true` for a host name or address that stays on this machine.
@@ -412,6 +417,18 @@ fn email(shape: EmailShape, dir: &Path) -> Result<EmailChannel, String> {
         }
         _ => return Err("username and password_file go together".into()),
     };
+    let ca_pem = match shape.ca_file {
+        None => None,
+        Some(_) if shape.security == Security::None => {
+            return Err("ca_file needs security \"tls\" or \"starttls\"".into());
+        }
+        Some(file) => Some(
+            // A CA certificate is public, but whoever may change it
+            // decides whom the mail goes to.
+            agentrt::private_file::read(&dir.join(&file), Others::MayRead, MAX_CONFIG_FILE)
+                .map_err(|e| format!("ca_file {}", e.detail()))?,
+        ),
+    };
     Ok(EmailChannel {
         host,
         port,
@@ -419,6 +436,7 @@ fn email(shape: EmailShape, dir: &Path) -> Result<EmailChannel, String> {
         from,
         to,
         login,
+        ca_pem,
     })
 }
 

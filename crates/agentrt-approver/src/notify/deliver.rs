@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lettre::transport::smtp::authentication::Credentials;
-use lettre::transport::smtp::client::{Tls, TlsParameters};
+use lettre::transport::smtp::client::{Certificate, CertificateStore, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 use serde::Serialize;
 
@@ -237,7 +237,16 @@ fn smtp_transport(
     e: &super::config::EmailChannel,
 ) -> Result<AsyncSmtpTransport<Tokio1Executor>, String> {
     let tls = |host: &str| {
-        TlsParameters::new(host.to_owned()).map_err(|err| format!("TLS for {host}: {err}"))
+        let failed = |err: lettre::transport::smtp::Error| format!("TLS for {host}: {err}");
+        match &e.ca_pem {
+            None => TlsParameters::new(host.to_owned()).map_err(failed),
+            // Only the given CA: a private relay's certificate.
+            Some(pem) => TlsParameters::builder(host.to_owned())
+                .certificate_store(CertificateStore::None)
+                .add_root_certificate(Certificate::from_pem(pem).map_err(failed)?)
+                .build_rustls()
+                .map_err(failed),
+        }
     };
     let tls = match e.security {
         Security::Tls => Tls::Wrapper(tls(&e.host)?),

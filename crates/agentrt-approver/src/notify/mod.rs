@@ -57,6 +57,10 @@ const WAIT: Duration = Duration::from_secs(60);
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// The longest pause between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// With `once`, the attempts at one destination before giving up (under
+/// 2 s of pauses): a run from cron ends with an error instead of waiting
+/// for a receiver forever.
+const ONCE_ATTEMPTS: u32 = 4;
 
 /// Why notifying stopped or did not start.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +78,27 @@ pub enum NotifyError {
     /// The database or the cursor failed.
     #[error(transparent)]
     Store(#[from] agentrt::Error),
+    /// With `once`: a destination did not take a notice after several
+    /// attempts. The cursor stays before that notice's event.
+    #[error("{destination} did not take {key} after {attempts} attempts: {last}")]
+    Undelivered {
+        /// The destination, as failure lines name it.
+        destination: String,
+        /// The notice's idempotency key.
+        key: String,
+        /// How many attempts were made.
+        attempts: u32,
+        /// The last attempt's error.
+        last: String,
+    },
+}
+
+/// How a delivery ended short of success.
+enum Undelivered {
+    /// `stop` fired.
+    Stopped,
+    /// The attempts ran out (`once`).
+    GaveUp(NotifyError),
 }
 
 /// Follows a database and tells its destinations.
@@ -118,7 +143,9 @@ impl Notifier {
 
     /// Follows the database at `db` (a SQLite file, opened read-only, or a
     /// `postgres://` URL) from the position in `cursor` until `stop`, or
-    /// with `once` until caught up (reminders are not waited for then).
+    /// with `once` until caught up (reminders are not waited for then, and
+    /// a destination that does not take a notice after a few attempts ends
+    /// it with [`NotifyError::Undelivered`]).
     pub async fn run(
         &self,
         db: PathBuf,
@@ -181,9 +208,18 @@ impl Notifier {
                     .off_executor(move |s| notice_for(s, &made, tell, now))
                     .await?;
                 if let Some(notice) = notice {
-                    if !self.deliver(&notice, stop).await {
-                        stopped = true;
-                        break;
+                    match self.deliver(&notice, stop, once).await {
+                        Ok(()) => {}
+                        Err(Undelivered::Stopped) => {
+                            stopped = true;
+                            break;
+                        }
+                        Err(Undelivered::GaveUp(e)) => {
+                            if after != saved {
+                                save(&cursor, after).await?;
+                            }
+                            return Err(e);
+                        }
                     }
                     save(&cursor, event.seq).await?;
                     saved = event.seq;
@@ -249,32 +285,48 @@ impl Notifier {
                 continue;
             };
             let reminder = notice::reminder(&waiting, &approval, now);
-            if !self.deliver(&reminder, stop).await {
-                return Ok(false);
+            match self.deliver(&reminder, stop, false).await {
+                Ok(()) => {}
+                Err(Undelivered::Stopped) => return Ok(false),
+                Err(Undelivered::GaveUp(e)) => return Err(e),
             }
         }
         Ok(true)
     }
 
     /// Delivers `notice` to every destination, each tried until it takes
-    /// it: `false` when `stop` fired first.
-    async fn deliver(&self, notice: &Notice, stop: &Cancel) -> bool {
+    /// it (with `once`, [`ONCE_ATTEMPTS`] times at most).
+    async fn deliver(&self, notice: &Notice, stop: &Cancel, once: bool) -> Result<(), Undelivered> {
         for destination in self.channels.destinations() {
-            if !self.deliver_to(destination, notice, stop).await {
-                return false;
-            }
+            self.deliver_to(destination, notice, stop, once).await?;
         }
-        true
+        Ok(())
     }
 
-    async fn deliver_to(&self, d: Destination, notice: &Notice, stop: &Cancel) -> bool {
+    async fn deliver_to(
+        &self,
+        d: Destination,
+        notice: &Notice,
+        stop: &Cancel,
+        once: bool,
+    ) -> Result<(), Undelivered> {
         let mut pause = FIRST_BACKOFF;
+        let mut attempts = 0;
         loop {
             if stop.is_cancelled() {
-                return false;
+                return Err(Undelivered::Stopped);
             }
+            attempts += 1;
             match self.channels.send(d, notice).await {
-                Ok(()) => return true,
+                Ok(()) => return Ok(()),
+                Err(e) if once && attempts >= ONCE_ATTEMPTS => {
+                    return Err(Undelivered::GaveUp(NotifyError::Undelivered {
+                        destination: self.channels.name(d),
+                        key: notice.idempotency_key.clone(),
+                        attempts,
+                        last: agentrt::text::clip(&e, 300),
+                    }));
+                }
                 Err(e) => (self.log)(&format!(
                     "{}: {} not delivered ({}); again in {} ms",
                     self.channels.name(d),
@@ -285,7 +337,7 @@ impl Notifier {
             }
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
-                () = stop.cancelled() => return false,
+                () = stop.cancelled() => return Err(Undelivered::Stopped),
             }
             pause = (pause * 2).min(MAX_BACKOFF);
         }
