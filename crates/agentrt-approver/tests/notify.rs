@@ -355,6 +355,26 @@ async fn a_decided_approval_is_not_told_and_a_failed_run_is_when_asked() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_outcome_is_unknown_is_told_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    support::pause_on_unknown(&db, "r-unknown").await;
+    let (receiver, listener) = (Receiver::new(), listener().await);
+    let port = listener.local_addr().unwrap().port();
+    receiver.serve(listener);
+    let config = webhook_config(dir.path(), port, "");
+    notifier(&config)
+        .run(db, dir.path().join("c"), true, &agentrt::Cancel::never())
+        .await
+        .unwrap();
+    let seen = receiver.until(1).await;
+    let body = seen[0].json();
+    assert_eq!(body["kind"], "unknown_outcome");
+    assert_eq!(body["approval"]["kind"], "interrupted_side_effect");
+    assert!(body["link"].is_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_still_waiting_after_remind_after_is_reminded_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");

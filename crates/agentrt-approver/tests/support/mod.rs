@@ -57,6 +57,25 @@ pub async fn pause_on_push_in(
     (approval.id, approval.hash)
 }
 
+/// Starts run `id` on the database at `db`, its agent calling `write`, a
+/// local mutation whose outcome comes back unknown: the run waits on an
+/// `interrupted_side_effect` approval.
+pub async fn pause_on_unknown(db: &Path, id: &str) {
+    let store = Store::open(db).unwrap();
+    let write: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("write", "Write a file", SideEffect::LocalMutation),
+        |_call| async move { Err(agentrt::ToolError::unknown("the disk went away mid-write")) },
+    ));
+    let config = GateConfig::new(store, DefaultPolicy, vec![write]);
+    let agent = ScriptedAgent::new(vec![Decision::tool_call("write", "{}")]);
+    let run = Driver::new(config, agent)
+        .unwrap()
+        .start(Some(id), "write", Limits::default())
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::WaitingForApproval);
+}
+
 /// Runs `id` on the database at `db` to its end: its agent gives up, and
 /// the run ends FAILED.
 pub async fn fail_run(db: &Path, id: &str) {
