@@ -13,113 +13,12 @@ use agentrt::{Limits, Store};
 use agentrt_approver::notify::{Notifier, NotifyConfig};
 use agentrt_approver::signature::Secret;
 use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::IntoResponse;
 use hmac::{KeyInit, Mac};
+use support::receiver::{Received, Receiver, listener};
 use support::{SECRET, pause_on_push, write_secret};
 
 /// The outbound webhook's own secret (not the page's).
 const OUT_SECRET: &str = "notify-secret-0123456789abcdef0123456789abcdef";
-
-/// One request a receiver took.
-#[derive(Debug, Clone)]
-struct Received {
-    path: String,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
-impl Received {
-    fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
-
-    fn header(&self, name: &str) -> String {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    }
-}
-
-/// A receiver on loopback that records every request and answers 200
-/// (the request at index `hang`, when set, it takes and never answers).
-#[derive(Clone)]
-struct Receiver {
-    seen: Arc<Mutex<Vec<Received>>>,
-    hang: Arc<Mutex<Option<usize>>>,
-    /// When set, every request is answered with a redirect there.
-    redirect: Arc<Mutex<Option<String>>>,
-}
-
-impl Receiver {
-    fn new() -> Receiver {
-        Receiver {
-            seen: Arc::default(),
-            hang: Arc::default(),
-            redirect: Arc::default(),
-        }
-    }
-
-    /// Serves on `listener` until the test ends.
-    fn serve(&self, listener: tokio::net::TcpListener) {
-        let me = self.clone();
-        let app = axum::Router::new().fallback(
-            move |uri: axum::http::Uri, headers: HeaderMap, body: Bytes| {
-                let me = me.clone();
-                async move {
-                    let index = {
-                        let mut seen = me.seen.lock().unwrap();
-                        seen.push(Received {
-                            path: uri.path().to_owned(),
-                            headers,
-                            body,
-                        });
-                        seen.len() - 1
-                    };
-                    if *me.hang.lock().unwrap() == Some(index) {
-                        std::future::pending::<()>().await;
-                    }
-                    match me.redirect.lock().unwrap().clone() {
-                        Some(to) => (
-                            StatusCode::TEMPORARY_REDIRECT,
-                            [(axum::http::header::LOCATION, to)],
-                        )
-                            .into_response(),
-                        None => StatusCode::OK.into_response(),
-                    }
-                }
-            },
-        );
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    }
-
-    fn seen(&self) -> Vec<Received> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    /// Waits (up to 30 s) until it took `n` requests.
-    async fn until(&self, n: usize) -> Vec<Received> {
-        let start = Instant::now();
-        loop {
-            let seen = self.seen();
-            if seen.len() >= n {
-                return seen;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "waited for {n} requests, got {}",
-                seen.len()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-async fn listener() -> tokio::net::TcpListener {
-    tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()
-}
 
 fn private(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();

@@ -198,3 +198,50 @@ async fn a_login_link_is_taken_once_by_two_approvers_on_postgresql() {
             .intact()
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn notify_follows_runs_held_in_postgresql_and_tells_each_approval_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let name = backends::fresh_database_name();
+    let url = backends::url(&name);
+    let host = agentrt_postgres::open(&url).unwrap();
+    support::pause_on_push_in(&host, "r1", "{}", Limits::default(), None).await;
+    let (receiver, listener) = (
+        support::receiver::Receiver::new(),
+        support::receiver::listener().await,
+    );
+    let port = listener.local_addr().unwrap().port();
+    receiver.serve(listener);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("notify.json");
+    std::fs::write(
+        &config,
+        format!(r#"{{"channels": [{{"kind": "chat", "url": "http://127.0.0.1:{port}/hook"}}]}}"#),
+    )
+    .unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let notifier = agentrt_approver::notify::Notifier::new(
+        agentrt_approver::notify::NotifyConfig::load(&config).unwrap(),
+        None,
+    )
+    .unwrap();
+    let (handle, stop) = agentrt::cancel_pair();
+    let task = {
+        let (db, cursor) = (std::path::PathBuf::from(url.clone()), dir.path().join("c"));
+        tokio::spawn(async move { notifier.run(db, cursor, false, &stop).await })
+    };
+    receiver.until(1).await;
+    // Another host's run pauses while notify follows: PostgreSQL's change
+    // signal wakes it.
+    support::pause_on_push_in(&host, "r2", "{}", Limits::default(), None).await;
+    let seen = receiver.until(2).await;
+    handle.cancel();
+    task.await.unwrap().unwrap();
+    let texts: Vec<String> = seen
+        .iter()
+        .map(|r| r.json()["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(texts[0].contains("run r1 waits for approval"), "{texts:?}");
+    assert!(texts[1].contains("run r2 waits for approval"), "{texts:?}");
+    assert_eq!(receiver.seen().len(), 2);
+}

@@ -2,6 +2,8 @@
 //! an operator's approval of a remote mutation.
 #![allow(dead_code)]
 
+pub mod receiver;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
