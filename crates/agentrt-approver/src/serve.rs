@@ -164,6 +164,7 @@ pub async fn serve(
         }
         _ => None,
     };
+    let stop_all = stopping.clone();
     let served = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
@@ -176,6 +177,8 @@ pub async fn serve(
     })
     .await
     .map_err(listen_error);
+    // The server may have ended on its own (an error): the notifier too.
+    stop_all.cancel();
     if let Some(notifier) = notifier {
         notifier.await.map_err(|e| ServeError::Listen {
             addr: options.listen,

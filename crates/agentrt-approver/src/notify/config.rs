@@ -36,7 +36,8 @@ pub enum ConfigError {
     },
 }
 
-/// What to tell, and where (see the crate's `docs/notify.md` for the file).
+/// What to tell, and where (`docs/notify.md` in the repository describes
+/// the file).
 ///
 /// ```
 /// use agentrt_approver::notify::NotifyConfig;

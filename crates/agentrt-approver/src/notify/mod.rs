@@ -202,6 +202,10 @@ impl Notifier {
             let mut stopped = false;
             for event in &page {
                 reminders.forget(event);
+                if !notice::may_tell(event, tell) {
+                    after = event.seq;
+                    continue;
+                }
                 let now = (self.clock)();
                 let made = event.clone();
                 let notice = store

@@ -79,6 +79,15 @@ pub(crate) struct Tell {
     pub run_failed: bool,
 }
 
+/// Whether `event` may call for a notice (without reading the store).
+pub(crate) fn may_tell(event: &Event, tell: Tell) -> bool {
+    match event.event_type {
+        EventType::ApprovalRequested => true,
+        EventType::RunFinished => tell.run_failed,
+        _ => false,
+    }
+}
+
 /// The notice `event` calls for, read from `store` at `now`: `None` for
 /// an event nobody is told of, and for an approval that was decided (or
 /// expired) before its notice was made (a backlog after downtime tells
