@@ -48,6 +48,53 @@ fn notifier(config: &Path) -> Notifier {
     Notifier::new(NotifyConfig::load(config).unwrap(), Some(page_secret())).unwrap()
 }
 
+/// A notifier following `db` in the background, its log lines kept.
+struct Following {
+    handle: agentrt::CancelHandle,
+    task: tokio::task::JoinHandle<Result<(), agentrt_approver::notify::NotifyError>>,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Following {
+    fn start(config: &Path, db: &Path, cursor: &Path) -> Following {
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let told = Arc::clone(&lines);
+        let notifier =
+            notifier(config).with_log(move |line| told.lock().unwrap().push(line.into()));
+        let (handle, stop) = agentrt::cancel_pair();
+        let (db, cursor) = (db.to_owned(), cursor.to_owned());
+        let task = tokio::spawn(async move { notifier.run(db, cursor, false, &stop).await });
+        Following {
+            handle,
+            task,
+            lines,
+        }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Waits (up to 30 s) until it logged `n` lines.
+    async fn until_lines(&self, n: usize) -> Vec<String> {
+        let start = Instant::now();
+        while self.lines.lock().unwrap().len() < n {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "waited for {n} lines"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.lines()
+    }
+
+    /// Stops it; it must end cleanly.
+    async fn stop(self) {
+        self.handle.cancel();
+        self.task.await.unwrap().unwrap();
+    }
+}
+
 /// The signature a receiver computes from the documented scheme alone:
 /// HMAC-SHA256 over `<timestamp>\n<nonce>\nPOST\n<path>\n<body>`.
 fn documented_signature(secret: &str, r: &Received) -> String {
@@ -148,23 +195,11 @@ async fn a_receiver_that_is_down_then_up_gets_every_notice_exactly_once() {
     // A port nothing listens on yet.
     let port = listener().await.local_addr().unwrap().port();
     let config = webhook_config(dir.path(), port, "");
-    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
-    let told = Arc::clone(&failures);
-    let notifier = notifier(&config).with_log(move |line| told.lock().unwrap().push(line.into()));
-    let (handle, stop) = agentrt::cancel_pair();
     let cursor = dir.path().join("notify.cursor");
-    let task = {
-        let (db, cursor) = (db.clone(), cursor.clone());
-        tokio::spawn(async move { notifier.run(db, cursor, false, &stop).await })
-    };
-    let start = Instant::now();
-    while failures.lock().unwrap().len() < 2 {
-        assert!(start.elapsed() < Duration::from_secs(30));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let following = Following::start(&config, &db, &cursor);
+    let line = following.until_lines(2).await[0].clone();
     // Nothing moved while the receiver was down.
     assert!(!cursor.exists());
-    let line = failures.lock().unwrap()[0].clone();
     assert!(line.contains("webhook #0 (127.0.0.1)"), "{line}");
     assert!(line.contains("not delivered"), "{line}");
     let receiver = Receiver::new();
@@ -177,8 +212,7 @@ async fn a_receiver_that_is_down_then_up_gets_every_notice_exactly_once() {
     // A run paused while the notifier follows is told too.
     pause_on_push(&db, "r-late", "{}", Limits::default(), None).await;
     let seen = receiver.until(4).await;
-    handle.cancel();
-    task.await.unwrap().unwrap();
+    following.stop().await;
     let mut keys: Vec<String> = seen.iter().map(|r| r.header("idempotency-key")).collect();
     let runs: Vec<String> = seen
         .iter()
@@ -283,12 +317,7 @@ async fn an_approval_still_waiting_after_remind_after_is_reminded_once() {
     let port = listener.local_addr().unwrap().port();
     receiver.serve(listener);
     let config = webhook_config(dir.path(), port, r#""remind_after_seconds": 1, "#);
-    let (handle, stop) = agentrt::cancel_pair();
-    let task = {
-        let (db, cursor) = (db.clone(), dir.path().join("c"));
-        let notifier = notifier(&config);
-        tokio::spawn(async move { notifier.run(db, cursor, false, &stop).await })
-    };
+    let following = Following::start(&config, &db, &dir.path().join("c"));
     receiver.until(2).await;
     let options = agentrt::DecideOptions {
         by: "alice",
@@ -301,8 +330,7 @@ async fn an_approval_still_waiting_after_remind_after_is_reminded_once() {
     let seen = receiver.until(3).await;
     // Past the second reminder's due time, nothing more arrives.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    handle.cancel();
-    task.await.unwrap().unwrap();
+    following.stop().await;
     assert_eq!(receiver.seen().len(), 3);
     let reminder = seen[2].json();
     assert_eq!(reminder["kind"], "reminder");
@@ -367,18 +395,11 @@ async fn a_redirect_is_not_followed_and_the_notice_is_not_counted_as_delivered()
     *receiver.redirect.lock().unwrap() = Some(to);
     receiver.serve(listener_a);
     let config = webhook_config(dir.path(), port, "");
-    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
-    let told = Arc::clone(&lines);
-    let notifier = notifier(&config).with_log(move |line| told.lock().unwrap().push(line.into()));
-    let (handle, stop) = agentrt::cancel_pair();
     let cursor = dir.path().join("c");
-    let task = {
-        let (db, cursor) = (db.clone(), cursor.clone());
-        tokio::spawn(async move { notifier.run(db, cursor, false, &stop).await })
-    };
+    let following = Following::start(&config, &db, &cursor);
     let seen = receiver.until(2).await;
-    handle.cancel();
-    task.await.unwrap().unwrap();
+    let lines = following.lines();
+    following.stop().await;
     assert!(
         elsewhere.seen().is_empty(),
         "the signed body went nowhere else"
@@ -388,7 +409,6 @@ async fn a_redirect_is_not_followed_and_the_notice_is_not_counted_as_delivered()
         cursor_at(&cursor) < seq,
         "not delivered: the cursor stays before it"
     );
-    let lines = lines.lock().unwrap();
     assert!(lines[0].contains("answered 307"), "{lines:?}");
 }
 
