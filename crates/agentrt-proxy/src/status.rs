@@ -169,6 +169,12 @@ fn about(store: &Store, rows: &[CallRow], id: &str, now: Timestamp) -> agentrt::
             ApprovalStatus::Expired => {
                 format!("approval {id} expired without a decision.")
             }
+            ApprovalStatus::Edited => format!(
+                "approval {id} was edited by an operator: approval {} binds the edited request.",
+                later
+                    .map(|next| next.id.as_str())
+                    .unwrap_or("(not recorded)")
+            ),
             ApprovalStatus::Approved => match (later, run.status) {
                 (Some(next), _) => format!(
                     "approval {id} was approved, then superseded by approval {}.",

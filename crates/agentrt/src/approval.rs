@@ -2,7 +2,28 @@
 //! operator's decisions (approve, reject, cancel).
 
 use crate::json::{Canonical, write_string};
-use crate::model::ToolRequest;
+use crate::model::{Approval, ApprovalStatus, ToolRequest};
+
+/// The arguments a step's grant approved: those of the step's latest
+/// approval when it is approved (an operator's edit may have changed
+/// them), `None` when the step has no such grant.
+pub(crate) fn granted_args(approvals: &[Approval], step_id: &str) -> Option<Canonical> {
+    approvals
+        .iter()
+        .rev()
+        .find(|a| a.step_id == step_id)
+        .filter(|a| a.status == ApprovalStatus::Approved)
+        .and_then(|a| a.request.get("args"))
+}
+
+/// The approval an operator's edit replaced last on a step: its request is
+/// the one put back when the policy refuses the edit.
+pub(crate) fn last_edited<'a>(approvals: &'a [Approval], step_id: &str) -> Option<&'a Approval> {
+    approvals
+        .iter()
+        .rev()
+        .find(|a| a.step_id == step_id && a.status == ApprovalStatus::Edited)
+}
 
 /// The canonical request an approval binds: `{"args","run_id","spec","step_id"}`.
 pub fn request_json(request: &ToolRequest) -> crate::Result<Canonical> {

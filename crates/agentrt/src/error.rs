@@ -195,6 +195,17 @@ pub enum Error {
         stored: String,
     },
 
+    /// An operator's edit of an approval was refused (arguments that are
+    /// not a JSON object, that the tool's schema refuses, that the policy
+    /// denies, or an approval that cannot be edited): nothing was decided.
+    #[error("the edit of approval {approval} is refused: {detail}; nothing was decided")]
+    EditRefused {
+        /// The approval.
+        approval: String,
+        /// Why.
+        detail: String,
+    },
+
     /// The stored approval no longer matches its hash, or cannot be read.
     #[error("approval {approval} does not match its hash: {detail}")]
     ApprovalHash {

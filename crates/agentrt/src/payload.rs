@@ -236,6 +236,55 @@ pub(crate) fn approval_expired(approval_id: &str) -> String {
     })
 }
 
+/// What `approval.edited` records: the approval the edit replaced, the
+/// approval of the edited request, and both sets of arguments.
+pub(crate) struct ApprovalEditedFields<'a> {
+    pub(crate) replaced: &'a str,
+    pub(crate) edited: &'a crate::model::Approval,
+    pub(crate) model_args: &'a Canonical,
+    pub(crate) args: &'a Canonical,
+}
+
+#[derive(Serialize)]
+struct ApprovalEdited<'a> {
+    approval_id: &'a str,
+    edited_approval_id: &'a str,
+    by: &'a str,
+    note: &'a str,
+    model_args: &'a Canonical,
+    args: &'a Canonical,
+    kind: &'a str,
+    hash: &'a str,
+}
+
+pub(crate) fn approval_edited(fields: &ApprovalEditedFields<'_>) -> String {
+    encode(&ApprovalEdited {
+        approval_id: fields.replaced,
+        edited_approval_id: &fields.edited.id,
+        by: &fields.edited.decided_by,
+        note: &fields.edited.note,
+        model_args: fields.model_args,
+        args: fields.args,
+        kind: &fields.edited.kind,
+        hash: &fields.edited.hash,
+    })
+}
+
+#[derive(Serialize)]
+struct ApprovalEditRefused<'a> {
+    approval_id: &'a str,
+    reason: &'a str,
+    restored_approval_id: &'a str,
+}
+
+pub(crate) fn approval_edit_refused(approval_id: &str, reason: &str, restored: &str) -> String {
+    encode(&ApprovalEditRefused {
+        approval_id,
+        reason,
+        restored_approval_id: restored,
+    })
+}
+
 #[derive(Serialize)]
 struct RunFinished<'a> {
     status: RunStatus,

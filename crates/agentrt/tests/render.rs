@@ -148,6 +148,11 @@ fn every_fixed_text_is_pinned() {
     );
     assert_eq!(render::ASSISTANT_PLACEHOLDER, "(no text)");
     assert_eq!(
+        render::OPERATOR_EDIT_PREFIX,
+        "[operator edit] An operator changed this call before it ran. It ran with these arguments instead of yours: "
+    );
+    assert_eq!(render::OPERATOR_EDIT_NOTE, " Their note: ");
+    assert_eq!(
         render::NUDGE_NO_TOOL_CALL,
         "Your last reply did not call a tool, so nothing was done. Reply with exactly one tool call."
     );

@@ -7,6 +7,8 @@
 mod approval_grants;
 #[path = "../../../agentrt/tests/suite/approvals.rs"]
 mod approvals;
+#[path = "../../../agentrt/tests/suite/edits.rs"]
+mod edits;
 #[path = "../../../agentrt/tests/suite/interruption.rs"]
 mod interruption;
 #[path = "../../../agentrt/tests/suite/loop_basics.rs"]

@@ -136,6 +136,7 @@ impl Session {
                 approval_id,
                 resumed_at,
                 granted_at,
+                ..
             } => {
                 let start_at = gate.now();
                 let grant_ttl = self.run.limits.grant_ttl_ms;
@@ -280,7 +281,13 @@ impl Session {
         let ran = tool_run::run(tool, call, allowed.request.spec.timeout_ms, &self.cancel).await;
         let tool_name = allowed.request.spec.name.clone();
         self.gate.crash_point(CrashPoint::ToolEffect).await;
-        let outcome = tool_run::observe(&tool_name, allowed.request.spec.side_effect, ran);
+        let mut outcome = tool_run::observe(&tool_name, allowed.request.spec.side_effect, ran);
+        if let Grant::Resumed {
+            edit: Some(edit), ..
+        } = &allowed.grant
+        {
+            outcome.observation.operator_edit = Some(edit.clone());
+        }
         let observation = outcome.observation.clone();
         if let Then::Unknown(reason) = outcome.then {
             return self

@@ -87,6 +87,7 @@ fn non_policy_pause(
             approval_id: String::new(),
             resumed_at: Timestamp::from_unix_nanos(0),
             granted_at: None,
+            edit: None,
         },
         request,
         shadow: None,
@@ -200,7 +201,9 @@ impl Session {
                 fail_step: None,
             });
         };
-        let Some(args) = decision.args.clone().or_else(|| {
+        // An edited call ran with the arguments its grant approved.
+        let granted = crate::approval::granted_args(&self.approvals, &step.id);
+        let Some(args) = granted.or_else(|| decision.args.clone()).or_else(|| {
             decision
                 .invalid_args
                 .is_none()

@@ -10,13 +10,13 @@ use super::session::{
 };
 use super::writes::{self, Draft, Settle, StepEnd};
 use super::{Claim, GateInner};
-use crate::approval::approval_hash;
+use crate::approval::{approval_hash, granted_args, last_edited};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::expiry::write_expiry;
 use crate::model::{
     Approval, ApprovalStatus, EventType, INTERRUPTED_SIDE_EFFECT, Observation, ObservationKind,
-    Outcome, RunStatus, RunView, Step, StepStatus, TerminalReason, ToolRequest,
+    OperatorEdit, Outcome, RunStatus, RunView, Step, StepStatus, TerminalReason, ToolRequest,
 };
 use crate::payload::{self, ViewCounts};
 use crate::store::{LeaseChange, RunChange, RunGuard, StepChange};
@@ -248,8 +248,22 @@ impl Session {
             let verdict = self.verdict(VerdictOutcome::Ended);
             return Ok((self, verdict));
         }
-        let args = decision.args_or_empty();
+        let model_args = decision.args_or_empty();
+        // The call the grant approved: an operator's edit may have changed
+        // the model's arguments (design §44).
+        let args = granted_args(&self.approvals, &step.id).unwrap_or_else(|| model_args.clone());
+        let edit = (args != model_args).then(|| {
+            let editor = last_edited(&self.approvals, &step.id).unwrap_or(&grant);
+            OperatorEdit {
+                args: args.clone(),
+                by: editor.decided_by.clone(),
+                note: editor.note.clone(),
+            }
+        });
         if let Err(problem) = registered.schema.check(&args) {
+            if edit.is_some() {
+                return self.refuse_edit(step, &grant, None, problem).await;
+            }
             return self.invalid_on_resume(step, &grant, now, problem).await;
         }
         let request = ToolRequest {
@@ -267,6 +281,7 @@ impl Session {
         let answer = evaluate(&gate, &request, &view);
         let shadow = super::session::shadow_disagreement(&gate, &request, &view, &answer);
         drop(view);
+        let edited = edit.is_some();
         let allowed = |policy| Allowed {
             request: request.clone(),
             spec_hash: registered.spec_hash.clone(),
@@ -278,10 +293,16 @@ impl Session {
                 approval_id: grant.id.clone(),
                 resumed_at: now,
                 granted_at: grant.decided_at,
+                edit: edit.clone(),
             },
             shadow: shadow.clone(),
         };
         let policy = match answer {
+            Err(e) if edited => {
+                return self
+                    .refuse_edit(step, &grant, None, format!("the policy failed: {e}"))
+                    .await;
+            }
             Err(e) => {
                 return self
                     .end_on_resume(
@@ -299,21 +320,41 @@ impl Session {
         match candidate.policy.outcome {
             Outcome::Allow => Ok(self.grant(candidate)),
             Outcome::RequireApproval => {
-                let wanted = self.new_approval(&step.id, &candidate, now)?.hash;
+                let wanted = self.new_approval(&step.id, &candidate, now)?;
+                // An operator who wrote the arguments approved that request;
+                // the policy's approval for it stands if it is of the kind
+                // the operator was asked to decide.
+                let edit_of =
+                    |a: &Approval| edited && a.kind == wanted.kind && a.request == wanted.request;
                 // An approved re-run of an interrupted side effect stands
                 // with the approval the step was granted before it started.
                 let earlier_grant = grant.kind == INTERRUPTED_SIDE_EFFECT
                     && self.approvals.iter().any(|a| {
                         a.step_id == step.id
                             && a.status == ApprovalStatus::Approved
-                            && a.hash == wanted
+                            && (a.hash == wanted.hash || edit_of(a))
                     });
-                let same = wanted == grant.hash || earlier_grant;
+                let edit_of_kind = edit_of(&grant);
+                let wanted = wanted.hash;
+                let same = wanted == grant.hash || earlier_grant || edit_of_kind;
                 if same {
                     Ok(self.grant(candidate))
                 } else {
                     self.repause(step, candidate).await
                 }
+            }
+            Outcome::Deny | Outcome::Abort if edited => {
+                let reason = format!(
+                    "the policy {}: {}",
+                    if candidate.policy.outcome == Outcome::Deny {
+                        "denies it"
+                    } else {
+                        "would end the run on it"
+                    },
+                    candidate.policy.reason
+                );
+                self.refuse_edit(step, &grant, Some(candidate), reason)
+                    .await
             }
             Outcome::Deny => self.denied_on_resume(step, &grant, candidate).await,
             Outcome::Abort => {
@@ -328,6 +369,122 @@ impl Session {
                 .await
             }
         }
+    }
+
+    /// The policy (or the tool's schema) refuses an operator's edit: the
+    /// run stays waiting, nothing runs, and the request the edit replaced
+    /// waits again under a new pending approval with its fields (and so its
+    /// hash): `step.policy` (when the policy answered),
+    /// `approval.edit_refused`, `approval.requested`.
+    async fn refuse_edit(
+        mut self,
+        mut step: Step,
+        grant: &Approval,
+        evaluated: Option<Allowed>,
+        reason: String,
+    ) -> Result<(Session, Verdict)> {
+        let Some(replaced) = last_edited(&self.approvals, &step.id).cloned() else {
+            return Err(Error::ApprovalHash {
+                approval: grant.id.clone(),
+                detail:
+                    "its arguments differ from the model's, but no edit of the step is recorded"
+                        .into(),
+            });
+        };
+        let gate = Arc::clone(&self.gate);
+        let created_at = gate.now();
+        let ttl = self.run.limits.approval_ttl_ms;
+        let restored = Approval {
+            id: gate.new_id(),
+            status: ApprovalStatus::Pending,
+            created_at,
+            expires_at: (ttl > 0).then(|| created_at.add(std::time::Duration::from_millis(ttl))),
+            decided_at: None,
+            decided_by: String::new(),
+            note: String::new(),
+            ..replaced
+        };
+        let refused = payload::approval_edit_refused(&grant.id, &reason, &restored.id);
+        let requested = payload::approval_requested(
+            &restored,
+            &format!(
+                "the operator's edit was refused ({reason}); the request it replaced waits again"
+            ),
+        );
+        let run_id = self.run.id.clone();
+        let step_id = step.id.clone();
+        let grant_id = grant.id.clone();
+        let g = Arc::clone(&gate);
+        let inserted = restored.clone();
+        let policy = evaluated.as_ref().map(|a| {
+            (
+                a.spec_hash.clone(),
+                a.spec_json.clone(),
+                a.policy_at,
+                a.policy_events(&gate.policy_id),
+            )
+        });
+        gate.write(move |tx| {
+            let (gate, approval) = (g, inserted);
+            // The step must still await this grant: a second program may
+            // have paused it again since this one read it.
+            let held = tx.update_step(
+                &step_id,
+                &crate::store::StepGuard {
+                    statuses: &[StepStatus::AwaitingApproval],
+                    run: Some((
+                        &run_id,
+                        RunGuard {
+                            statuses: &[RunStatus::WaitingForApproval],
+                            ..RunGuard::default()
+                        },
+                    )),
+                    granted_by: Some(&grant_id),
+                },
+                &StepChange::default(),
+            )?;
+            if !held {
+                return Err(writes::state_error(
+                    &gate,
+                    tx,
+                    &run_id,
+                    "refuse the operator's edit",
+                ));
+            }
+            if let Some((spec_hash, spec_json, policy_at, events)) = &policy {
+                tx.insert_spec(spec_hash, spec_json.as_str())?;
+                writes::append_policy(tx, &run_id, &step_id, policy_at, events)?;
+            }
+            tx.insert_approval(&approval)?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &created_at,
+                EventType::ApprovalEditRefused,
+                &refused,
+            )?;
+            tx.append_event(
+                &run_id,
+                &step_id,
+                &created_at,
+                EventType::ApprovalRequested,
+                &requested,
+            )?;
+            Ok(())
+        })
+        .await?;
+        step.status = StepStatus::AwaitingApproval;
+        self.current = Some(step);
+        Arc::make_mut(&mut self.approvals).push(restored.clone());
+        self.state = State::Over;
+        let mut verdict = self.verdict(VerdictOutcome::Pending);
+        verdict.observation = Some(Observation::runtime(
+            ObservationKind::PolicyDenied,
+            &[("approval_id", &grant.id), ("reason", &reason)],
+            format!("the operator's edit was refused: {reason}"),
+        ));
+        verdict.approval = Some(restored);
+        Ok((self, verdict))
     }
 
     fn grant(mut self, allowed: Allowed) -> (Session, Verdict) {

@@ -11,9 +11,9 @@ use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
 use crate::model::{
-    Approval, DecisionKind, DecisionProblems, EventType, Limits, NewRunFields, Observation, Origin,
-    Outcome, PolicyDecision, RecordedDecision, Run, RunStatus, RunView, Step, StepStatus,
-    TerminalReason, ToolRequest,
+    Approval, DecisionKind, DecisionProblems, EventType, Limits, NewRunFields, Observation,
+    OperatorEdit, Origin, Outcome, PolicyDecision, RecordedDecision, Run, RunStatus, RunView, Step,
+    StepStatus, TerminalReason, ToolRequest,
 };
 use crate::payload::{self, ViewCounts};
 use crate::policy::PolicyError;
@@ -88,6 +88,9 @@ pub(crate) enum Grant {
         approval_id: String,
         resumed_at: Timestamp,
         granted_at: Option<Timestamp>,
+        /// Set when the approved request is an operator's edit of the
+        /// model's: the step's observation carries it.
+        edit: Option<OperatorEdit>,
     },
 }
 

@@ -19,6 +19,9 @@ text_enum! {
         Rejected => "rejected",
         /// Lapsed before a decision, or a grant lapsed before its resume.
         Expired => "expired",
+        /// Replaced by an operator's edit: the approval of the edited
+        /// request follows it on the same step (`approval.edited`).
+        Edited => "edited",
     }
 }
 

@@ -62,6 +62,12 @@ event_types! {
     ApprovalRequested => "approval.requested",
     /// An approval was decided or expired.
     ApprovalDecided => "approval.decided",
+    /// An operator edited a pending approval's arguments and approved the
+    /// edited request: a new approval of the same step.
+    ApprovalEdited => "approval.edited",
+    /// On resume, the policy (or the tool's schema) refused an operator's
+    /// edit: nothing ran, and the request the edit replaced waits again.
+    ApprovalEditRefused => "approval.edit_refused",
     /// A limit ended the run.
     LimitExceeded => "limit.exceeded",
     /// A loop of identical outcomes ended the run.

@@ -24,7 +24,7 @@ pub use labels::{
     Label, LabelError, Labels, MAX_LABEL_KEY_CHARS, MAX_LABEL_VALUE_CHARS, MAX_LABELS,
 };
 pub use limits::{Limits, LimitsError};
-pub use observation::{Observation, ObservationKind, ToolFailure};
+pub use observation::{Observation, ObservationKind, OperatorEdit, ToolFailure};
 pub use policy::{RunView, ToolRequest};
 pub use policy_decision::{Outcome, PolicyDecision};
 pub(crate) use run::NewRunFields;

@@ -58,6 +58,25 @@ pub struct Observation {
     /// Hash of the canonical content (empty without content).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub content_hash: String,
+    /// Set when the call that ran is an operator's edit of the model's:
+    /// the model is told that the call changed, and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_edit: Option<OperatorEdit>,
+}
+
+/// An operator's edit of a call, as the step's observation carries it: the
+/// arguments the call ran with instead of the model's, who edited them and
+/// why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorEdit {
+    /// The arguments the call ran with (canonical).
+    pub args: Canonical,
+    /// Who edited (an unverified label, as recorded with the approval).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub by: String,
+    /// The editor's note.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 impl Observation {
@@ -73,6 +92,7 @@ impl Observation {
             content,
             summary: summary.into(),
             content_hash,
+            operator_edit: None,
         }
     }
 

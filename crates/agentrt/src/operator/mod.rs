@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+mod edit;
 mod wait;
 
 pub use wait::Awaited;
@@ -14,11 +15,13 @@ use crate::error::{Error, Result};
 use crate::expiry::write_expiry;
 use crate::gate::SatelliteRows;
 use crate::gate::resume_check_hash as check_hash;
+use crate::ids::{IdSource, ordered_ids};
 use crate::model::{
     Approval, ApprovalStatus, EventType, Observation, ObservationKind, Run, RunStatus, StepStatus,
     TerminalReason,
 };
 use crate::payload;
+use crate::policy::Policy;
 use crate::run_end::{self, RunEnd};
 use crate::store::{ApprovalChange, Store, WriteTx};
 
@@ -31,6 +34,8 @@ pub struct Operator {
     store: Store,
     observer: Option<Arc<dyn Observer>>,
     clock: Clock,
+    policy: Option<Arc<dyn Policy>>,
+    ids: IdSource,
 }
 
 /// What the operator decides.
@@ -65,12 +70,29 @@ impl Operator {
             store,
             observer: None,
             clock: system_clock(),
+            policy: None,
+            ids: ordered_ids(),
         }
     }
 
     /// Sets the clock.
     pub fn with_clock(mut self, clock: Clock) -> Operator {
         self.clock = clock;
+        self
+    }
+
+    /// Sets the source of the ids of the approvals an edit writes.
+    pub fn with_ids(mut self, ids: IdSource) -> Operator {
+        self.ids = ids;
+        self
+    }
+
+    /// Asks `policy` about an edited request before the edit is recorded
+    /// (see [`Operator::approve_edited`]): an edit it denies is refused at
+    /// once, and the approval it asks for is the one the edit binds. Give
+    /// it the policy the run's program resumes with.
+    pub fn with_policy(mut self, policy: impl Policy + 'static) -> Operator {
+        self.policy = Some(Arc::new(policy));
         self
     }
 
@@ -165,66 +187,11 @@ impl Operator {
     ) -> Result<Approval> {
         let decided = self.write(|tx| {
             write_rows(tx, rows)?;
-            let run = tx.run(run_id)?.ok_or_else(|| Error::NotFound {
-                what: "run",
-                id: run_id.to_owned(),
-            })?;
-            let approval = tx
-                .approval(run_id, approval_id)?
-                .ok_or_else(|| Error::NotFound {
-                    what: "approval",
-                    id: approval_id.to_owned(),
-                })?;
-            if run.status != RunStatus::WaitingForApproval {
-                return Err(Error::RunState {
-                    run: run.id,
-                    status: run.status,
-                    detail: "only a run waiting for approval can have an approval decided".into(),
-                });
-            }
-            match approval.status {
-                ApprovalStatus::Pending => {}
-                ApprovalStatus::Expired => {
-                    return Err(Error::ApprovalExpired {
-                        approval: approval.id,
-                    });
-                }
-                status => {
-                    return Err(Error::NotPending {
-                        approval: approval.id,
-                        status,
-                    });
-                }
-            }
-            if let Some(shown) = options.shown_hash
-                && (shown.is_empty() || shown != approval.hash)
-            {
-                return Err(Error::ApprovalChanged {
-                    approval: approval.id,
-                    shown: shown.to_owned(),
-                    stored: approval.hash,
-                });
-            }
-            check_hash(&approval)?;
-            let latest = tx
-                .approvals(run_id)?
-                .into_iter()
-                .rev()
-                .find(|a| a.step_id == approval.step_id)
-                .map(|a| a.id);
-            if let Some(latest) = latest
-                && latest != approval.id
-            {
-                return Err(Error::ApprovalSuperseded {
-                    approval: approval.id,
-                    latest,
-                });
-            }
             let now = (self.clock)();
-            if approval.expires_at.is_some_and(|e| now >= e) {
-                write_expiry(tx, &approval, now)?;
-                return Ok(Decided::Expired(approval.id));
-            }
+            let (run, approval) = match decidable(tx, run_id, approval_id, options, now)? {
+                Decidable::Ready { run, approval } => (run, approval),
+                Decidable::Expired(id) => return Ok(Decided::Expired(id)),
+            };
             let status = match verb {
                 Verb::Approve => ApprovalStatus::Approved,
                 Verb::Reject => ApprovalStatus::Rejected,
@@ -261,7 +228,7 @@ impl Operator {
                 decided_at: Some(now),
                 decided_by: options.by.to_owned(),
                 note: options.note.to_owned(),
-                ..approval
+                ..*approval
             })))
         })?;
         match decided {
@@ -350,6 +317,91 @@ fn write_rows(tx: &mut WriteTx<'_>, rows: Option<SatelliteRows>) -> Result<()> {
         Some(rows) => rows(tx),
         None => Ok(()),
     }
+}
+
+/// A pending approval an operator may decide now, or why not.
+enum Decidable {
+    Ready {
+        run: Box<Run>,
+        approval: Box<Approval>,
+    },
+    /// It lapsed: the expiry is written (and commits with the group).
+    Expired(String),
+}
+
+/// The checks every decision makes inside its transaction: the run waits,
+/// the approval is pending, still as it was shown, intact, the step's
+/// latest, and not lapsed (a lapsed one is expired here).
+fn decidable(
+    tx: &mut WriteTx<'_>,
+    run_id: &str,
+    approval_id: &str,
+    options: &DecideOptions<'_>,
+    now: Timestamp,
+) -> Result<Decidable> {
+    let run = tx.run(run_id)?.ok_or_else(|| Error::NotFound {
+        what: "run",
+        id: run_id.to_owned(),
+    })?;
+    let approval = tx
+        .approval(run_id, approval_id)?
+        .ok_or_else(|| Error::NotFound {
+            what: "approval",
+            id: approval_id.to_owned(),
+        })?;
+    if run.status != RunStatus::WaitingForApproval {
+        return Err(Error::RunState {
+            run: run.id,
+            status: run.status,
+            detail: "only a run waiting for approval can have an approval decided".into(),
+        });
+    }
+    match approval.status {
+        ApprovalStatus::Pending => {}
+        ApprovalStatus::Expired => {
+            return Err(Error::ApprovalExpired {
+                approval: approval.id,
+            });
+        }
+        status => {
+            return Err(Error::NotPending {
+                approval: approval.id,
+                status,
+            });
+        }
+    }
+    if let Some(shown) = options.shown_hash
+        && (shown.is_empty() || shown != approval.hash)
+    {
+        return Err(Error::ApprovalChanged {
+            approval: approval.id,
+            shown: shown.to_owned(),
+            stored: approval.hash,
+        });
+    }
+    check_hash(&approval)?;
+    let latest = tx
+        .approvals(run_id)?
+        .into_iter()
+        .rev()
+        .find(|a| a.step_id == approval.step_id)
+        .map(|a| a.id);
+    if let Some(latest) = latest
+        && latest != approval.id
+    {
+        return Err(Error::ApprovalSuperseded {
+            approval: approval.id,
+            latest,
+        });
+    }
+    if approval.expires_at.is_some_and(|e| now >= e) {
+        write_expiry(tx, &approval, now)?;
+        return Ok(Decidable::Expired(approval.id));
+    }
+    Ok(Decidable::Ready {
+        run: Box::new(run),
+        approval: Box::new(approval),
+    })
 }
 
 /// A rejection: the step fails with the rejection observation (its

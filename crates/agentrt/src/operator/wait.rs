@@ -20,7 +20,8 @@ pub enum Awaited {
     /// or someone else did); the run was cancelled.
     Expired(Approval),
     /// A newer approval of the same step replaced this one (the policy
-    /// asked again): wait for that one instead.
+    /// asked again, or an operator edited the request and approved the
+    /// edit): wait for that one instead.
     Superseded {
         /// The approval waited for.
         approval: Box<Approval>,
@@ -78,7 +79,8 @@ impl Operator {
                 ApprovalStatus::Approved => return Ok(Awaited::Approved(approval)),
                 ApprovalStatus::Rejected => return Ok(Awaited::Rejected(approval)),
                 ApprovalStatus::Expired => return Ok(Awaited::Expired(approval)),
-                ApprovalStatus::Pending => {}
+                // An edit's approval follows it on the step: superseded.
+                ApprovalStatus::Pending | ApprovalStatus::Edited => {}
             }
             let latest = approvals
                 .iter()

@@ -195,7 +195,7 @@ impl<'a> Checker<'a> {
             Ok(view) => view,
             Err(why) => return Ok(not_recheckable(out, why)),
         };
-        let recorded_request = match self.recorded_request(step, &recorded.spec_hash)? {
+        let recorded_request = match self.recorded_request(step, item, &recorded.spec_hash)? {
             Ok(request) => request,
             Err(why) => return Ok(not_recheckable(out, why)),
         };
@@ -220,11 +220,13 @@ impl<'a> Checker<'a> {
         ))
     }
 
-    /// The request as recorded: the step's arguments and the spec recorded
-    /// with the evaluation; or why it cannot be rebuilt.
+    /// The request as recorded: the step's arguments (an operator's edit's
+    /// when one stood) and the spec recorded with the evaluation; or why it
+    /// cannot be rebuilt.
     fn recorded_request(
         &mut self,
         step: Option<&Step>,
+        item: &Item,
         spec_hash: &str,
     ) -> Result<std::result::Result<ToolRequest, Why>> {
         let Some(step) = step else {
@@ -241,7 +243,11 @@ impl<'a> Checker<'a> {
             Ok(spec) => spec,
             Err(why) => return Ok(Err(why)),
         };
-        Ok(Ok(rebuild::request(self.run_id, step, decision, spec)))
+        let args = item
+            .edited_args
+            .clone()
+            .unwrap_or_else(|| decision.args_or_empty());
+        Ok(Ok(rebuild::request(self.run_id, step, args, spec)))
     }
 
     /// The spec recorded under `hash`, read once per re-check and verified

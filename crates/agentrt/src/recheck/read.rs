@@ -114,6 +114,10 @@ pub(super) struct Item {
     pub step_id: String,
     pub at: String,
     pub kind: ItemKind,
+    /// The arguments of an operator's edit the step carried when the
+    /// policy was asked (`approval.edited`, until `approval.edit_refused`):
+    /// the request handed to the policy had these, not the model's.
+    pub edited_args: Option<Canonical>,
 }
 
 /// One `approval.decided`: when, and the status it set.
@@ -145,6 +149,8 @@ struct Scan {
     decided: HashMap<String, Vec<Decided>>,
     started: HashMap<String, u64>,
     evaluated: HashSet<String>,
+    /// Each step's standing edit, by step id.
+    edits: HashMap<String, Canonical>,
     /// The type and step of the event before the one being read.
     previous: Option<(EventType, String)>,
 }
@@ -167,6 +173,11 @@ struct DecidedWire {
 }
 
 #[derive(Deserialize)]
+struct EditedWire {
+    args: Canonical,
+}
+
+#[derive(Deserialize)]
 struct StartedWire {
     index: u64,
 }
@@ -185,6 +196,7 @@ impl Scan {
             decided: HashMap::new(),
             started: HashMap::new(),
             evaluated: HashSet::new(),
+            edits: HashMap::new(),
             previous: None,
         }
     }
@@ -210,6 +222,14 @@ impl Scan {
                             status: d.status,
                         });
                 }
+            }
+            EventType::ApprovalEdited => {
+                if let Ok(edit) = serde_json::from_str::<EditedWire>(&e.payload) {
+                    self.edits.insert(e.step_id.clone(), edit.args);
+                }
+            }
+            EventType::ApprovalEditRefused => {
+                self.edits.remove(&e.step_id);
             }
             EventType::StepPolicy => {
                 self.evaluated.insert(e.step_id.clone());
@@ -245,6 +265,7 @@ impl Scan {
             step_id: e.step_id.clone(),
             at: e.at.clone(),
             kind,
+            edited_args: self.edits.get(&e.step_id).cloned(),
         });
     }
 }

@@ -7,9 +7,8 @@ use std::sync::Arc;
 use super::MAX_APPROVALS;
 use super::read::{Created, Item, Record, RecordedView};
 use crate::clock::Timestamp;
-use crate::model::{
-    Approval, ApprovalStatus, RecordedDecision, Run, RunView, Step, ToolRequest, ToolSpec, Usage,
-};
+use crate::json::Canonical;
+use crate::model::{Approval, ApprovalStatus, Run, RunView, Step, ToolRequest, ToolSpec, Usage};
 
 /// Why an evaluation cannot be rebuilt, in words for its `detail`.
 pub(super) type Why = String;
@@ -148,17 +147,13 @@ fn status_at(record: &Record, a: &Approval, item: &Item) -> Result<Approval, Why
 }
 
 /// The request as the loop built it: the run and step, `spec`, and the
-/// step's recorded arguments in the canonical form (`{}` when absent).
-pub(super) fn request(
-    run_id: &str,
-    step: &Step,
-    decision: &RecordedDecision,
-    spec: ToolSpec,
-) -> ToolRequest {
+/// arguments it was handed (the step's recorded ones, or an operator's
+/// edit of them), canonical.
+pub(super) fn request(run_id: &str, step: &Step, args: Canonical, spec: ToolSpec) -> ToolRequest {
     ToolRequest {
         run_id: run_id.to_owned(),
         step_id: step.id.clone(),
         spec,
-        args: decision.args_or_empty(),
+        args,
     }
 }

@@ -23,7 +23,9 @@
 //!      last [`RenderOptions::recent_results`] rendered steps and the
 //!      content is at most [`RenderOptions::max_content_bytes`] bytes,
 //!      otherwise [`SUMMARY_PREFIX`] and the summary; an interrupted step
-//!      (or one without an observation) gets [`INTERRUPTED_TEXT`]. For any
+//!      (or one without an observation) gets [`INTERRUPTED_TEXT`]. A call
+//!      an operator edited before approving it starts with
+//!      [`OPERATOR_EDIT_PREFIX`] and the arguments it ran with. For any
 //!      other decision, a text nudge ([`nudge`]).
 //!
 //! Every fixed text is a `pub const` pinned by a test: replay keys hash the
@@ -80,6 +82,14 @@ pub const DEFAULT_MAX_CONTENT_BYTES: usize = 24_000;
 /// Starts a result shown by its summary (outside the recent window, or
 /// content too large).
 pub const SUMMARY_PREFIX: &str = "[summary] ";
+
+/// Starts the result of a call an operator edited before approving it:
+/// the arguments it ran with follow, then (after [`OPERATOR_EDIT_NOTE`])
+/// the operator's note when there is one, then a new line and the result.
+pub const OPERATOR_EDIT_PREFIX: &str = "[operator edit] An operator changed this call before it ran. It ran with these arguments instead of yours: ";
+
+/// Introduces the operator's note in an edited call's result.
+pub const OPERATOR_EDIT_NOTE: &str = " Their note: ";
 
 /// Stands in for an empty summary after [`SUMMARY_PREFIX`] or in a nudge.
 pub const EMPTY_SUMMARY: &str = "(no summary)";
@@ -382,7 +392,28 @@ fn result(view: &RenderedStep<'_>) -> (String, bool) {
         }
         _ => summary_text(&observation.summary),
     };
+    let text = match &observation.operator_edit {
+        None => text,
+        Some(edit) => edited_text(edit, &text),
+    };
     (text, observation.is_failure())
+}
+
+/// An edited call's result: [`OPERATOR_EDIT_PREFIX`], the arguments it ran
+/// with, the note (if any), a new line, then `result`.
+fn edited_text(edit: &crate::model::OperatorEdit, result: &str) -> String {
+    let mut out = String::with_capacity(
+        OPERATOR_EDIT_PREFIX.len() + edit.args.as_str().len() + edit.note.len() + result.len() + 32,
+    );
+    out.push_str(OPERATOR_EDIT_PREFIX);
+    out.push_str(edit.args.as_str());
+    if !edit.note.is_empty() {
+        out.push_str(OPERATOR_EDIT_NOTE);
+        out.push_str(&edit.note);
+    }
+    out.push('\n');
+    out.push_str(result);
+    out
 }
 
 /// [`SUMMARY_PREFIX`] and the summary ([`EMPTY_SUMMARY`] when empty).

@@ -324,6 +324,78 @@ async fn rejecting_an_interrupted_side_effect_ends_the_run_without_running_it() 
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 
+/// An edited call cut short by a crash: the takeover pauses it with the
+/// edited arguments, and approving runs the edited call again, once, with
+/// no further approval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_call_cut_short_waits_and_runs_again_with_the_edited_arguments() {
+    let store = engine::store();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let (counted, recorded) = (calls.clone(), seen.clone());
+    let tool: Arc<dyn Tool> = Arc::new(tool_fn(
+        ToolSpec::new("push", "", SideEffect::RemoteMutation),
+        move |call| {
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            recorded.lock().unwrap().push(call.args.as_str().to_owned());
+            async move {
+                if n == 0 {
+                    std::future::pending::<()>().await;
+                }
+                Ok(ToolResult::raw(call.args.as_str()))
+            }
+        },
+    ));
+    let rec = Recorder::default();
+    let mut d = Driver::new(
+        gate_config(&store, vec![tool.clone()], &rec, "first", "a-"),
+        ScriptedAgent::new([Decision::tool_call("push", r#"{"ref":"main"}"#)]),
+    )
+    .unwrap();
+    d.start(Some("r"), "g", Limits::default()).await.unwrap();
+    let approval = store.list_approvals("r").unwrap()[0].clone();
+    Operator::new(store.clone())
+        .approve_edited(
+            "r",
+            &approval.id,
+            r#"{"ref":"docs"}"#,
+            &DecideOptions::default(),
+        )
+        .unwrap();
+    let task = tokio::spawn(async move { d.resume("r").await.map(|_| ()) });
+    until("the edited call runs", || calls.load(Ordering::SeqCst) == 1).await;
+    task.abort();
+    let _ = task.await;
+    after_expiry().await;
+    let mut second = Driver::new(
+        gate_config(&store, vec![tool.clone()], &rec, "second", "b-"),
+        ScriptedAgent::new([Decision::complete("1")]),
+    )
+    .unwrap();
+    assert_eq!(
+        second.resume("r").await.unwrap().status,
+        RunStatus::WaitingForApproval
+    );
+    let interrupted = store.list_approvals("r").unwrap().pop().unwrap();
+    assert_eq!(interrupted.kind, INTERRUPTED_SIDE_EFFECT);
+    assert_eq!(
+        interrupted.request.get("args").unwrap().as_str(),
+        r#"{"ref":"docs"}"#,
+        "the call that was cut short is the edited one"
+    );
+    Operator::new(store.clone())
+        .approve("r", &interrupted.id, &DecideOptions::default())
+        .unwrap();
+    assert_eq!(
+        second.resume("r").await.unwrap().status,
+        RunStatus::Completed
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [r#"{"ref":"docs"}"#, r#"{"ref":"docs"}"#]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupted_read_only_and_deciding_steps_continue() {
     for (class, in_agent) in [

@@ -11,6 +11,7 @@ mod engine;
 
 mod approval_grants;
 mod approvals;
+mod edits;
 mod interruption;
 // SQLite only: the lease clock it judges leases by (PostgreSQL uses its own).
 mod lease_clock;
