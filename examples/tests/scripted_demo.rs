@@ -95,3 +95,133 @@ async fn the_demo_pauses_prints_the_approve_command_and_resumes_to_completion() 
     assert_eq!(started.len(), 2);
     assert!(started[1].payload.contains(&approval));
 }
+
+/// The `agentrt` binary: `AGENTRT_CLI`, else the one cargo built beside
+/// this test (`target/<profile>/agentrt`).
+fn cli() -> std::path::PathBuf {
+    if let Some(path) = std::env::var_os("AGENTRT_CLI") {
+        return std::path::PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().and_then(std::path::Path::parent).unwrap();
+    let path = profile.join(format!("agentrt{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "{} is missing: cargo build -p agentrt-cli (or set AGENTRT_CLI)",
+        path.display()
+    );
+    path
+}
+
+/// Runs `agentrt --db DB args…` with `stdin`: exit code, stdout, stderr.
+fn agentrt(db: &std::path::Path, args: &[&str], stdin: &str) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(cli())
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("AGENTRT_DB")
+        .env("USER", "operator")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// Edit, then approve, from the command line: an edit the tool's schema
+/// refuses decides nothing; the edited pull request is the one opened, the
+/// model's observation says so, the chain is intact and a re-check judges
+/// the edited request.
+#[tokio::test]
+async fn the_demo_s_pull_request_edited_with_the_cli_is_the_one_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo.db");
+    let options = demo::Options {
+        db: db.clone(),
+        resume: None,
+    };
+    let quiet = || Arc::new(|_: &agentrt::Event| {});
+    let first = demo::run(&options, &mut Vec::new(), quiet()).await.unwrap();
+    let (run, approval) = (first.run.id.clone(), first.approval.clone().unwrap());
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"title":7,"branch":"docs/readme-typo"}"#).unwrap();
+    let bad = bad.to_str().unwrap();
+    let (code, _, stderr) = agentrt(
+        &db,
+        &["approve", &run, "--approval", &approval, "--edit", bad],
+        "",
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("pr_open refuses them"), "{stderr}");
+    assert!(stderr.contains("nothing was decided"), "{stderr}");
+    let store = Store::open_existing(&db, false).unwrap();
+    assert_eq!(
+        store.get_approval(&run, &approval).unwrap().status,
+        agentrt::ApprovalStatus::Pending
+    );
+
+    let edited = r#"{"title":"Fix the typo in README.md","branch":"docs/readme-typo"}"#;
+    let (code, stdout, stderr) = agentrt(
+        &db,
+        &["approve", &run, "--approval", &approval, "--edit", "-"],
+        edited,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains(r#"{"branch":"docs/readme-typo","title":"Fix the typo in README.md"}"#),
+        "the edit is shown before it is approved: {stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("(an edit of approval {approval}, now edited)")),
+        "{stdout}"
+    );
+
+    let options = demo::Options {
+        db: db.clone(),
+        resume: Some(run.clone()),
+    };
+    let second = demo::run(&options, &mut Vec::new(), quiet()).await.unwrap();
+    assert_eq!(second.run.status, RunStatus::Completed);
+    let events = store.list_events(&run).unwrap();
+    let opened: Vec<serde_json::Value> = events
+        .iter()
+        .filter(|e| e.event_type == EventType::StepToolFinished)
+        .map(|e| serde_json::from_str(&e.payload).unwrap())
+        .filter(|p: &serde_json::Value| p["tool"] == "pr_open")
+        .collect();
+    assert_eq!(opened.len(), 1, "the pull request is opened once");
+    let step = store
+        .list_steps(&run)
+        .unwrap()
+        .into_iter()
+        .find(|s| s.decision.as_ref().is_some_and(|d| d.tool == "pr_open"))
+        .unwrap();
+    let observation = step.observation.unwrap();
+    let content = observation.content.unwrap().to_value();
+    assert_eq!(content["branch"], "docs/readme-typo");
+    let edit = observation.operator_edit.unwrap();
+    assert_eq!(edit.by, "operator");
+    assert_eq!(edit.args.to_value()["branch"], "docs/readme-typo");
+
+    let (code, stdout, stderr) = agentrt(&db, &["verify"], "");
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("\nintact: "), "{stdout}");
+    let report =
+        agentrt::recheck::recheck(&store, &run, &agentrt::DefaultPolicy, &Default::default())
+            .unwrap();
+    assert!(report.differing_steps().is_empty(), "{report:?}");
+}

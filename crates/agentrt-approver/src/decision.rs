@@ -30,6 +30,12 @@ pub struct Decision {
     /// A note for the record.
     #[serde(default)]
     pub note: String,
+    /// The arguments to approve instead of the request's (an edit; an
+    /// approval only): a JSON object, checked against the tool's schema
+    /// and bound by hash as a new approval of the same step
+    /// ([`agentrt::Operator::approve_edited`]).
+    #[serde(default)]
+    pub args: Option<agentrt::Canonical>,
     /// The signature of the request that carried the decision, when the
     /// channel has one (never read from a body): recorded in the
     /// decision's own transaction, so a request whose signature was

@@ -10,6 +10,10 @@ pub enum ApproverError {
         /// The missing field's name.
         missing: &'static str,
     },
+    /// A rejection carried edited arguments: only an approval may carry an
+    /// edit; nothing was read or written.
+    #[error("a rejection takes no arguments: only an approval may carry an edit")]
+    ArgsOnReject,
     /// The approval's expiry had passed when it was decided: the core's
     /// expiry path ran (the approval is `expired`, the run cancelled
     /// `approval_expired`). `core` is the core's approval-expired error.
@@ -53,6 +57,7 @@ impl ApproverError {
     pub fn core(&self) -> Option<&agentrt::Error> {
         match self {
             ApproverError::Incomplete { .. }
+            | ApproverError::ArgsOnReject
             | ApproverError::Replayed
             | ApproverError::LinkUsed => None,
             ApproverError::Expired { core } | ApproverError::Core(core) => Some(core),

@@ -191,16 +191,26 @@ impl Approver for StoreApprover {
         decision.check()?;
         let rows = self.signature_rows(decision.request_signature.as_ref(), &decision.run_id);
         let options = StoreApprover::options(decision);
-        Ok(self.operator.approve_with_rows(
-            &decision.run_id,
-            &decision.approval_id,
-            &options,
-            rows,
-        )?)
+        let (run, approval) = (&decision.run_id, &decision.approval_id);
+        Ok(match &decision.args {
+            Some(args) => self.operator.approve_edited_with_rows(
+                run,
+                approval,
+                args.as_str(),
+                &options,
+                rows,
+            )?,
+            None => self
+                .operator
+                .approve_with_rows(run, approval, &options, rows)?,
+        })
     }
 
     fn reject(&self, decision: &Decision) -> Result<Approval, ApproverError> {
         decision.check()?;
+        if decision.args.is_some() {
+            return Err(ApproverError::ArgsOnReject);
+        }
         let rows = self.signature_rows(decision.request_signature.as_ref(), &decision.run_id);
         let options = StoreApprover::options(decision);
         Ok(self.operator.reject_with_rows(

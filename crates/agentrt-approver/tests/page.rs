@@ -425,3 +425,105 @@ async fn the_cookie_is_secure_only_when_asked() {
     let cookie = set_cookie(&forwarded, "n3", &[]).await;
     assert!(!cookie.contains("Secure"), "{cookie}");
 }
+
+/// `text` percent-encoded for a form value.
+fn form_value(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_edit_form_approves_other_arguments_and_refuses_an_edit_that_decides_nothing() {
+    let world = World::new().await;
+    let (id, hash) = world
+        .waiting("r1", r#"{"ref":"<script>alert(1)</script>"}"#)
+        .await;
+    let cookie = world.sign_in("n1").await;
+    let (_, _, body) = world.page(Some(&cookie)).await;
+    assert!(
+        body.contains(&format!("id=\"edit-args-{id}\" rows=\"8\">{{\n  &quot;ref&quot;: &quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot;\n}}</textarea>")),
+        "the request's arguments fill the form, escaped: {body}"
+    );
+    let csrf = csrf_of(&body);
+    let edit = format!("/ui/runs/r1/approvals/{id}/edit");
+    let post = |args: &str| {
+        format!(
+            "csrf={csrf}&hash={hash}&note=safer&args={}",
+            form_value(args)
+        )
+    };
+
+    for (args, says) in [
+        ("{\"ref\":", "not acceptable JSON"),
+        ("[\"main\"]", "must be a JSON object"),
+        (
+            r#"{"ref":"<script>alert(1)</script>"}"#,
+            "the request&#39;s own",
+        ),
+    ] {
+        let response = world
+            .http
+            .post(format!("{}{edit}", world.base))
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(post(args))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422, "{args}");
+        let text = response.text().await.unwrap();
+        assert!(text.contains(says), "{args}: {text}");
+        assert!(text.contains("Nothing was decided"), "{text}");
+        assert_eq!(world.approval().status, ApprovalStatus::Pending, "{args}");
+    }
+    // A forged form decides nothing either.
+    let (status, _) = world
+        .post(
+            &cookie,
+            &edit,
+            &format!("csrf=wrong&hash={hash}&args=%7B%7D"),
+        )
+        .await;
+    assert_eq!(status, 403);
+
+    let (status, location) = world.post(&cookie, &edit, &post(r#"{"ref":"docs"}"#)).await;
+    assert_eq!(
+        (status, location.as_str()),
+        (
+            303,
+            format!("/ui/runs/r1?done=edited&approval={id}").as_str()
+        )
+    );
+    let approvals = Store::open_existing(&world.db, true)
+        .unwrap()
+        .list_approvals("r1")
+        .unwrap();
+    assert_eq!(approvals[0].status, ApprovalStatus::Edited);
+    let edited = &approvals[1];
+    assert_eq!(edited.status, ApprovalStatus::Approved);
+    assert_eq!(
+        (edited.decided_by.as_str(), edited.note.as_str()),
+        ("alice", "safer")
+    );
+    assert_eq!(
+        edited.request.get("args").unwrap().as_str(),
+        r#"{"ref":"docs"}"#
+    );
+    let shown = world
+        .http
+        .get(format!("{}{location}", world.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(shown.contains("was replaced by your edit"), "{shown}");
+}

@@ -93,6 +93,7 @@ fn decision(run: &str, approval: &str, hash: &str) -> Decision {
         hash: hash.into(),
         by: "alice".into(),
         note: "looks right".into(),
+        args: None,
         request_signature: None,
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentrt::{Limits, RunStatus, Store, Timestamp, clock::ManualClock};
+use agentrt::{ApprovalStatus, Limits, RunStatus, Store, Timestamp, clock::ManualClock};
 use agentrt_approver::StoreApprover;
 
 mod support;
@@ -710,4 +710,60 @@ async fn a_signed_request_refused_by_the_rate_may_be_sent_again() {
         .signed_as(&world.url, "GET", "/runs/r1/approvals", "", now, "b")
         .await;
     assert_eq!(again.status, 200, "{again:?}");
+}
+
+/// An approve body's `args` approves those arguments instead: the
+/// approval the edit replaced is `edited`, a new approved approval binds
+/// the edited request. A reject carrying `args`, and an edit the core
+/// refuses, decide nothing.
+#[tokio::test]
+async fn an_approve_with_args_approves_the_edit_and_a_refused_edit_decides_nothing() {
+    let world = World::new(|_| {}).await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let body = |args: Value| {
+        json!({"run_id": "r1", "approval_id": a1, "hash": h1, "by": "alice", "note": "safer", "args": args})
+            .to_string()
+    };
+    let reject = format!("/runs/r1/approvals/{a1}/reject");
+    let refused = world
+        .signed("POST", &reject, &body(json!({"ref": "docs"})))
+        .await;
+    assert_eq!(refused.refused(), (400, "bad_request".into()));
+    let approve = format!("/runs/r1/approvals/{a1}/approve");
+    for args in [json!(["docs"]), json!({"ref": "<script>alert(1)</script>"})] {
+        let refused = world.signed("POST", &approve, &body(args.clone())).await;
+        assert_eq!(refused.refused(), (422, "edit_refused".into()), "{args}");
+        assert!(
+            refused.json()["error"]
+                .as_str()
+                .unwrap()
+                .contains("nothing was decided")
+        );
+    }
+    let approvals = |world: &World| {
+        Store::open_existing(&world.db, true)
+            .unwrap()
+            .list_approvals("r1")
+            .unwrap()
+    };
+    assert_eq!(approvals(&world).len(), 1);
+    assert_eq!(approvals(&world)[0].status, ApprovalStatus::Pending);
+
+    let edited = world
+        .signed("POST", &approve, &body(json!({"ref": "docs", "n": 1.50})))
+        .await;
+    assert_eq!(edited.status, 202, "{}", edited.body);
+    let stored = approvals(&world);
+    assert_eq!(stored[0].status, ApprovalStatus::Edited);
+    assert_eq!(stored[1].status, ApprovalStatus::Approved);
+    assert_eq!(stored[1].decided_by, "alice");
+    assert_eq!(
+        stored[1].request.get("args").unwrap().as_str(),
+        r#"{"n":1.5,"ref":"docs"}"#,
+        "the edit as sent, canonical"
+    );
+    let answer = edited.json();
+    assert_eq!(answer["approval_id"], stored[1].id.as_str());
+    assert_eq!(answer["hash"], stored[1].hash.as_str());
+    assert_eq!(answer["edited"], a1.as_str());
 }

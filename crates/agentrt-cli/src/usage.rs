@@ -48,6 +48,13 @@ Commands:
                   login name)
       --note TEXT a note for the record (default: empty)
       --yes       consent without a prompt
+      --edit FILE|-  approve only: approve these arguments instead of the
+                  request's (a JSON object in FILE, or on stdin with -).
+                  The edited request is checked against the tool's schema
+                  and approved as a new approval of the same step; the one
+                  it replaces is recorded as edited. On resume the run's
+                  policy judges the edited request: if it denies it, nothing
+                  runs and the replaced request waits again
   cancel <run>    cancel a run that has not finished (operator_cancelled);
                   no confirmation
       --by WHO    who cancels (default: as for approve)

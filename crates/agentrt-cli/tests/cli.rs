@@ -914,6 +914,54 @@ fn approve_json_carries_the_stored_hash() {
 }
 
 #[test]
+fn approve_edit_binds_the_edited_arguments_and_refuses_what_is_not_an_object() {
+    let dir = tempdir();
+    let db = new_db(dir.path(), "agentrt.db");
+    waiting_run(&db, "r1", "push", PUSH_ARGS);
+    let approval = approvals(&db, "r1").remove(0);
+    let missing = dir.path().join("missing.json");
+    let list = dir.path().join("list.json");
+    std::fs::write(&list, "[1]").unwrap();
+    for (file, says) in [(&missing, "No such file"), (&list, "must be a JSON object")] {
+        let file = file.to_str().unwrap();
+        let out = agentrt(&db, &["approve", "r1", "--yes", "--edit", file]);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert!(out.stderr.contains(says), "{}", out.stderr);
+    }
+    // An edit is an approval: reject has no --edit.
+    let out = agentrt(&db, &["reject", "r1", "--yes", "--edit", "x.json"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(approvals(&db, "r1")[0].status, ApprovalStatus::Pending);
+
+    let edit = dir.path().join("edit.json");
+    std::fs::write(&edit, r#"{"n":8, "branch":"fix"}"#).unwrap();
+    let out = agentrt(
+        &db,
+        &[
+            "--json",
+            "approve",
+            "r1",
+            "--approval",
+            &approval.id,
+            "--edit",
+            edit.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = json(&out.stdout);
+    assert_eq!(v["edited"], approval.id.as_str());
+    assert_eq!(v["approval"]["status"], "approved");
+    let stored = approvals(&db, "r1");
+    assert_eq!(stored[0].status, ApprovalStatus::Edited);
+    assert_eq!(v["approval"]["id"], stored[1].id.as_str());
+    assert_eq!(v["approval"]["hash"], stored[1].hash.as_str());
+    assert_eq!(
+        stored[1].request.get("args").unwrap().as_str(),
+        r#"{"branch":"fix","n":8}"#
+    );
+}
+
+#[test]
 fn reject_cancels_the_run() {
     let dir = tempdir();
     let db = new_db(dir.path(), "agentrt.db");

@@ -3,7 +3,9 @@
 //! under a fixed prefix. Nothing here names the operator's command, the
 //! database, the configuration or a run id; approval ids are shown.
 
-use agentrt::{Canonical, Timestamp, model::Observation, model::ObservationKind};
+use agentrt::{
+    Canonical, Timestamp, model::Observation, model::ObservationKind, model::OperatorEdit,
+};
 
 /// The most bytes of a quoted reason or note.
 const QUOTE: usize = 500;
@@ -22,6 +24,10 @@ pub enum Answer {
         text: String,
         /// The content when it is a JSON object.
         structured: Option<serde_json::Value>,
+        /// Set when an operator changed the call before it ran: said to
+        /// the host in a text block of its own before the result
+        /// ([`edited`]), the result's text and structure left as they are.
+        edited: Option<String>,
     },
     /// Prose under a prefix (or an upstream error): `is_error` as the
     /// result's `isError`.
@@ -81,6 +87,7 @@ pub fn result(content: Option<&Canonical>) -> Answer {
         return Answer::Result {
             text: String::new(),
             structured: None,
+            edited: None,
         };
     };
     let value: Option<serde_json::Value> = serde_json::from_str(content.as_str()).ok();
@@ -88,20 +95,64 @@ pub fn result(content: Option<&Canonical>) -> Answer {
         Some(serde_json::Value::String(text)) => Answer::Result {
             text,
             structured: None,
+            edited: None,
         },
         Some(object @ serde_json::Value::Object(_)) => Answer::Result {
             text: content.as_str().to_owned(),
             structured: Some(object),
+            edited: None,
         },
         _ => Answer::Result {
             text: content.as_str().to_owned(),
             structured: None,
+            edited: None,
         },
     }
 }
 
-/// The answer for a step's observation after the tool ran or was refused.
+/// The answer for a step's observation after the tool ran or was refused;
+/// a call an operator edited says so ([`edited`]).
 pub fn observed(observation: &Observation) -> Answer {
+    let answer = observed_as_recorded(observation);
+    match &observation.operator_edit {
+        None => answer,
+        Some(edit) => with_edit(answer, edited(edit)),
+    }
+}
+
+/// `EDITED`: an operator changed the call before it ran, and how.
+pub fn edited(edit: &OperatorEdit) -> String {
+    let note = if edit.note.is_empty() {
+        String::new()
+    } else {
+        format!(" Their note: {}.", quote(&edit.note, QUOTE))
+    };
+    format!(
+        "EDITED: An operator changed this call before it ran. It ran with the arguments {} instead of the ones sent.{note}",
+        quote(edit.args.as_str(), RESULT_QUOTE)
+    )
+}
+
+/// `answer` with the edit said first: a result keeps its text and
+/// structure (the edit is a block of its own), prose gets it as its first
+/// line.
+fn with_edit(answer: Answer, said: String) -> Answer {
+    match answer {
+        Answer::Result {
+            text, structured, ..
+        } => Answer::Result {
+            text,
+            structured,
+            edited: Some(said),
+        },
+        Answer::Prose { text, is_error } => Answer::Prose {
+            text: format!("{said}\n{text}"),
+            is_error,
+        },
+    }
+}
+
+fn observed_as_recorded(observation: &Observation) -> Answer {
     match observation.kind {
         ObservationKind::ToolResult => result(observation.content.as_ref()),
         ObservationKind::ToolError => {
@@ -349,18 +400,22 @@ mod tests {
             text(r#""line one\nline two""#),
             Answer::Result {
                 text: "line one\nline two".into(),
-                structured: None
+                structured: None,
+                edited: None,
             }
         );
         assert_eq!(
             text("[1,2]"),
             Answer::Result {
                 text: "[1,2]".into(),
-                structured: None
+                structured: None,
+                edited: None,
             }
         );
         match text(r#"{"n":1}"#) {
-            Answer::Result { text, structured } => {
+            Answer::Result {
+                text, structured, ..
+            } => {
                 assert_eq!(text, r#"{"n":1}"#);
                 assert_eq!(structured, Some(serde_json::json!({"n": 1})));
             }

@@ -103,8 +103,15 @@ fn status_tool(name: &str) -> rmcp::model::Tool {
 /// An answer as the host receives it.
 fn to_result(answer: Answer) -> CallToolResult {
     match answer {
-        Answer::Result { text, structured } => {
-            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        Answer::Result {
+            text,
+            structured,
+            edited,
+        } => {
+            let mut content = Vec::with_capacity(2);
+            content.extend(edited.map(ContentBlock::text));
+            content.push(ContentBlock::text(text));
+            let mut result = CallToolResult::success(content);
             result.structured_content = structured;
             result
         }
@@ -404,5 +411,29 @@ pub(crate) async fn stop_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An edited call's result reaches the host as two text blocks, the
+    /// edit first; the result's structure is the tool's alone.
+    #[test]
+    fn an_edited_result_is_said_in_a_block_before_the_result() {
+        let result = to_result(Answer::Result {
+            text: r#"{"n":1}"#.into(),
+            structured: Some(serde_json::json!({"n": 1})),
+            edited: Some("EDITED: changed".into()),
+        });
+        let texts: Vec<String> = result
+            .content
+            .iter()
+            .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+            .collect();
+        assert_eq!(texts, ["EDITED: changed", r#"{"n":1}"#]);
+        assert_eq!(result.structured_content, Some(serde_json::json!({"n": 1})));
+        assert_eq!(result.is_error, Some(false));
     }
 }

@@ -269,3 +269,52 @@ async fn a_re_run_approved_across_a_restart_runs_once_without_asking_again() {
     // (Its answer lost again: an unknown outcome, not a new approval.)
     assert!(collected.starts_with("UNKNOWN_OUTCOME: "), "{collected}");
 }
+
+/// An operator edits the held call's arguments and approves the edit: the
+/// host's held call returns the edited call's result, and a block before
+/// it says the call was changed and how; upstream saw only the edit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_an_operator_edits_returns_the_edited_calls_result_and_says_so() {
+    let world = world(Mode::Json, r#", "hold": "10m""#).await;
+    let proxy = Arc::clone(&world.proxy);
+    let held = tokio::spawn(async move {
+        let mut caller = Caller::default();
+        proxy
+            .call_as("fs_read_file", Some(ARGS), &mut caller)
+            .await
+            .expect("the tool is offered")
+    });
+    let (run, approval) = world.until_pending().await;
+    agentrt::Operator::new(world.store_rw())
+        .approve_edited(
+            &run,
+            &approval,
+            r#"{"path":"edited.txt"}"#,
+            &agentrt::DecideOptions {
+                by: "alice",
+                note: "the other file",
+                shown_hash: None,
+            },
+        )
+        .expect("the edit is approved");
+    let answer = tokio::time::timeout(NEVER, held)
+        .await
+        .expect("the held call returns")
+        .expect("the call");
+    let agentrt_proxy::Answer::Result { edited, .. } = &answer else {
+        panic!("{answer:?}");
+    };
+    let said = edited.as_deref().unwrap_or_default();
+    assert!(
+        said.starts_with("EDITED: ")
+            && said.contains(r#"{"path":"edited.txt"}"#)
+            && said.contains("the other file"),
+        "{said}"
+    );
+    let upstream = world.seen.call_arguments.lock().expect("lock").clone();
+    assert_eq!(upstream, [serde_json::json!({"path": "edited.txt"})]);
+    assert_eq!(
+        world.store().get_run(&run).expect("run").status,
+        RunStatus::Completed
+    );
+}

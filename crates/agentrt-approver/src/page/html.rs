@@ -27,7 +27,8 @@ pub(crate) fn escape(text: &str) -> String {
 pub(crate) const STYLE: &str = "body{font-family:sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}\
 pre{background:#f4f4f4;padding:1rem;overflow-x:auto;white-space:pre-wrap}\
 .hash{word-break:break-all}.message{padding:.5rem 1rem;border:1px solid #888}\
-form{display:inline-block;margin-right:1rem}";
+form{display:inline-block;margin-right:1rem}\
+form.edit{display:block;margin-top:1rem}form.edit textarea{display:block;width:100%;font-family:monospace}";
 
 fn page(title: &str, body: &str) -> String {
     format!(
@@ -45,6 +46,19 @@ pub(crate) fn notice(title: &str, text: &str) -> String {
     )
 }
 
+/// An edit refused with nothing decided: the reason (escaped) and a link
+/// back to the run's page.
+pub(crate) fn refused_edit(run: &str, why: &str) -> String {
+    page(
+        "Edit refused",
+        &format!(
+            "<h1>Edit refused</h1>\n<p id=\"refused\">{}</p>\n<p>Nothing was decided. <a id=\"back\" href=\"/ui/runs/{}\">Back to the run</a></p>\n",
+            escape(why),
+            super::percent(run)
+        ),
+    )
+}
+
 /// A decision form for one approval: bound to the hash shown.
 fn form(run: &str, shown: &Pending, csrf: &str, verb: &str, label: &str) -> String {
     let id = &shown.approval.id;
@@ -58,6 +72,33 @@ fn form(run: &str, shown: &Pending, csrf: &str, verb: &str, label: &str) -> Stri
         id = escape(id),
         csrf = escape(csrf),
         hash = escape(&shown.approval.hash),
+    )
+}
+
+/// The edit form for one approval: its request's arguments in a text
+/// area, approved instead of the request's when submitted (bound to the
+/// hash shown, like the decision forms).
+fn edit_form(run: &str, shown: &Pending, csrf: &str) -> String {
+    let id = &shown.approval.id;
+    let args = shown
+        .approval
+        .request
+        .get("args")
+        .map(|args| agentrt::view::pretty_json(args.as_str()))
+        .unwrap_or_else(|| "{}".to_owned());
+    format!(
+        "<form method=\"post\" class=\"edit\" action=\"/ui/runs/{run}/approvals/{id}/edit\">\
+<input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+<input type=\"hidden\" name=\"hash\" value=\"{hash}\">\
+<label for=\"edit-args-{id}\">Or approve other arguments (checked against the tool's schema; the policy judges them when the run resumes):</label>\
+<textarea name=\"args\" id=\"edit-args-{id}\" rows=\"8\">{args}</textarea>\
+<label>note <input name=\"note\" id=\"edit-note-{id}\"></label> \
+<button type=\"submit\" id=\"edit-{id}\">Approve with these arguments</button></form>\n",
+        run = escape(run),
+        id = escape(id),
+        csrf = escape(csrf),
+        hash = escape(&shown.approval.hash),
+        args = escape(&args),
     )
 }
 
@@ -99,6 +140,9 @@ pub(crate) fn run_page(
         );
         body.push_str(&form(run, shown, csrf, "approve", "Approve"));
         body.push_str(&form(run, shown, csrf, "reject", "Reject"));
+        if shown.approval.kind != agentrt::model::INTERRUPTED_SIDE_EFFECT {
+            body.push_str(&edit_form(run, shown, csrf));
+        }
         body.push_str("</section>\n");
     }
     page(&format!("Approvals of run {run}"), &body)

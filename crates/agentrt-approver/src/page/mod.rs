@@ -313,6 +313,9 @@ struct PageQuery {
 fn message(done: &str, approval: &str) -> Option<String> {
     let text = match done {
         "approved" => "was approved. The run resumes when its owner resumes it.",
+        "edited" => {
+            "was replaced by your edit, which is approved. When its owner resumes the run, the policy judges the edited call; if it allows it, exactly that call runs."
+        }
         "rejected" => "was rejected; the run is cancelled.",
         "changed" => {
             "changed after it was shown (it has another hash now): nothing was decided. Read it again below."
@@ -367,9 +370,10 @@ async fn decide(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let approve = match verb.as_str() {
-        "approve" => true,
-        "reject" => false,
+    let (approve, edit) = match verb.as_str() {
+        "approve" => (true, false),
+        "edit" => (true, true),
+        "reject" => (false, false),
         _ => return notice(StatusCode::NOT_FOUND, "Not found", "No such page."),
     };
     let session = match session_for(&state, &headers, &run) {
@@ -398,12 +402,22 @@ async fn decide(
             "The form did not come from this page (its token does not match): nothing was decided.",
         );
     }
+    let args = match edit {
+        false => None,
+        true => match agentrt::Canonical::parse_str(&field("args")) {
+            Ok(args) => Some(args),
+            Err(e) => {
+                return edit_refused(&run, &format!("the arguments are not acceptable JSON: {e}"));
+            }
+        },
+    };
     let decision = Decision {
         run_id: run.clone(),
         approval_id: id.clone(),
         hash: field("hash"),
         by: session.by.clone(),
         note: field("note"),
+        args,
         request_signature: None,
     };
     let approver = Arc::clone(&state.config.approver);
@@ -416,8 +430,12 @@ async fn decide(
     })
     .await;
     let done = match decided {
+        Ok(Ok(_)) if edit => "edited",
         Ok(Ok(_)) if approve => "approved",
         Ok(Ok(_)) => "rejected",
+        Ok(Err(ApproverError::Core(agentrt::Error::EditRefused { detail, .. }))) => {
+            return edit_refused(&run, &detail);
+        }
         Ok(Err(e)) => match outcome(&e) {
             Some(done) => done,
             None => return internal("page: deciding an approval", &e),
@@ -429,6 +447,14 @@ async fn decide(
         percent(&run),
         percent(&id)
     ))
+}
+
+/// An edit refused before anything was decided: why, and the way back.
+fn edit_refused(run: &str, why: &str) -> Response {
+    html(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        html::refused_edit(run, why),
+    )
 }
 
 /// The page's word for a refused decision.

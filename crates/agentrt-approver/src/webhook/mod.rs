@@ -411,6 +411,9 @@ struct Decided<'a> {
     approval_id: &'a str,
     hash: &'a str,
     by: &'a str,
+    /// The approval an edit replaced (`approval_id` binds the edit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    edited: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -488,6 +491,10 @@ async fn decide(
     let mut decision = request::decision_body(run, id, body).map_err(bad_request)?;
     decision.request_signature = signature;
     let sent = decision.clone();
+    let edited = decision
+        .args
+        .is_some()
+        .then_some(decision.approval_id.as_str());
     let decided = blocking(shared, move |a| {
         if approve {
             a.approve(&sent)
@@ -510,6 +517,7 @@ async fn decide(
             approval_id: &approval.id,
             hash: &approval.hash,
             by: &approval.decided_by,
+            edited,
         },
     ))
 }

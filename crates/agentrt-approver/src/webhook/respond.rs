@@ -69,7 +69,9 @@ pub(crate) fn error(status: StatusCode, code: &str, text: &str) -> Response {
 pub(crate) fn approver_error(e: &ApproverError, action: Action) -> Response {
     use agentrt::Error as Core;
     let (status, code) = match e {
-        ApproverError::Incomplete { .. } => (StatusCode::BAD_REQUEST, "bad_request"),
+        ApproverError::Incomplete { .. } | ApproverError::ArgsOnReject => {
+            (StatusCode::BAD_REQUEST, "bad_request")
+        }
         ApproverError::Replayed | ApproverError::LinkUsed => {
             (StatusCode::UNAUTHORIZED, "unauthorized")
         }
@@ -81,6 +83,7 @@ pub(crate) fn approver_error(e: &ApproverError, action: Action) -> Response {
                 (StatusCode::CONFLICT, "not_pending")
             }
             Core::ApprovalHash { .. } => (StatusCode::CONFLICT, "approval_hash"),
+            Core::EditRefused { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "edit_refused"),
             Core::RunState { .. } if action == Action::Cancel => {
                 (StatusCode::CONFLICT, "run_finished")
             }

@@ -65,7 +65,7 @@ pub enum CliCommand {
         override_usage = "agentrt [--db PATH|URL] [--json] approve [OPTIONS] <RUN>",
         after_help = AFTER_DECIDE
     )]
-    Approve(DecideArgs),
+    Approve(ApproveArgs),
     /// Reject the run's pending approval: the step fails and the run is
     /// cancelled (approval_rejected).
     #[command(
@@ -291,6 +291,18 @@ pub struct DecideArgs {
     /// Consent without a prompt.
     #[arg(long)]
     pub yes: bool,
+}
+
+/// `approve` arguments: those of a decision, and an edit.
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    #[command(flatten)]
+    pub decide: DecideArgs,
+    /// Approve these arguments instead of the request's: a JSON object in
+    /// FILE, or on stdin with -. The edited request is checked against the
+    /// tool's schema and approved; on resume the run's policy judges it.
+    #[arg(long, value_name = "FILE|-", value_parser = clap::value_parser!(OsString), allow_hyphen_values = true)]
+    pub edit: Option<OsString>,
 }
 
 /// `cancel` arguments.

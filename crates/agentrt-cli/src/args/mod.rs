@@ -221,6 +221,17 @@ pub struct Decide {
     pub note: String,
     /// `--yes`.
     pub yes: bool,
+    /// `--edit`: where the edited arguments are read from (approve only).
+    pub edit: Option<EditSource>,
+}
+
+/// Where `approve --edit` reads the edited arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditSource {
+    /// `--edit -`.
+    Stdin,
+    /// `--edit FILE`.
+    File(PathBuf),
 }
 
 /// A command and its arguments.
@@ -364,6 +375,7 @@ mod tests {
                 by: "ann".into(),
                 note: String::new(),
                 yes: true,
+                edit: None,
             })
         );
     }

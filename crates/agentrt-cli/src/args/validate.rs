@@ -8,12 +8,12 @@ use std::path::PathBuf;
 use agentrt::{Label, Labels};
 
 use super::cli::{
-    CancelArgs, Cli, CliCommand, DecideArgs, EventsArgs, HeadCommand, PolicyCheckArgs,
+    ApproveArgs, CancelArgs, Cli, CliCommand, DecideArgs, EventsArgs, HeadCommand, PolicyCheckArgs,
     PolicyCommand, VerifyArgs,
 };
 use super::{
-    Command, Database, Decide, Env, FollowStart, Invocation, KeptHead, Keygen, Migrate, Paging,
-    Parsed, PolicyRun, ToolsFile, UsageError, Verb, Verify,
+    Command, Database, Decide, EditSource, Env, FollowStart, Invocation, KeptHead, Keygen, Migrate,
+    Paging, Parsed, PolicyRun, ToolsFile, UsageError, Verb, Verify,
 };
 
 /// A problem with the named command's arguments.
@@ -68,7 +68,7 @@ pub fn cli(cli: Cli, env: &Env) -> Result<Parsed, UsageError> {
             paging: paging(a.limit, a.offset, 500),
         },
         CliCommand::Events(a) => events(a).map_err(problem)?,
-        CliCommand::Approve(a) => Command::Decide(decide(Verb::Approve, a, env).map_err(problem)?),
+        CliCommand::Approve(a) => Command::Decide(approve(a, env).map_err(problem)?),
         CliCommand::Reject(a) => Command::Decide(decide(Verb::Reject, a, env).map_err(problem)?),
         CliCommand::Cancel(a) => cancel(a, env).map_err(problem)?,
         CliCommand::Verify(a) => Command::Verify(verify(a).map_err(problem)?),
@@ -215,6 +215,19 @@ fn policy_run(a: PolicyCheckArgs, cases: Option<OsString>, json: bool) -> Checke
     }))
 }
 
+/// `approve`: a decision, and the file or stdin an edit is read from.
+fn approve(a: ApproveArgs, env: &Env) -> Checked<Decide> {
+    let edit = match a.edit {
+        None => None,
+        Some(p) if p == "-" => Some(EditSource::Stdin),
+        Some(p) => Some(EditSource::File(path("--edit", p)?)),
+    };
+    Ok(Decide {
+        edit,
+        ..decide(Verb::Approve, a.decide, env)?
+    })
+}
+
 fn decide(verb: Verb, a: DecideArgs, env: &Env) -> Checked<Decide> {
     if a.approval.as_deref() == Some("") {
         return Err("--approval is empty: name an approval id".to_owned());
@@ -226,6 +239,7 @@ fn decide(verb: Verb, a: DecideArgs, env: &Env) -> Checked<Decide> {
         by: by(a.by, env)?,
         note: a.note.unwrap_or_default(),
         yes: a.yes,
+        edit: None,
     })
 }
 

@@ -1,7 +1,7 @@
 //! `approve <run>` / `reject <run>`: select the approval, print it, get
 //! consent, then decide bound to the hash of what was printed.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::sync::Arc;
 
 use agentrt::text::sanitize;
@@ -11,16 +11,22 @@ use agentrt::{
 };
 use serde::Serialize;
 
-use crate::args::{Decide, Invocation, Verb};
+use crate::args::{Decide, EditSource, Invocation, Verb};
 use crate::consent::{self, Answer};
 use crate::error::CliError;
 use crate::output::{self, line, raw};
+
+/// The largest edit read, in bytes: arguments, not documents.
+const MAX_EDIT_BYTES: u64 = 1 << 20;
 
 /// The JSON report.
 #[derive(Serialize)]
 struct Report<'a> {
     run: &'a RunSummary,
     approval: Approval,
+    /// The approval an edit replaced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    edited: Option<&'a str>,
 }
 
 pub fn run(
@@ -29,6 +35,9 @@ pub fn run(
     inv: &Invocation,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
+    // An edit is read before anything is shown: a file that cannot be read
+    // or is not an object decides nothing.
+    let edit = decide.edit.as_ref().map(read_edit).transpose()?;
     let approval = view::pending_approval(store, &decide.run, decide.approval.as_deref())?;
     if !inv.json {
         let db_path = inv.db.shown();
@@ -37,6 +46,13 @@ pub fn run(
             stamp: &output::stamp,
         };
         raw(out, &view::approval_block(&approval, &options))?;
+        if let Some(args) = &edit {
+            line(
+                out,
+                "The edited arguments, approved instead of the request's:",
+            )?;
+            line(out, &format!("  {}", sanitize(args.as_str())))?;
+        }
     }
     if let Some(problem) = &approval.decode_error {
         return Err(CliError::Failed(format!(
@@ -44,7 +60,7 @@ pub fn run(
             approval.id
         )));
     }
-    consent(decide, &approval, inv.json, out)?;
+    consent(decide, &approval, edit.is_some(), inv.json, out)?;
     let tracer: Arc<dyn Observer> = Arc::new(trace_to_stderr);
     let operator = Operator::new(store.clone()).with_observer(tracer);
     let options = DecideOptions {
@@ -52,11 +68,15 @@ pub fn run(
         note: &decide.note,
         shown_hash: Some(&approval.hash),
     };
-    let decided = match decide.verb {
-        Verb::Approve => operator.approve(&decide.run, &approval.id, &options),
-        Verb::Reject => operator.reject(&decide.run, &approval.id, &options),
+    let decided = match (decide.verb, &edit) {
+        (Verb::Approve, Some(args)) => {
+            operator.approve_edited(&decide.run, &approval.id, args.as_str(), &options)
+        }
+        (Verb::Approve, None) => operator.approve(&decide.run, &approval.id, &options),
+        (Verb::Reject, _) => operator.reject(&decide.run, &approval.id, &options),
     }
     .map_err(decide_error)?;
+    let edited = edit.is_some().then_some(approval.id.as_str());
     let summary = view::run_summary(store, &decide.run)?;
     if inv.json {
         return output::json(
@@ -64,13 +84,17 @@ pub fn run(
             &Report {
                 run: &summary,
                 approval: view::bound_approval(&decided),
+                edited,
             },
         );
     }
+    let replaced = edited
+        .map(|id| format!(" (an edit of approval {}, now edited)", sanitize(id)))
+        .unwrap_or_default();
     line(
         out,
         &format!(
-            "approval {}: {} by {}",
+            "approval {}: {} by {}{replaced}",
             sanitize(&decided.id),
             decided.status,
             sanitize(&decided.decided_by)
@@ -94,11 +118,48 @@ pub fn run(
     Ok(())
 }
 
+/// The edited arguments: at most [`MAX_EDIT_BYTES`] of UTF-8 from the
+/// file or stdin, a JSON object (the core checks it again, and against the
+/// tool's schema).
+fn read_edit(source: &EditSource) -> Result<agentrt::Canonical, CliError> {
+    let (name, reader): (String, Box<dyn Read>) = match source {
+        EditSource::Stdin => ("stdin".to_owned(), Box::new(std::io::stdin())),
+        EditSource::File(path) => {
+            let name = sanitize(&path.display().to_string());
+            let file = std::fs::File::open(path)
+                .map_err(|e| CliError::Failed(format!("--edit {name}: {e}")))?;
+            (name, Box::new(file))
+        }
+    };
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_EDIT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::Failed(format!("--edit {name}: {e}")))?;
+    if bytes.len() as u64 > MAX_EDIT_BYTES {
+        return Err(CliError::Failed(format!(
+            "--edit {name}: larger than {MAX_EDIT_BYTES} bytes; nothing was decided"
+        )));
+    }
+    let args = agentrt::Canonical::parse(&bytes).map_err(|e| {
+        CliError::Failed(format!(
+            "--edit {name}: not acceptable JSON ({e}); nothing was decided"
+        ))
+    })?;
+    if !args.is_object() {
+        return Err(CliError::Failed(format!(
+            "--edit {name}: the arguments must be a JSON object; nothing was decided"
+        )));
+    }
+    Ok(args)
+}
+
 /// Consent: `--approval`, `--yes`, or a typed y/yes at an interactive
 /// terminal (text output only).
 fn consent(
     decide: &Decide,
     approval: &Approval,
+    edited: bool,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
@@ -108,8 +169,13 @@ fn consent(
     let verb = decide.verb.name();
     let id = sanitize(&approval.id);
     let answer = if !json && consent::stdin_is_terminal() {
+        let with = if edited {
+            " with the edited arguments"
+        } else {
+            ""
+        };
         let prompt = format!(
-            "{verb} approval {id} of run {}? [y/N] ",
+            "{verb} approval {id} of run {}{with}? [y/N] ",
             sanitize(&decide.run)
         );
         let stdin = std::io::stdin();
