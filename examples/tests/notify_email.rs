@@ -4,7 +4,8 @@
 //! and names in `AGENTRT_AIOSMTPD_PYTHON`), first while the server is
 //! down, then once it is up; the link in the e-mail opens the approval
 //! page in headless Chromium, which approves; the demo resumes and opens
-//! the pull request once. Behind the `real-smtp` feature.
+//! the pull request once. And the same page edits the pull request's
+//! arguments before approving them. Behind the `real-smtp` feature.
 
 #[path = "../scripted/demo.rs"]
 #[allow(dead_code)]
@@ -350,6 +351,129 @@ async fn the_demo_s_approval_is_mailed_and_its_link_approves_in_a_browser_and_th
         .filter(|e| e.event_type == EventType::StepToolStarted && e.payload.contains(&approval_id))
         .count();
     assert_eq!(started, 1, "the approved call ran once");
+    let _ = stop_page.send(());
+    page.await.unwrap().unwrap();
+}
+
+/// Edit, then approve, on the page in headless Chromium: the demo's
+/// pull request, paused; arguments the tool's schema refuses are refused
+/// on a page saying nothing was decided; the edit is approved, and the
+/// resumed demo opens the edited pull request once, its observation saying
+/// the operator changed it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_s_pull_request_edited_on_the_page_in_a_browser_is_the_one_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo.db");
+    let quiet = || Arc::new(|_: &agentrt::Event| {});
+    let options = demo::Options {
+        db: db.clone(),
+        resume: None,
+    };
+    let first = demo::run(&options, &mut Vec::new(), quiet()).await.unwrap();
+    let (run, approval_id) = (first.run.id.clone(), first.approval.clone().unwrap());
+
+    let secret_file = dir.path().join("page.secret");
+    private(&secret_file, PAGE_SECRET);
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let (stop_page, page_stopped) = tokio::sync::oneshot::channel::<()>();
+    let serve_options = ServeOptions {
+        db: db.clone(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        secret_file: secret_file.clone(),
+        allow_remote: false,
+        secure_cookie: SecureCookie::Never,
+        notify: None,
+    };
+    let page = tokio::spawn(async move {
+        serve(
+            &serve_options,
+            |addr| addr_tx.send(addr).unwrap(),
+            async move {
+                let _ = page_stopped.await;
+            },
+        )
+        .await
+    });
+    let base = format!("http://{}", addr_rx.await.unwrap());
+    let link = agentrt_approver::serve::mint_login_link(
+        &read_secret(&secret_file).unwrap(),
+        &base,
+        OPERATOR,
+        &run,
+        Duration::from_secs(900),
+    )
+    .unwrap();
+
+    let browser = webdriver::Browser::start().await;
+    browser.goto(&link).await;
+    let area = browser.find(&format!("#edit-args-{approval_id}")).await;
+    browser
+        .type_into(&area, r#"{"title": 7, "branch": "docs/readme-typo"}"#)
+        .await;
+    browser
+        .click(&browser.find(&format!("#edit-{approval_id}")).await)
+        .await;
+    let refused = browser.wait_for("#refused").await;
+    assert!(
+        browser
+            .text(&refused)
+            .await
+            .contains("pr_open refuses them")
+    );
+    browser.screenshot("edit-demo-refused").await;
+    browser.click(&browser.find("#back").await).await;
+    let area = browser.wait_for(&format!("#edit-args-{approval_id}")).await;
+    browser
+        .type_into(
+            &area,
+            r#"{"title": "Fix the typo in README.md", "branch": "docs/readme-typo"}"#,
+        )
+        .await;
+    browser
+        .click(&browser.find(&format!("#edit-{approval_id}")).await)
+        .await;
+    let shown = browser.wait_for("#message").await;
+    assert!(
+        browser
+            .text(&shown)
+            .await
+            .contains("was replaced by your edit")
+    );
+    browser.screenshot("edit-demo-approved").await;
+    browser.quit().await;
+
+    let resumed = demo::run(
+        &demo::Options {
+            db: db.clone(),
+            resume: Some(run.clone()),
+        },
+        &mut Vec::new(),
+        quiet(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resumed.run.status, RunStatus::Completed);
+    let store = Store::open_existing(&db, true).unwrap();
+    let opened: Vec<_> = store
+        .list_events(&run)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.event_type == EventType::StepToolStarted && e.payload.contains("pr_open"))
+        .collect();
+    assert_eq!(opened.len(), 1, "the pull request is opened once");
+    assert!(
+        opened[0].payload.contains("docs/readme-typo"),
+        "{}",
+        opened[0].payload
+    );
+    let step = store
+        .list_steps(&run)
+        .unwrap()
+        .into_iter()
+        .find(|s| s.decision.as_ref().is_some_and(|d| d.tool == "pr_open"))
+        .unwrap();
+    let edit = step.observation.unwrap().operator_edit.unwrap();
+    assert_eq!(edit.by, OPERATOR, "the page records who signed in");
     let _ = stop_page.send(());
     page.await.unwrap().unwrap();
 }

@@ -225,3 +225,95 @@ async fn the_demo_s_pull_request_edited_with_the_cli_is_the_one_opened() {
             .unwrap();
     assert!(report.differing_steps().is_empty(), "{report:?}");
 }
+
+/// Edit, then approve, over the signed webhook (the approver's server over
+/// the demo's database): a body whose `args` the tool's schema refuses is
+/// 422 and decides nothing; the edit is approved, and the resumed demo
+/// opens the edited pull request once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_s_pull_request_edited_over_the_webhook_is_the_one_opened() {
+    use agentrt_approver::signature::{Secret, signed_headers};
+    use agentrt_approver::webhook::{WebhookConfig, router};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo.db");
+    let options = demo::Options {
+        db: db.clone(),
+        resume: None,
+    };
+    let quiet = || Arc::new(|_: &agentrt::Event| {});
+    let first = demo::run(&options, &mut Vec::new(), quiet()).await.unwrap();
+    let (run, approval) = (first.run.id.clone(), first.approval.clone().unwrap());
+    let store = Store::open_existing(&db, false).unwrap();
+    let hash = store.get_approval(&run, &approval).unwrap().hash;
+
+    let secret = Secret::new([7u8; 32]).unwrap();
+    let approver = agentrt_approver::StoreApprover::open(&db, None).unwrap();
+    let config = WebhookConfig::new(Arc::new(approver), secret.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router(config)).await });
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let path = format!("/runs/{run}/approvals/{approval}/approve");
+    let approve = |args: serde_json::Value| {
+        let body = serde_json::json!({
+            "run_id": run, "approval_id": approval, "hash": hash,
+            "by": "ops@example.test", "note": "our branch names", "args": args,
+        })
+        .to_string();
+        let mut request = http.post(format!("{base}{path}")).body(body.clone());
+        for (name, value) in signed_headers(&secret, "POST", &path, body.as_bytes()).unwrap() {
+            request = request.header(name, value);
+        }
+        request.send()
+    };
+
+    let refused = approve(serde_json::json!({"title": "Fix"})).await.unwrap();
+    assert_eq!(refused.status(), 422);
+    let answer: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(answer["code"], "edit_refused");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("pr_open refuses them"),
+        "{answer}"
+    );
+    assert_eq!(
+        store.get_approval(&run, &approval).unwrap().status,
+        agentrt::ApprovalStatus::Pending
+    );
+
+    let edited = approve(
+        serde_json::json!({"title": "Fix the typo in README.md", "branch": "docs/readme-typo"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(edited.status(), 202);
+    let answer: serde_json::Value = edited.json().await.unwrap();
+    assert_eq!(answer["edited"], approval.as_str());
+
+    let options = demo::Options {
+        db: db.clone(),
+        resume: Some(run.clone()),
+    };
+    let second = demo::run(&options, &mut Vec::new(), quiet()).await.unwrap();
+    assert_eq!(second.run.status, RunStatus::Completed);
+    let step = store
+        .list_steps(&run)
+        .unwrap()
+        .into_iter()
+        .find(|s| s.decision.as_ref().is_some_and(|d| d.tool == "pr_open"))
+        .unwrap();
+    let observation = step.observation.unwrap();
+    assert_eq!(
+        observation.content.unwrap().to_value()["branch"],
+        "docs/readme-typo"
+    );
+    assert_eq!(observation.operator_edit.unwrap().by, "ops@example.test");
+    assert!(
+        agentrt::verify::verify(&store, &Default::default())
+            .unwrap()
+            .intact()
+    );
+}

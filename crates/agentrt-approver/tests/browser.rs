@@ -176,3 +176,72 @@ async fn a_script_in_a_tool_argument_is_shown_as_text() {
     browser.screenshot("script-as-text").await;
     browser.quit().await;
 }
+
+/// The edit form in a browser: the request's arguments (a model's
+/// `<script>` among them, as text) fill a text area; a person replaces
+/// them and approves the edit. Arguments that are not an object come back
+/// refused, nothing decided.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_edits_the_arguments_and_approves_the_edit() {
+    let world = World::new().await;
+    let args = serde_json::json!({ "ref": "<script>document.title='pwned'</script>" }).to_string();
+    let (id, hash) = world.waiting("r1", &args).await;
+    let browser = Browser::start().await;
+    browser.goto(&world.link("r1")).await;
+    let area = browser.find(&format!("#edit-args-{id}")).await;
+    assert_eq!(
+        browser.title().await,
+        "Approvals of run r1",
+        "no script ran"
+    );
+    browser.screenshot("edit-before").await;
+
+    browser.type_into(&area, "[\"main\"]").await;
+    browser
+        .click(&browser.find(&format!("#edit-{id}")).await)
+        .await;
+    let refused = browser.wait_for("#refused").await;
+    assert!(
+        browser
+            .text(&refused)
+            .await
+            .contains("must be a JSON object")
+    );
+    browser.screenshot("edit-refused").await;
+    assert_eq!(world.approval("r1").status, ApprovalStatus::Pending);
+
+    browser.click(&browser.find("#back").await).await;
+    let area = browser.wait_for(&format!("#edit-args-{id}")).await;
+    browser.type_into(&area, r#"{"ref":"docs"}"#).await;
+    let note = browser.find(&format!("#edit-note-{id}")).await;
+    browser.type_into(&note, "docs, not main").await;
+    browser
+        .click(&browser.find(&format!("#edit-{id}")).await)
+        .await;
+    let message = browser.wait_for("#message").await;
+    assert!(
+        browser
+            .text(&message)
+            .await
+            .contains("was replaced by your edit")
+    );
+    browser.screenshot("edit-after").await;
+    browser.quit().await;
+
+    let approvals = Store::open_existing(&world.db, true)
+        .unwrap()
+        .list_approvals("r1")
+        .unwrap();
+    assert_eq!(approvals[0].status, ApprovalStatus::Edited);
+    assert_eq!(approvals[0].hash, hash);
+    let edited = &approvals[1];
+    assert_eq!(edited.status, ApprovalStatus::Approved);
+    assert_eq!(
+        edited.request.get("args").unwrap().as_str(),
+        r#"{"ref":"docs"}"#
+    );
+    assert_eq!(
+        (edited.decided_by.as_str(), edited.note.as_str()),
+        ("alice", "docs, not main")
+    );
+}

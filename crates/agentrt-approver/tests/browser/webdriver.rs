@@ -1,6 +1,7 @@
 //! Just enough of the W3C WebDriver protocol over HTTP to drive headless
-//! Chromium through `chromedriver`: a session, navigation, finding and
-//! clicking elements, reading text and the title, screenshots.
+//! Chromium through `chromedriver`: a session, navigation, finding,
+//! clicking and typing into elements, reading text and the title,
+//! screenshots.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -152,6 +153,16 @@ impl Browser {
             .as_str()
             .unwrap_or_default()
             .to_owned()
+    }
+
+    /// Clears a text field, then types `text` into it as keys.
+    pub async fn type_into(&self, element: &str, text: &str) {
+        let clear = self.at(&format!("/element/{element}/clear"));
+        self.call(reqwest::Method::POST, &clear, Some(json!({})))
+            .await;
+        let keys = self.at(&format!("/element/{element}/value"));
+        self.call(reqwest::Method::POST, &keys, Some(json!({ "text": text })))
+            .await;
     }
 
     pub async fn click(&self, element: &str) {
