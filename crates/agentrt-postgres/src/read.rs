@@ -4,14 +4,14 @@
 use std::sync::LazyLock;
 
 use agentrt::Result;
-use agentrt::model::{Approval, Event, Labels, ModelCall, Run, Step};
+use agentrt::model::{Approval, Event, ModelCall, Run, Step};
 use agentrt::store::engine::{
     APPROVAL_COLUMNS, CALL_COLUMNS, Cut, Decode, EVENT_COLUMNS, ExtensionOrder, ExtensionQuery,
     Page, PageTable, RUN_COLUMNS, RUN_FROM, ReadRows, STEP_COLUMNS, StoredRow, capped_select,
     decode_approval, decode_capped_approval, decode_capped_run, decode_capped_step, decode_event,
     decode_model_call, decode_run, decode_step,
 };
-use agentrt::store::{ExtensionTable, MAX_PAGE_TEXT, SqlValue};
+use agentrt::store::{ExtensionTable, MAX_PAGE_TEXT, RunFilter, SqlValue};
 
 use crate::dialect::Postgres;
 use crate::rows::{Param, PgRows, count, int, limit, text};
@@ -28,9 +28,10 @@ const PENDING_COUNT: &str =
 
 /// ` WHERE …` keeping the runs that carry every label of `labels`, and its
 /// parameters; a labels text that is not a JSON object matches nothing.
-fn label_filter(labels: &Labels) -> (String, Vec<Param>) {
-    let mut params = Vec::with_capacity(labels.len() * 2);
-    let clauses: Vec<&str> = labels
+fn run_filter(filter: &RunFilter) -> (String, Vec<Param>) {
+    let mut params = Vec::with_capacity(filter.labels.len() * 2 + 1);
+    let mut clauses: Vec<&str> = filter
+        .labels
         .iter()
         .map(|(key, value)| {
             params.push(text(key));
@@ -39,6 +40,10 @@ fn label_filter(labels: &Labels) -> (String, Vec<Param>) {
              WHERE j.key = ? AND jsonb_typeof(j.value) = 'string' AND j.value #>> '{}' = ?)"
         })
         .collect();
+    if let Some(status) = filter.status {
+        params.push(text(status.as_str()));
+        clauses.push("runs.status = ?");
+    }
     if clauses.is_empty() {
         return (String::new(), params);
     }
@@ -67,8 +72,8 @@ impl ReadRows for PgRows<'_> {
         }
     }
 
-    fn runs(&self, labels: &Labels, limit_n: u64, offset: u64, cut: Cut) -> Result<Page<Run>> {
-        let (filter, mut params) = label_filter(labels);
+    fn runs(&self, filter: &RunFilter, limit_n: u64, offset: u64, cut: Cut) -> Result<Page<Run>> {
+        let (filter, mut params) = run_filter(filter);
         let total = nonnegative(if filter.is_empty() {
             self.int("SELECT COUNT(*) FROM runs", &[])?
         } else {

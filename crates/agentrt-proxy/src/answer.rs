@@ -26,7 +26,7 @@ pub enum Answer {
         structured: Option<serde_json::Value>,
         /// Set when an operator changed the call before it ran: said to
         /// the host in a text block of its own before the result
-        /// ([`edited`]), the result's text and structure left as they are.
+        /// (`EDITED: …`), the result's text and structure left as they are.
         edited: Option<String>,
     },
     /// Prose under a prefix (or an upstream error): `is_error` as the

@@ -35,6 +35,7 @@ mod read;
 mod read_rows;
 mod readers;
 mod recheck_read;
+mod run_filter;
 mod run_record;
 mod schema;
 #[cfg(test)]
@@ -68,6 +69,7 @@ pub use extension::{
 pub use heap::retain_freed_heap;
 pub use page::{MAX_PAGE_TEXT, PAGE_READ_ROWS, PendingCount};
 pub use read::Page;
+pub use run_filter::RunFilter;
 pub use run_record::{RecordCaps, RecordTotals, RunRecord};
 pub use tx::WriteTx;
 

@@ -29,9 +29,9 @@ use std::sync::LazyLock;
 use super::columns::RowColumns;
 use super::dialect::{Dialect, SqliteDialect};
 
-use super::Store;
 use super::read::{approval_from_row, run_from_row, step_from_row};
 use super::read_rows::Cut;
+use super::{RunFilter, Store};
 use crate::error::{Error, Result};
 use crate::model::{Approval, Event, Labels, Run, Step};
 
@@ -287,7 +287,32 @@ impl Store {
         offset: u64,
         labels: &Labels,
     ) -> Result<Page<Run>> {
-        self.read(|rows| rows.runs(labels, limit, offset, Cut::Capped))
+        self.runs_page_capped_filtered(limit, offset, &RunFilter::labelled(labels.clone()))
+    }
+
+    /// A page of the runs `filter` keeps, newest first, capped; `limit` 0
+    /// means all. The total counts the kept runs only.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use agentrt::store::RunFilter;
+    /// use agentrt::*;
+    /// let store = Store::open(":memory:")?;
+    /// let gate = Gate::new(GateConfig::new(store.clone(), DefaultPolicy, vec![]))?;
+    /// gate.begin(Some("r1"), "open", Limits::default()).await?.close().await?;
+    /// let running = RunFilter::default().with_status(RunStatus::Running);
+    /// assert_eq!(store.runs_page_capped_filtered(10, 0, &running)?.total, 1);
+    /// let done = RunFilter::default().with_status(RunStatus::Completed);
+    /// assert_eq!(store.runs_page_capped_filtered(10, 0, &done)?.total, 0);
+    /// # Ok::<(), agentrt::Error>(()) }).unwrap();
+    /// ```
+    pub fn runs_page_capped_filtered(
+        &self,
+        limit: u64,
+        offset: u64,
+        filter: &RunFilter,
+    ) -> Result<Page<Run>> {
+        self.read(|rows| rows.runs(filter, limit, offset, Cut::Capped))
     }
 
     /// A page of a run's steps in index order, capped; `limit` 0 means all.

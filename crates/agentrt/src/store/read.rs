@@ -4,10 +4,10 @@
 
 use rusqlite::types::Value;
 
-use super::Store;
 use super::columns::RowColumns;
 use super::read_rows::Cut;
 pub use super::read_rows::Page;
+use super::{RunFilter, Store};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
@@ -96,12 +96,13 @@ pub const RUN_COLUMNS: &str = "id, goal, status, reason, reason_detail, limits_j
 /// run's columns as `runs.…`.
 pub const RUN_FROM: &str = "runs LEFT JOIN run_labels ON run_labels.run_id = runs.id";
 
-/// ` WHERE …` keeping only the runs that carry every label of `labels`
-/// (empty for no labels), and its parameters. One `EXISTS` per label over
-/// the run's stored labels; a labels text that is not JSON matches nothing.
-pub(super) fn label_filter(labels: &Labels) -> (String, Vec<Value>) {
-    let mut params = Vec::with_capacity(labels.len() * 2);
-    let clauses: Vec<&str> = labels
+/// ` WHERE …` keeping only the runs `filter` keeps (empty when it keeps
+/// all), and its parameters: one `EXISTS` per label over the run's stored
+/// labels (a labels text that is not JSON matches nothing), and the status.
+pub(super) fn run_filter(filter: &RunFilter) -> (String, Vec<Value>) {
+    let mut params = Vec::with_capacity(filter.labels.len() * 2 + 1);
+    let mut clauses: Vec<&str> = filter
+        .labels
         .iter()
         .map(|(key, value)| {
             params.push(Value::Text(key.to_owned()));
@@ -111,6 +112,10 @@ pub(super) fn label_filter(labels: &Labels) -> (String, Vec<Value>) {
              WHERE j.key = ? AND j.type = 'text' AND j.value = ?)"
         })
         .collect();
+    if let Some(status) = filter.status {
+        params.push(Value::Text(status.as_str().to_owned()));
+        clauses.push("runs.status = ?");
+    }
     if clauses.is_empty() {
         return (String::new(), params);
     }
@@ -327,7 +332,8 @@ impl Store {
         offset: u64,
         labels: &Labels,
     ) -> Result<Page<Run>> {
-        self.read(|rows| rows.runs(labels, limit, offset, Cut::Whole))
+        let filter = RunFilter::labelled(labels.clone());
+        self.read(|rows| rows.runs(&filter, limit, offset, Cut::Whole))
     }
 
     /// A run's steps in index order.

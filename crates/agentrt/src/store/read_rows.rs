@@ -6,8 +6,9 @@
 
 use crate::clock::Timestamp;
 use crate::error::Result;
-use crate::model::{Approval, Event, Labels, ModelCall, Run, Step};
+use crate::model::{Approval, Event, ModelCall, Run, Step};
 
+use super::RunFilter;
 use super::extension::{ExtensionTable, SqlValue};
 
 /// A page of rows and the total the page was cut from.
@@ -92,9 +93,9 @@ pub enum Cut {
 pub trait ReadRows {
     /// A run.
     fn run(&self, run_id: &str, cut: Cut) -> Result<Option<Run>>;
-    /// The runs that carry every label of `labels` (all for none), newest
-    /// first.
-    fn runs(&self, labels: &Labels, limit: u64, offset: u64, cut: Cut) -> Result<Page<Run>>;
+    /// The runs `filter` keeps (every label it names, its status if it
+    /// names one), newest first.
+    fn runs(&self, filter: &RunFilter, limit: u64, offset: u64, cut: Cut) -> Result<Page<Run>>;
     /// Whether a run exists.
     fn run_exists(&self, run_id: &str) -> Result<bool>;
     /// A run's lease: owner and expiry as stored (`""` when not leased).

@@ -82,7 +82,7 @@ impl ReadRows for Memory {
         Err(unsupported("run reads"))
     }
 
-    fn runs(&self, _: &Labels, _: u64, _: u64, _: Cut) -> Result<Page<Run>> {
+    fn runs(&self, _: &super::RunFilter, _: u64, _: u64, _: Cut) -> Result<Page<Run>> {
         Err(unsupported("run reads"))
     }
 

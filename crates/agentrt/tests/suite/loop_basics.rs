@@ -852,3 +852,56 @@ async fn a_gates_default_ids_increase_step_after_step() {
     );
     assert!(run.id < ids[0], "the run's id was made before its steps'");
 }
+
+/// A listing keeps the runs of one status and every label given, newest
+/// first, and counts only those.
+#[tokio::test]
+async fn runs_are_listed_by_status_and_labels_newest_first() {
+    let store = engine::store();
+    let clock = stepping_clock();
+    let rec = Recorder::default();
+    let push = Arc::new(Counting::new("push", SideEffect::RemoteMutation));
+    let ids = agentrt::ids::sequential_ids("id");
+    for (id, host, decisions) in [
+        ("done-a", "a", vec![Decision::complete("1")]),
+        ("wait-a", "a", vec![Decision::tool_call("push", "{}")]),
+        ("wait-b", "b", vec![Decision::tool_call("push", "{}")]),
+        ("done-b", "b", vec![Decision::complete("1")]),
+    ] {
+        let mut driver = Driver::new(
+            config(
+                &store,
+                DefaultPolicy,
+                shared(vec![push.clone()]),
+                &clock,
+                &rec,
+            )
+            .with_ids(ids.clone()),
+            ScriptedAgent::new(decisions),
+        )
+        .unwrap();
+        let labels = Labels::parse([format!("host={host}")]).unwrap();
+        driver
+            .start_labelled(Some(id), "g", Limits::default(), labels)
+            .await
+            .unwrap();
+    }
+    let listed = |filter: &store::RunFilter| {
+        let page = store.runs_page_capped_filtered(10, 0, filter).unwrap();
+        let ids: Vec<String> = page.items.into_iter().map(|r| r.id).collect();
+        (page.total, ids)
+    };
+    let waiting = store::RunFilter::default().with_status(RunStatus::WaitingForApproval);
+    assert_eq!(
+        listed(&waiting),
+        (2, vec!["wait-b".into(), "wait-a".into()])
+    );
+    let waiting_on_a = store::RunFilter::labelled(Labels::parse(["host=a"]).unwrap())
+        .with_status(RunStatus::WaitingForApproval);
+    assert_eq!(listed(&waiting_on_a), (1, vec!["wait-a".into()]));
+    let on_b = store::RunFilter::labelled(Labels::parse(["host=b"]).unwrap());
+    assert_eq!(listed(&on_b), (2, vec!["done-b".into(), "wait-b".into()]));
+    assert_eq!(listed(&store::RunFilter::default()).0, 4);
+    let page = store.runs_page_capped_filtered(1, 1, &waiting).unwrap();
+    assert_eq!((page.total, page.items[0].id.as_str()), (2, "wait-a"));
+}

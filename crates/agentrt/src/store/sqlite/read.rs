@@ -3,6 +3,7 @@
 use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, params, params_from_iter};
 
+use super::super::RunFilter;
 use super::super::calls::{CALL_COLUMNS, call_from_row};
 use super::super::columns::Decode;
 use super::super::extension::{ExtensionTable, SqlValue};
@@ -12,13 +13,13 @@ use super::super::page::{
 };
 use super::super::read::{
     APPROVAL_COLUMNS, EVENT_COLUMNS, Page, RUN_COLUMNS, RUN_FROM, STEP_COLUMNS, approval_from_row,
-    event_from_row, label_filter, run_from_row, step_from_row,
+    event_from_row, run_filter, run_from_row, step_from_row,
 };
 use super::super::read_rows::StoredRow;
 use super::super::read_rows::{Cut, ExtensionOrder, ExtensionQuery, ReadRows};
 use super::{SqliteRows, bounds, extension_rows};
 use crate::error::{Error, Result};
-use crate::model::{Approval, Event, Labels, ModelCall, Run, Step};
+use crate::model::{Approval, Event, ModelCall, Run, Step};
 
 const PENDING_COUNT: &str =
     "SELECT COUNT(*) FROM approvals WHERE run_id = ? AND status = 'pending'";
@@ -37,8 +38,8 @@ impl ReadRows for SqliteRows<'_> {
         }
     }
 
-    fn runs(&self, labels: &Labels, limit: u64, offset: u64, cut: Cut) -> Result<Page<Run>> {
-        let (filter, mut params) = label_filter(labels);
+    fn runs(&self, filter: &RunFilter, limit: u64, offset: u64, cut: Cut) -> Result<Page<Run>> {
+        let (filter, mut params) = run_filter(filter);
         let total = if filter.is_empty() {
             self.count("SELECT COUNT(*) FROM runs", [])?
         } else {
