@@ -7,7 +7,9 @@ use std::process::ExitCode;
 
 use agentrt_approver::notify::{Notifier, NotifyConfig};
 use agentrt_approver::page::SecureCookie;
-use agentrt_approver::serve::{NotifyFiles, ServeOptions, login_link, read_secret, serve};
+use agentrt_approver::serve::{
+    NotifyFiles, ServeOptions, console_login_link, login_link, read_secret, serve,
+};
 use axum::http::HeaderName;
 use clap::{Parser, Subcommand};
 
@@ -89,7 +91,9 @@ enum Command {
         #[arg(long)]
         once: bool,
     },
-    /// Print a one-time login link for the approval page of a run.
+    /// Print a one-time login link for the approval page of a run, or for
+    /// the console (every run, every pending approval).
+    #[command(group = clap::ArgGroup::new("opens").required(true).args(["run", "console"]))]
     LoginLink {
         /// The same secret file `serve` uses.
         #[arg(long)]
@@ -99,7 +103,11 @@ enum Command {
         base: String,
         /// The run whose page the link opens.
         #[arg(long)]
-        run: String,
+        run: Option<String>,
+        /// A link to the console instead: every run read, every pending
+        /// approval decided (at most 60 minutes).
+        #[arg(long)]
+        console: bool,
         /// Who signs in (recorded as the decider); defaults to $USER.
         #[arg(long)]
         by: Option<String>,
@@ -157,6 +165,7 @@ fn main() -> ExitCode {
             secret_file,
             base,
             run,
+            console,
             by,
             minutes,
         } => {
@@ -165,7 +174,15 @@ fn main() -> ExitCode {
                 .filter(|b| !b.is_empty())
                 .unwrap_or_else(|| "operator".to_owned());
             let ttl = std::time::Duration::from_secs(minutes.saturating_mul(60));
-            return match login_link(&secret_file, &base, &by, &run, ttl) {
+            let link = match (console, run) {
+                (true, _) => console_login_link(&secret_file, &base, &by, ttl),
+                (false, Some(run)) => login_link(&secret_file, &base, &by, &run, ttl),
+                (false, None) => {
+                    eprintln!("agentrt-approver: error: login-link needs --run RUN or --console");
+                    return ExitCode::from(2);
+                }
+            };
+            return match link {
                 Ok(link) => {
                     println!("{link}");
                     ExitCode::SUCCESS

@@ -68,6 +68,12 @@ pub enum ServeError {
     /// The notifier run inside the server failed (the server stopped).
     #[error(transparent)]
     Notify(#[from] crate::notify::NotifyError),
+    /// A console link asked to last longer than a console link may.
+    #[error("a console link may last {minutes} minutes at most")]
+    LinkTooLong {
+        /// The most it may last, in minutes.
+        minutes: u64,
+    },
     /// Binding or serving failed.
     #[error("listening on {addr}: {source}")]
     Listen {
@@ -128,9 +134,11 @@ pub async fn serve(
         addr: options.listen,
         source: std::io::Error::other(e.to_string()),
     })??;
+    let console = approver.store().clone();
     let approver: Arc<dyn crate::Approver> = Arc::new(approver);
     let page = crate::page::router(crate::page::PageConfig {
         secure_cookie: options.secure_cookie.clone(),
+        console: Some(console),
         ..crate::page::PageConfig::new(Arc::clone(&approver), secret.clone())
     });
     let secret_for_links = secret.clone();
@@ -205,6 +213,50 @@ pub fn login_link(
     })
 }
 
+/// A console login link for the page at `base`: it signs `by` in to the
+/// console (every run read, every pending approval decided as on a run's
+/// page), usable once within `ttl`, which may not pass
+/// [`CONSOLE_LINK_SECONDS`](crate::page::CONSOLE_LINK_SECONDS).
+pub fn console_login_link(
+    secret_file: &Path,
+    base: &str,
+    by: &str,
+    ttl: std::time::Duration,
+) -> Result<String, ServeError> {
+    let longest = crate::page::CONSOLE_LINK_SECONDS.unsigned_abs();
+    if ttl.as_secs() > longest {
+        return Err(ServeError::LinkTooLong {
+            minutes: longest / 60,
+        });
+    }
+    let secret = read_secret(secret_file)?;
+    let nonce = fresh_nonce().map_err(|e| ServeError::SecretFile {
+        path: secret_file.to_owned(),
+        detail: format!("no randomness for the link: {e}"),
+    })?;
+    let token = crate::page::console_token(&secret, by, expiry(ttl), &nonce);
+    Ok(format!(
+        "{}/ui/login?token={token}",
+        base.trim_end_matches('/')
+    ))
+}
+
+/// Unix seconds `ttl` from now.
+fn expiry(ttl: std::time::Duration) -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    i64::try_from(now.saturating_add(ttl.as_secs())).unwrap_or(i64::MAX)
+}
+
+/// A link's nonce: 16 random bytes, in hex.
+fn fresh_nonce() -> Result<String, getrandom::Error> {
+    let mut nonce = [0u8; 16];
+    getrandom::fill(&mut nonce)?;
+    Ok(crate::signature::hex(&nonce))
+}
+
 /// [`login_link`] with the secret at hand: a fresh nonce each call.
 pub fn mint_login_link(
     secret: &Secret,
@@ -213,15 +265,8 @@ pub fn mint_login_link(
     run: &str,
     ttl: std::time::Duration,
 ) -> Result<String, getrandom::Error> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let expires = i64::try_from(now.saturating_add(ttl.as_secs())).unwrap_or(i64::MAX);
-    let mut nonce = [0u8; 16];
-    getrandom::fill(&mut nonce)?;
-    let nonce = crate::signature::hex(&nonce);
-    let token = crate::page::login_token(secret, by, run, expires, &nonce);
+    let nonce = fresh_nonce()?;
+    let token = crate::page::login_token(secret, by, run, expiry(ttl), &nonce);
     Ok(format!(
         "{}/ui/login?token={token}",
         base.trim_end_matches('/')

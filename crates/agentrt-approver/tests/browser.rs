@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use agentrt::{ApprovalStatus, Limits, Store};
 use agentrt_approver::StoreApprover;
-use agentrt_approver::page::{PageConfig, login_token, router};
+use agentrt_approver::page::{PageConfig, console_token, login_token, router};
 use agentrt_approver::signature::Secret;
 use webdriver::Browser;
 
@@ -31,10 +31,11 @@ impl World {
         let db = dir.path().join("runs.db");
         drop(Store::open(&db).unwrap());
         let approver = StoreApprover::open(&db, None).unwrap();
-        let app = router(PageConfig::new(
-            Arc::new(approver),
-            Secret::new(SECRET).unwrap(),
-        ));
+        let console = approver.store().clone();
+        let app = router(PageConfig {
+            console: Some(console),
+            ..PageConfig::new(Arc::new(approver), Secret::new(SECRET).unwrap())
+        });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
@@ -244,4 +245,61 @@ async fn a_person_edits_the_arguments_and_approves_the_edit() {
         (edited.decided_by.as_str(), edited.note.as_str()),
         ("alice", "docs, not main")
     );
+}
+
+/// The console in a browser: the runs, a run's timeline and the pending
+/// approvals across runs, a model's `<script>` shown as text on each (no
+/// script element, no script run); an approval decided from the pending
+/// page. Screenshots of each page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_lists_runs_shows_a_timeline_and_decides_a_pending_approval() {
+    let world = World::new().await;
+    let script =
+        r#"<script>document.title='pwned'</script><img src=x onerror="document.title='pwned'">"#;
+    let args = serde_json::json!({ "ref": script }).to_string();
+    let (first, _) = world.waiting("r1", &args).await;
+    let (second, _) = world.waiting("r2", r#"{"ref":"main"}"#).await;
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        + 600;
+    let token = console_token(&Secret::new(SECRET).unwrap(), "carol", expires, "console-1");
+    let browser = Browser::start().await;
+    browser
+        .goto(&format!("{}/ui/login?token={token}", world.base))
+        .await;
+    assert_eq!(browser.title().await, "Runs");
+    assert_eq!(browser.count("#runs tr").await, 3, "a header and two runs");
+    browser.screenshot("console-runs").await;
+
+    browser
+        .click(&browser.find("a[href='/ui/console/runs/r1']").await)
+        .await;
+    let text = browser.wait_for(&format!("#text-{first}")).await;
+    assert!(
+        browser
+            .text(&text)
+            .await
+            .contains("<script>document.title='pwned'</script>")
+    );
+    assert_eq!(browser.title().await, "Run r1", "no script ran");
+    assert_eq!(browser.count("script").await, 0);
+    assert_eq!(browser.count("img").await, 0);
+    browser.screenshot("console-timeline").await;
+
+    browser.click(&browser.find("#nav-pending").await).await;
+    browser.wait_for(&format!("#approval-{second}")).await;
+    assert_eq!(browser.title().await, "Waiting for a decision");
+    assert_eq!(browser.count("section.approval").await, 2);
+    browser.screenshot("console-pending").await;
+    browser
+        .click(&browser.find(&format!("#approve-{second}")).await)
+        .await;
+    let message = browser.wait_for("#message").await;
+    assert!(browser.text(&message).await.contains("was approved"));
+    browser.quit().await;
+    let decided = world.approval("r2");
+    assert_eq!(decided.status, ApprovalStatus::Approved);
+    assert_eq!(decided.decided_by, "carol");
 }

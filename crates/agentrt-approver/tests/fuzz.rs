@@ -8,7 +8,7 @@
 //! paths, and asserts no panic plus what must hold.
 
 use agentrt_approver::page::{
-    Link, LinkRefusal, MAX_TOKEN_BYTES, SecureCookie, form_fields, login_token, session_id,
+    Link, LinkRefusal, MAX_TOKEN_BYTES, Scope, SecureCookie, form_fields, login_token, session_id,
 };
 use agentrt_approver::signature::{SIGNATURE_HEADER, Secret, SignedHeaders, Verifier, sign};
 use agentrt_approver::webhook::request::{
@@ -413,11 +413,14 @@ proptest! {
             prop_assert_eq!(read, Err(LinkRefusal::Expired));
         } else {
             let link = read.map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let Scope::Run(link_run) = link.scope.clone() else {
+                return Err(TestCaseError::fail("a run's link read as a console link"));
+            };
             prop_assert_eq!(
-                login_token(&secret(), &link.by, &link.run_id, link.expires, &link.nonce),
+                login_token(&secret(), &link.by, &link_run, link.expires, &link.nonce),
                 token.clone()
             );
-            prop_assert_eq!((link.by, link.run_id, link.expires, link.nonce), (by, run, expires, nonce));
+            prop_assert_eq!((link.by, link_run, link.expires, link.nonce), (by, run, expires, nonce));
         }
         let changed = mutated(&token, at, kind, byte);
         if changed != token {

@@ -28,7 +28,15 @@ pub(crate) const STYLE: &str = "body{font-family:sans-serif;max-width:60rem;marg
 pre{background:#f4f4f4;padding:1rem;overflow-x:auto;white-space:pre-wrap}\
 .hash{word-break:break-all}.message{padding:.5rem 1rem;border:1px solid #888}\
 form{display:inline-block;margin-right:1rem}\
+table{border-collapse:collapse;width:100%;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top;word-break:break-word}\
+nav{margin-bottom:1rem}form.filter{display:block}\
 form.edit{display:block;margin-top:1rem}form.edit textarea{display:block;width:100%;font-family:monospace}";
+
+/// A whole page: `title` (escaped) and `body` (markup, escaped by its
+/// maker).
+pub(crate) fn page_of(title: &str, body: &str) -> String {
+    page(title, body)
+}
 
 fn page(title: &str, body: &str) -> String {
     format!(
@@ -102,6 +110,32 @@ fn edit_form(run: &str, shown: &Pending, csrf: &str) -> String {
     )
 }
 
+/// One pending approval as the CLI shows it, with its full hash, its two
+/// decision forms and (but for an interrupted call) its edit form.
+pub(crate) fn approval_section(run: &str, shown: &Pending, csrf: &str) -> String {
+    let mut body = String::new();
+    let id = escape(&shown.approval.id);
+    let _ = writeln!(body, "<section class=\"approval\" id=\"approval-{id}\">");
+    let _ = writeln!(body, "<h2>Approval <code>{id}</code></h2>");
+    let _ = writeln!(
+        body,
+        "<p>hash <code class=\"hash\" id=\"hash-{id}\">{}</code></p>",
+        escape(&shown.approval.hash)
+    );
+    let _ = writeln!(
+        body,
+        "<pre id=\"text-{id}\">{}</pre>",
+        escape(&super::super::webhook::approval_text(shown))
+    );
+    body.push_str(&form(run, shown, csrf, "approve", "Approve"));
+    body.push_str(&form(run, shown, csrf, "reject", "Reject"));
+    if shown.approval.kind != agentrt::model::INTERRUPTED_SIDE_EFFECT {
+        body.push_str(&edit_form(run, shown, csrf));
+    }
+    body.push_str("</section>\n");
+    body
+}
+
 /// The run's page: who is signed in, a message, and each pending approval
 /// as the CLI shows it, with its full hash and its two forms.
 pub(crate) fn run_page(
@@ -125,25 +159,7 @@ pub(crate) fn run_page(
         body.push_str("<p id=\"none\">No approval is waiting.</p>\n");
     }
     for shown in pending {
-        let id = escape(&shown.approval.id);
-        let _ = writeln!(body, "<section class=\"approval\" id=\"approval-{id}\">");
-        let _ = writeln!(body, "<h2>Approval <code>{id}</code></h2>");
-        let _ = writeln!(
-            body,
-            "<p>hash <code class=\"hash\" id=\"hash-{id}\">{}</code></p>",
-            escape(&shown.approval.hash)
-        );
-        let _ = writeln!(
-            body,
-            "<pre id=\"text-{id}\">{}</pre>",
-            escape(&super::super::webhook::approval_text(shown))
-        );
-        body.push_str(&form(run, shown, csrf, "approve", "Approve"));
-        body.push_str(&form(run, shown, csrf, "reject", "Reject"));
-        if shown.approval.kind != agentrt::model::INTERRUPTED_SIDE_EFFECT {
-            body.push_str(&edit_form(run, shown, csrf));
-        }
-        body.push_str("</section>\n");
+        body.push_str(&approval_section(run, shown, csrf));
     }
     page(&format!("Approvals of run {run}"), &body)
 }

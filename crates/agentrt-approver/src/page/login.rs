@@ -29,6 +29,17 @@ use crate::signature::{Secret, constant_time_eq, hex};
 /// nor a link of the first format.
 const DOMAIN: &str = "agentrt-approver login v2";
 
+/// What a console link's MAC covers before its fields: never a run's link.
+const CONSOLE_DOMAIN: &str = "agentrt-approver console v1";
+
+/// What a console link's token starts with.
+const CONSOLE_PREFIX: &str = "console.";
+
+/// The longest a console link may last, in seconds: a console link's
+/// one use is remembered by the server that took it, not by the database
+/// (it opens no run), so a link that outlives a restart must not live long.
+pub const CONSOLE_LINK_SECONDS: i64 = 3600;
+
 /// How long a session lasts, in seconds.
 pub(crate) const SESSION_SECONDS: i64 = 8 * 3600;
 
@@ -56,14 +67,39 @@ pub fn login_token(secret: &Secret, by: &str, run: &str, expires: i64, nonce: &s
     format!("{expires}.{by_hex}.{run_hex}.{nonce}.{tag}")
 }
 
+/// The token of a console link: it signs `by` in to the console (every
+/// run, read; every pending approval, decided as on a run's page) until
+/// `expires`, at most [`CONSOLE_LINK_SECONDS`] after it is used.
+pub fn console_token(secret: &Secret, by: &str, expires: i64, nonce: &str) -> String {
+    let by_hex = hex(by.as_bytes());
+    let tag = console_mac(secret, expires, &by_hex, nonce);
+    format!("{CONSOLE_PREFIX}{expires}.{by_hex}.{nonce}.{tag}")
+}
+
+fn console_mac(secret: &Secret, expires: i64, by_hex: &str, nonce: &str) -> String {
+    let mut mac = secret.mac();
+    mac.update(format!("{CONSOLE_DOMAIN}\n{expires}\n{by_hex}\n{nonce}").as_bytes());
+    hex(&mac.finalize().into_bytes())
+}
+
+/// What a link opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// One run's page: the only run its session may see and decide.
+    Run(String),
+    /// The console: every run's record, and every pending approval.
+    Console,
+}
+
 /// A login link whose token holds: its MAC is the secret's and its time
-/// has not passed. Whether it was used is the database's to say.
+/// has not passed. Whether it was used is the database's to say (the
+/// server's, for a console link).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
     /// Who it signs in.
     pub by: String,
-    /// The run it opens, the only one its session may decide.
-    pub run_id: String,
+    /// What it opens.
+    pub scope: Scope,
     /// When it stops working, Unix seconds.
     pub expires: i64,
     /// Its nonce.
@@ -82,6 +118,10 @@ pub enum LinkRefusal {
     /// Its time has passed.
     #[error("expired")]
     Expired,
+    /// A console link that would last longer than
+    /// [`CONSOLE_LINK_SECONDS`] from now.
+    #[error("a console link may last an hour at most")]
+    TooLong,
 }
 
 impl Link {
@@ -91,6 +131,9 @@ impl Link {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(LinkRefusal::Malformed);
         }
+        if let Some(console) = token.strip_prefix(CONSOLE_PREFIX) {
+            return Link::read_console(secret, console, now);
+        }
         let parts: Vec<&str> = token.split('.').collect();
         let [expires_text, by_hex, run_hex, nonce, tag] = parts.as_slice() else {
             return Err(LinkRefusal::Malformed);
@@ -98,11 +141,7 @@ impl Link {
         let expires = decimal(expires_text).ok_or(LinkRefusal::Malformed)?;
         let by = unhex(by_hex).ok_or(LinkRefusal::Malformed)?;
         let run_id = unhex(run_hex).ok_or(LinkRefusal::Malformed)?;
-        let nonce_ok = (1..=MAX_NONCE).contains(&nonce.len())
-            && nonce
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        if !nonce_ok {
+        if !nonce_ok(nonce) {
             return Err(LinkRefusal::Malformed);
         }
         let expected = mac(secret, expires, by_hex, run_hex, nonce);
@@ -114,11 +153,49 @@ impl Link {
         }
         Ok(Link {
             by,
-            run_id,
+            scope: Scope::Run(run_id),
             expires,
             nonce: (*nonce).to_owned(),
         })
     }
+
+    /// A console token after its prefix: its shape, its MAC, its time, and
+    /// how long it has left.
+    fn read_console(secret: &Secret, token: &str, now: i64) -> Result<Link, LinkRefusal> {
+        let parts: Vec<&str> = token.split('.').collect();
+        let [expires_text, by_hex, nonce, tag] = parts.as_slice() else {
+            return Err(LinkRefusal::Malformed);
+        };
+        let expires = decimal(expires_text).ok_or(LinkRefusal::Malformed)?;
+        let by = unhex(by_hex).ok_or(LinkRefusal::Malformed)?;
+        if !nonce_ok(nonce) {
+            return Err(LinkRefusal::Malformed);
+        }
+        let expected = console_mac(secret, expires, by_hex, nonce);
+        if !constant_time_eq(expected.as_bytes(), tag.as_bytes()) {
+            return Err(LinkRefusal::Forged);
+        }
+        if now >= expires {
+            return Err(LinkRefusal::Expired);
+        }
+        if expires - now > CONSOLE_LINK_SECONDS {
+            return Err(LinkRefusal::TooLong);
+        }
+        Ok(Link {
+            by,
+            scope: Scope::Console,
+            expires,
+            nonce: (*nonce).to_owned(),
+        })
+    }
+}
+
+/// 1 to 64 ASCII letters, digits, `-` or `_`.
+fn nonce_ok(nonce: &str) -> bool {
+    (1..=MAX_NONCE).contains(&nonce.len())
+        && nonce
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Decimal digits only (no sign, no space, no leading zero), as an
@@ -193,19 +270,20 @@ pub fn session_id(headers: &HeaderMap) -> Option<&str> {
         .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))
 }
 
-/// A signed-in person, for one run.
+/// A signed-in person, for one run or the console.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Session {
     pub(crate) by: String,
-    pub(crate) run_id: String,
+    pub(crate) scope: Scope,
     pub(crate) csrf: String,
     pub(crate) expires: i64,
 }
 
-/// The sessions open.
+/// The sessions open, and the console links taken (until they expire).
 #[derive(Debug, Default)]
 pub(crate) struct Sessions {
     open: HashMap<String, Session>,
+    console_nonces: HashMap<String, i64>,
 }
 
 impl Sessions {
@@ -218,11 +296,22 @@ impl Sessions {
             id,
             Session {
                 by: link.by,
-                run_id: link.run_id,
+                scope: link.scope,
                 csrf,
                 expires,
             },
         );
+    }
+
+    /// Takes a console link's nonce once: `false` when this server took it
+    /// before (kept until the link expires).
+    pub(crate) fn take_console(&mut self, link: &Link, now: i64) -> bool {
+        self.console_nonces.retain(|_, expires| *expires > now);
+        if self.console_nonces.contains_key(&link.nonce) {
+            return false;
+        }
+        self.console_nonces.insert(link.nonce.clone(), link.expires);
+        true
     }
 
     /// The session `id` names at `now`, if open.
@@ -251,7 +340,7 @@ mod tests {
             Link::read(&secret(), &token, 999),
             Ok(Link {
                 by: "alice".into(),
-                run_id: "r1".into(),
+                scope: Scope::Run("r1".into()),
                 expires: 1000,
                 nonce: "n1".into(),
             })
@@ -312,9 +401,39 @@ mod tests {
         .unwrap();
         sessions.open("s1".into(), link, "c1".into(), 100);
         let open = sessions.session("s1", 101).unwrap();
-        assert_eq!((open.by.as_str(), open.run_id.as_str()), ("alice", "r1"));
+        assert_eq!(open.by, "alice");
+        assert_eq!(open.scope, Scope::Run("r1".into()));
         assert_eq!(sessions.session("s1", 100 + SESSION_SECONDS), None);
         assert_eq!(sessions.session("nope", 101), None);
+    }
+
+    #[test]
+    fn a_console_link_is_its_own_format_lasts_an_hour_at_most_and_is_taken_once() {
+        let token = console_token(&secret(), "alice", 1000, "c1");
+        let link = Link::read(&secret(), &token, 999).unwrap();
+        assert_eq!((link.by.as_str(), &link.scope), ("alice", &Scope::Console));
+        assert_eq!(
+            Link::read(&secret(), &token, 1000),
+            Err(LinkRefusal::Expired)
+        );
+        let long = console_token(&secret(), "alice", 1000 + CONSOLE_LINK_SECONDS + 1, "c2");
+        assert_eq!(
+            Link::read(&secret(), &long, 1000),
+            Err(LinkRefusal::TooLong)
+        );
+        // A run's link cannot be turned into a console link, nor back.
+        let run = login_token(&secret(), "alice", "r1", 1000, "n1");
+        assert!(Link::read(&secret(), &format!("console.{run}"), 10).is_err());
+        let without = token.trim_start_matches("console.");
+        assert!(Link::read(&secret(), without, 10).is_err());
+        let other_person = token.replacen(&hex(b"alice"), &hex(b"mallory"), 1);
+        assert_eq!(
+            Link::read(&secret(), &other_person, 10),
+            Err(LinkRefusal::Forged)
+        );
+        let mut sessions = Sessions::default();
+        assert!(sessions.take_console(&link, 10));
+        assert!(!sessions.take_console(&link, 20), "once");
     }
 
     #[test]

@@ -20,6 +20,8 @@
 //! inline style, no frame and forms only to this origin; what the model
 //! chose is escaped text. The approver's calls run on the blocking pool.
 
+mod console;
+mod console_html;
 mod form;
 mod html;
 mod login;
@@ -35,7 +37,10 @@ use axum::response::Response;
 use axum::routing::{get, post};
 
 pub use form::form_fields;
-pub use login::{Link, LinkRefusal, MAX_TOKEN_BYTES, SecureCookie, login_token, session_id};
+pub use login::{
+    CONSOLE_LINK_SECONDS, Link, LinkRefusal, MAX_TOKEN_BYTES, Scope, SecureCookie, console_token,
+    login_token, session_id,
+};
 
 use crate::signature::{Secret, constant_time_eq, hex};
 use crate::{Approver, ApproverError, Decision, SignIn};
@@ -57,6 +62,9 @@ pub struct PageConfig {
     pub clock: Clock,
     /// When the session cookie is `Secure` (default: never).
     pub secure_cookie: SecureCookie,
+    /// The store the console reads (every run's record); `None`: no
+    /// console, and console links are refused.
+    pub console: Option<agentrt::Store>,
 }
 
 impl PageConfig {
@@ -68,6 +76,7 @@ impl PageConfig {
             secret,
             clock: agentrt::system_clock(),
             secure_cookie: SecureCookie::Never,
+            console: None,
         }
     }
 }
@@ -110,6 +119,10 @@ pub fn router(config: PageConfig) -> Router {
         .route("/ui/style.css", get(style))
         .route("/ui/runs/{run}", get(run_page))
         .route("/ui/runs/{run}/approvals/{id}/{verb}", post(decide))
+        .route("/ui/console", get(console::runs))
+        .route("/ui/console/pending", get(console::pending))
+        .route("/ui/console/runs/{run}", get(console::run))
+        .route("/ui/console/runs/{run}/chain", get(console::chain))
         .with_state(state)
 }
 
@@ -199,29 +212,31 @@ async fn login(
             return not_signed_in("This link is not valid.");
         }
         Err(LinkRefusal::Expired) => return not_signed_in("This link has expired."),
-    };
-    let sign_in = SignIn {
-        run_id: link.run_id.clone(),
-        by: link.by.clone(),
-        nonce: link.nonce.clone(),
-    };
-    let approver = Arc::clone(&state.config.approver);
-    let taken = tokio::task::spawn_blocking(move || approver.sign_in(&sign_in)).await;
-    match taken {
-        Ok(Ok(())) => {}
-        Ok(Err(ApproverError::LinkUsed)) => {
-            return not_signed_in("This link was used already: each link signs in once.");
+        Err(LinkRefusal::TooLong) => {
+            return not_signed_in("A console link may last an hour at most; this one is longer.");
         }
-        Ok(Err(e)) if e.is_not_found() => {
-            return notice(
-                StatusCode::NOT_FOUND,
-                "No such run",
-                &format!("There is no run {}.", link.run_id),
-            );
+    };
+    let target = match &link.scope {
+        Scope::Run(run) => {
+            if let Err(refused) = take_run_link(&state, &link, run).await {
+                return refused;
+            }
+            format!("/ui/runs/{}", percent(run))
         }
-        Ok(Err(e)) => return internal("page: signing in", &e),
-        Err(e) => return internal("page: signing in", &e),
-    }
+        Scope::Console => {
+            if state.config.console.is_none() {
+                return notice(
+                    StatusCode::NOT_FOUND,
+                    "No console",
+                    "This server has no console.",
+                );
+            }
+            if !state.sessions().take_console(&link, now) {
+                return not_signed_in("This link was used already: each link signs in once.");
+            }
+            "/ui/console".to_owned()
+        }
+    };
     let (Some(id), Some(csrf)) = (random_hex(), random_hex()) else {
         return notice(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -229,7 +244,6 @@ async fn login(
             "No randomness.",
         );
     };
-    let target = format!("/ui/runs/{}", percent(&link.run_id));
     state.sessions().open(id.clone(), link, csrf, now);
     let mut response = see_other(&target);
     let secure = if state.config.secure_cookie.applies(&headers) {
@@ -244,6 +258,31 @@ async fn login(
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
+}
+
+/// Takes a run's link in the database (once, ever): the refusal to answer
+/// when it was used, its run does not exist, or the store failed.
+async fn take_run_link(state: &PageState, link: &Link, run: &str) -> Result<(), Response> {
+    let sign_in = SignIn {
+        run_id: run.to_owned(),
+        by: link.by.clone(),
+        nonce: link.nonce.clone(),
+    };
+    let approver = Arc::clone(&state.config.approver);
+    let taken = tokio::task::spawn_blocking(move || approver.sign_in(&sign_in)).await;
+    match taken {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(ApproverError::LinkUsed)) => Err(not_signed_in(
+            "This link was used already: each link signs in once.",
+        )),
+        Ok(Err(e)) if e.is_not_found() => Err(notice(
+            StatusCode::NOT_FOUND,
+            "No such run",
+            &format!("There is no run {run}."),
+        )),
+        Ok(Err(e)) => Err(internal("page: signing in", &e)),
+        Err(e) => Err(internal("page: signing in", &e)),
+    }
 }
 
 /// The session the request's cookie names.
@@ -284,19 +323,24 @@ impl NotYours {
     }
 }
 
-/// The session of `headers` if it is `run`'s.
+/// The session of `headers` if it may see `run`: the run's own, or the
+/// console's.
 fn session_for(state: &PageState, headers: &HeaderMap, run: &str) -> Result<Session, NotYours> {
     let session = session(state, headers).ok_or(NotYours::SignedOut)?;
-    if session.run_id != run {
-        return Err(NotYours::OtherRun(session.run_id));
+    match &session.scope {
+        Scope::Console => Ok(session),
+        Scope::Run(theirs) if theirs == run => Ok(session),
+        Scope::Run(theirs) => Err(NotYours::OtherRun(theirs.clone())),
     }
-    Ok(session)
 }
 
 /// Signed in without a run named: to the session's run.
 async fn index(State(state): State<Arc<PageState>>, headers: HeaderMap) -> Response {
     match session(&state, &headers) {
-        Some(session) => see_other(&format!("/ui/runs/{}", percent(&session.run_id))),
+        Some(session) => match &session.scope {
+            Scope::Run(run) => see_other(&format!("/ui/runs/{}", percent(run))),
+            Scope::Console => see_other("/ui/console"),
+        },
         None => signed_out(),
     }
 }
