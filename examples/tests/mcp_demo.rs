@@ -20,6 +20,10 @@ mod demo;
 #[path = "../shared/fake_openai.rs"]
 mod fake_openai;
 
+#[path = "support/agentrt_cli.rs"]
+mod agentrt_cli;
+
+use agentrt_cli::cli;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -41,23 +45,6 @@ fn entry_point() -> PathBuf {
         "AGENTRT_MCP_FILESYSTEM_SERVER names the server's dist/index.js: run `cargo xtask test`",
     );
     PathBuf::from(path)
-}
-
-/// The `agentrt` binary: `AGENTRT_CLI`, else the one cargo built beside
-/// this test (`target/<profile>/agentrt`).
-fn cli() -> PathBuf {
-    if let Some(path) = std::env::var_os("AGENTRT_CLI") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let profile = exe.parent().and_then(Path::parent).unwrap();
-    let path = profile.join(format!("agentrt{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.is_file(),
-        "{} is missing: cargo build -p agentrt-cli (or set AGENTRT_CLI)",
-        path.display()
-    );
-    path
 }
 
 /// Runs `agentrt --db DB args…`; its stdout, or a panic with its stderr.

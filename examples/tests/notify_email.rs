@@ -114,6 +114,51 @@ fn private_ca(dir: &Path) {
 }
 
 /// A loopback port nothing listens on (yet).
+/// The approval page, served from this process on loopback over `db`,
+/// its secret in a private file in `dir`.
+struct Page {
+    secret_file: PathBuf,
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    served: tokio::task::JoinHandle<Result<(), agentrt_approver::serve::ServeError>>,
+}
+
+impl Page {
+    async fn serve(db: &Path, dir: &Path) -> Page {
+        let secret_file = dir.join("page.secret");
+        private(&secret_file, PAGE_SECRET);
+        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let options = ServeOptions {
+            db: db.to_owned(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            secret_file: secret_file.clone(),
+            allow_remote: false,
+            secure_cookie: SecureCookie::Never,
+            notify: None,
+        };
+        let served = tokio::spawn(async move {
+            serve(&options, |addr| addr_tx.send(addr).unwrap(), async move {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        let base = format!("http://{}", addr_rx.await.unwrap());
+        Page {
+            secret_file,
+            base,
+            stop,
+            served,
+        }
+    }
+
+    /// Stops the server and waits for it to end cleanly.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.served.await.unwrap().unwrap();
+    }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -218,29 +263,8 @@ async fn the_demo_s_approval_is_mailed_and_its_link_approves_in_a_browser_and_th
     let approval_id = first.approval.clone().unwrap();
 
     // The approval page, served from this process on loopback.
-    let secret_file = dir.path().join("page.secret");
-    private(&secret_file, PAGE_SECRET);
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let (stop_page, page_stopped) = tokio::sync::oneshot::channel::<()>();
-    let serve_options = ServeOptions {
-        db: db.clone(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        secret_file: secret_file.clone(),
-        allow_remote: false,
-        secure_cookie: SecureCookie::Never,
-        notify: None,
-    };
-    let page = tokio::spawn(async move {
-        serve(
-            &serve_options,
-            |addr| addr_tx.send(addr).unwrap(),
-            async move {
-                let _ = page_stopped.await;
-            },
-        )
-        .await
-    });
-    let base = format!("http://{}", addr_rx.await.unwrap());
+    let page = Page::serve(&db, dir.path()).await;
+    let (secret_file, base) = (page.secret_file.clone(), page.base.clone());
 
     // notify, e-mailing alice through an SMTP server that is not up yet.
     let smtp_port = free_port();
@@ -351,8 +375,7 @@ async fn the_demo_s_approval_is_mailed_and_its_link_approves_in_a_browser_and_th
         .filter(|e| e.event_type == EventType::StepToolStarted && e.payload.contains(&approval_id))
         .count();
     assert_eq!(started, 1, "the approved call ran once");
-    let _ = stop_page.send(());
-    page.await.unwrap().unwrap();
+    page.stop().await;
 }
 
 /// Edit, then approve, on the page in headless Chromium: the demo's
@@ -372,29 +395,8 @@ async fn the_demo_s_pull_request_edited_on_the_page_in_a_browser_is_the_one_open
     let first = demo::run(&options, &mut Vec::new(), quiet()).await.unwrap();
     let (run, approval_id) = (first.run.id.clone(), first.approval.clone().unwrap());
 
-    let secret_file = dir.path().join("page.secret");
-    private(&secret_file, PAGE_SECRET);
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let (stop_page, page_stopped) = tokio::sync::oneshot::channel::<()>();
-    let serve_options = ServeOptions {
-        db: db.clone(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        secret_file: secret_file.clone(),
-        allow_remote: false,
-        secure_cookie: SecureCookie::Never,
-        notify: None,
-    };
-    let page = tokio::spawn(async move {
-        serve(
-            &serve_options,
-            |addr| addr_tx.send(addr).unwrap(),
-            async move {
-                let _ = page_stopped.await;
-            },
-        )
-        .await
-    });
-    let base = format!("http://{}", addr_rx.await.unwrap());
+    let page = Page::serve(&db, dir.path()).await;
+    let (secret_file, base) = (page.secret_file.clone(), page.base.clone());
     let link = agentrt_approver::serve::mint_login_link(
         &read_secret(&secret_file).unwrap(),
         &base,
@@ -474,8 +476,7 @@ async fn the_demo_s_pull_request_edited_on_the_page_in_a_browser_is_the_one_open
         .unwrap();
     let edit = step.observation.unwrap().operator_edit.unwrap();
     assert_eq!(edit.by, OPERATOR, "the page records who signed in");
-    let _ = stop_page.send(());
-    page.await.unwrap().unwrap();
+    page.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

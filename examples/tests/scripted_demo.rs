@@ -5,6 +5,10 @@
 #[allow(dead_code)]
 mod demo;
 
+#[path = "support/agentrt_cli.rs"]
+mod agentrt_cli;
+
+use agentrt_cli::cli;
 use std::sync::Arc;
 
 use agentrt::{
@@ -96,21 +100,37 @@ async fn the_demo_pauses_prints_the_approve_command_and_resumes_to_completion() 
     assert!(started[1].payload.contains(&approval));
 }
 
-/// The `agentrt` binary: `AGENTRT_CLI`, else the one cargo built beside
-/// this test (`target/<profile>/agentrt`).
-fn cli() -> std::path::PathBuf {
-    if let Some(path) = std::env::var_os("AGENTRT_CLI") {
-        return std::path::PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let profile = exe.parent().and_then(std::path::Path::parent).unwrap();
-    let path = profile.join(format!("agentrt{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.is_file(),
-        "{} is missing: cargo build -p agentrt-cli (or set AGENTRT_CLI)",
-        path.display()
-    );
-    path
+/// Runs the demo on `db` until it pauses on its pull request: the run and
+/// the approval it waits for.
+async fn paused_demo(db: &std::path::Path) -> (String, String) {
+    let options = demo::Options {
+        db: db.to_owned(),
+        resume: None,
+    };
+    let quiet = Arc::new(|_: &agentrt::Event| {});
+    let first = demo::run(&options, &mut Vec::new(), quiet).await.unwrap();
+    (first.run.id, first.approval.unwrap())
+}
+
+/// Resumes the demo's run `run` on `db`: the run's status after.
+async fn resumed_demo(db: &std::path::Path, run: &str) -> RunStatus {
+    let options = demo::Options {
+        db: db.to_owned(),
+        resume: Some(run.to_owned()),
+    };
+    let quiet = Arc::new(|_: &agentrt::Event| {});
+    let resumed = demo::run(&options, &mut Vec::new(), quiet).await.unwrap();
+    resumed.run.status
+}
+
+/// What the pull request's step observed.
+fn pr_open_observation(store: &Store, run: &str) -> agentrt::model::Observation {
+    let steps = store.list_steps(run).unwrap();
+    let step = steps
+        .into_iter()
+        .find(|s| s.decision.as_ref().is_some_and(|d| d.tool == "pr_open"))
+        .unwrap();
+    step.observation.unwrap()
 }
 
 /// Runs `agentrt --db DB args…` with `stdin`: exit code, stdout, stderr.
@@ -149,13 +169,7 @@ fn agentrt(db: &std::path::Path, args: &[&str], stdin: &str) -> (i32, String, St
 async fn the_demo_s_pull_request_edited_with_the_cli_is_the_one_opened() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("demo.db");
-    let options = demo::Options {
-        db: db.clone(),
-        resume: None,
-    };
-    let quiet = || Arc::new(|_: &agentrt::Event| {});
-    let first = demo::run(&options, &mut Vec::new(), quiet()).await.unwrap();
-    let (run, approval) = (first.run.id.clone(), first.approval.clone().unwrap());
+    let (run, approval) = paused_demo(&db).await;
 
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"title":7,"branch":"docs/readme-typo"}"#).unwrap();
@@ -190,12 +204,7 @@ async fn the_demo_s_pull_request_edited_with_the_cli_is_the_one_opened() {
         "{stdout}"
     );
 
-    let options = demo::Options {
-        db: db.clone(),
-        resume: Some(run.clone()),
-    };
-    let second = demo::run(&options, &mut Vec::new(), quiet()).await.unwrap();
-    assert_eq!(second.run.status, RunStatus::Completed);
+    assert_eq!(resumed_demo(&db, &run).await, RunStatus::Completed);
     let events = store.list_events(&run).unwrap();
     let opened: Vec<serde_json::Value> = events
         .iter()
@@ -204,13 +213,7 @@ async fn the_demo_s_pull_request_edited_with_the_cli_is_the_one_opened() {
         .filter(|p: &serde_json::Value| p["tool"] == "pr_open")
         .collect();
     assert_eq!(opened.len(), 1, "the pull request is opened once");
-    let step = store
-        .list_steps(&run)
-        .unwrap()
-        .into_iter()
-        .find(|s| s.decision.as_ref().is_some_and(|d| d.tool == "pr_open"))
-        .unwrap();
-    let observation = step.observation.unwrap();
+    let observation = pr_open_observation(&store, &run);
     let content = observation.content.unwrap().to_value();
     assert_eq!(content["branch"], "docs/readme-typo");
     let edit = observation.operator_edit.unwrap();
@@ -237,13 +240,7 @@ async fn the_demo_s_pull_request_edited_over_the_webhook_is_the_one_opened() {
 
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("demo.db");
-    let options = demo::Options {
-        db: db.clone(),
-        resume: None,
-    };
-    let quiet = || Arc::new(|_: &agentrt::Event| {});
-    let first = demo::run(&options, &mut Vec::new(), quiet()).await.unwrap();
-    let (run, approval) = (first.run.id.clone(), first.approval.clone().unwrap());
+    let (run, approval) = paused_demo(&db).await;
     let store = Store::open_existing(&db, false).unwrap();
     let hash = store.get_approval(&run, &approval).unwrap().hash;
 
@@ -293,19 +290,8 @@ async fn the_demo_s_pull_request_edited_over_the_webhook_is_the_one_opened() {
     let answer: serde_json::Value = edited.json().await.unwrap();
     assert_eq!(answer["edited"], approval.as_str());
 
-    let options = demo::Options {
-        db: db.clone(),
-        resume: Some(run.clone()),
-    };
-    let second = demo::run(&options, &mut Vec::new(), quiet()).await.unwrap();
-    assert_eq!(second.run.status, RunStatus::Completed);
-    let step = store
-        .list_steps(&run)
-        .unwrap()
-        .into_iter()
-        .find(|s| s.decision.as_ref().is_some_and(|d| d.tool == "pr_open"))
-        .unwrap();
-    let observation = step.observation.unwrap();
+    assert_eq!(resumed_demo(&db, &run).await, RunStatus::Completed);
+    let observation = pr_open_observation(&store, &run);
     assert_eq!(
         observation.content.unwrap().to_value()["branch"],
         "docs/readme-typo"

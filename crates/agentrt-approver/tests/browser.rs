@@ -36,9 +36,7 @@ impl World {
             console: Some(console),
             ..PageConfig::new(Arc::new(approver), Secret::new(SECRET).unwrap())
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let base = support::serve_on_loopback(app).await;
         World {
             _dir: dir,
             db,

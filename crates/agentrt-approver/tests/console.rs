@@ -47,10 +47,7 @@ async fn serve(db: &std::path::Path, clock: &ManualClock, console: bool) -> Stri
         console: console.then_some(store),
         ..PageConfig::new(Arc::new(approver), Secret::new(SECRET).unwrap())
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    base
+    support::serve_on_loopback(app).await
 }
 
 impl World {

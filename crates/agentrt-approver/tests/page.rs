@@ -45,10 +45,7 @@ async fn serve(db: &std::path::Path, clock: &ManualClock, secure_cookie: SecureC
         secure_cookie,
         ..PageConfig::new(Arc::new(approver), Secret::new(SECRET).unwrap())
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    base
+    support::serve_on_loopback(app).await
 }
 
 impl World {
@@ -426,16 +423,9 @@ async fn the_cookie_is_secure_only_when_asked() {
     assert!(!cookie.contains("Secure"), "{cookie}");
 }
 
-/// `text` percent-encoded for a form value.
+/// `text` as a form value (`application/x-www-form-urlencoded`).
 fn form_value(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            b => format!("%{b:02X}"),
-        })
-        .collect()
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 #[tokio::test]

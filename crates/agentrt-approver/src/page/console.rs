@@ -27,6 +27,7 @@ use axum::response::Response;
 use super::console_html::{self, RunsAsked, Timeline};
 use super::login::{Scope, Session};
 use super::{PageState, form_fields, html, internal, notice, session, signed_out};
+use crate::ApproverError;
 
 /// Runs a page of the console shows.
 pub const RUNS_PER_PAGE: u64 = 50;
@@ -73,11 +74,11 @@ fn console_session(
 /// that does not exist or a store that failed.
 async fn read<T: Send + 'static>(
     place: &str,
-    read: impl FnOnce() -> agentrt::Result<T> + Send + 'static,
+    read: impl FnOnce() -> Result<T, ApproverError> + Send + 'static,
 ) -> Result<T, Response> {
     match tokio::task::spawn_blocking(read).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(agentrt::Error::NotFound { what, id })) => Err(notice(
+        Ok(Err(ApproverError::Core(agentrt::Error::NotFound { what, id }))) => Err(notice(
             StatusCode::NOT_FOUND,
             "Not found",
             &format!("There is no {what} {id}."),
@@ -154,7 +155,7 @@ pub(super) async fn runs(
     filter.status = asked.status;
     let offset = asked.page.saturating_mul(RUNS_PER_PAGE);
     let page = match read("console: listing runs", move || {
-        store.runs_page_capped_filtered(RUNS_PER_PAGE, offset, &filter)
+        Ok(store.runs_page_capped_filtered(RUNS_PER_PAGE, offset, &filter)?)
     })
     .await
     {
@@ -192,26 +193,19 @@ pub(super) async fn run(
             }
         }
     }
-    let id = run.clone();
+    let (id, approver) = (run.clone(), Arc::clone(&state.config.approver));
     let record = read("console: reading a run", move || {
         let run = store.get_run_capped(&id)?;
         let steps = store.steps_page_capped(&id, STEPS_SHOWN, 0)?;
         let events = store.events_page_capped(&id, EVENTS_PER_PAGE, from)?;
-        Ok((run, steps, events))
+        let pending = approver.pending(&id, PENDING_PER_RUN)?;
+        Ok((run, steps, events, pending))
     })
     .await;
-    let (run_row, steps, events) = match record {
+    let (run_row, steps, events, pending) = match record {
         Ok(record) => record,
         Err(refused) => return refused,
     };
-    let approver = Arc::clone(&state.config.approver);
-    let id = run.clone();
-    let pending =
-        match tokio::task::spawn_blocking(move || approver.pending(&id, PENDING_PER_RUN)).await {
-            Ok(Ok(pending)) => pending,
-            Ok(Err(e)) => return internal("console: reading a run's approvals", &e),
-            Err(e) => return internal("console: reading a run's approvals", &e),
-        };
     let timeline = Timeline {
         run: &run_row,
         steps: &steps,
@@ -232,31 +226,24 @@ pub(super) async fn pending(State(state): State<Arc<PageState>>, headers: Header
         Ok(signed_in) => signed_in,
         Err(refused) => return *refused,
     };
-    let waiting = RunFilter::default().with_status(RunStatus::WaitingForApproval);
-    let runs = match read("console: listing waiting runs", move || {
-        store.runs_page_capped_filtered(PENDING_RUNS, 0, &waiting)
-    })
-    .await
-    {
-        Ok(runs) => runs,
-        Err(refused) => return refused,
-    };
     let approver = Arc::clone(&state.config.approver);
-    let total = runs.total;
-    let found = tokio::task::spawn_blocking(move || {
-        runs.items
+    let found = read("console: reading pending approvals", move || {
+        let waiting = RunFilter::default().with_status(RunStatus::WaitingForApproval);
+        let runs = store.runs_page_capped_filtered(PENDING_RUNS, 0, &waiting)?;
+        let with_pending = runs
+            .items
             .into_iter()
             .map(|run| {
                 let pending = approver.pending(&run.id, PENDING_PER_RUN)?;
                 Ok((run, pending))
             })
-            .collect::<Result<Vec<_>, crate::ApproverError>>()
+            .collect::<Result<Vec<_>, ApproverError>>()?;
+        Ok((with_pending, runs.total))
     })
     .await;
-    let waiting = match found {
-        Ok(Ok(waiting)) => waiting,
-        Ok(Err(e)) => return internal("console: reading pending approvals", &e),
-        Err(e) => return internal("console: reading pending approvals", &e),
+    let (waiting, total) = match found {
+        Ok(found) => found,
+        Err(refused) => return refused,
     };
     html(
         StatusCode::OK,

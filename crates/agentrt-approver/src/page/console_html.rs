@@ -138,7 +138,7 @@ pub(super) fn runs_page(by: &str, asked: &RunsAsked<'_>, runs: &Page<Run>) -> St
         );
     }
     body.push_str("</p>\n");
-    html::page_of("Runs", &body)
+    html::page("Runs", &body)
 }
 
 /// What a run's timeline shows.
@@ -272,7 +272,7 @@ pub(super) fn run_page(by: &str, t: &Timeline<'_>) -> String {
         body.push_str(&link("later", first + t.events_per_page, "later events"));
     }
     body.push_str("</p>\n");
-    html::page_of(&format!("Run {}", run.id), &body)
+    html::page(&format!("Run {}", run.id), &body)
 }
 
 /// Every run that waits for a decision (newest first, capped) with its
@@ -306,7 +306,7 @@ pub(super) fn pending_page(
         }
         body.push_str("</section>\n");
     }
-    html::page_of("Waiting for a decision", &body)
+    html::page("Waiting for a decision", &body)
 }
 
 /// A run's part of the chain: intact from its first event to its last, or
@@ -344,5 +344,5 @@ pub(super) fn chain_page(
             }
         },
     }
-    html::page_of(&format!("The chain for run {run}"), &body)
+    html::page(&format!("The chain for run {run}"), &body)
 }

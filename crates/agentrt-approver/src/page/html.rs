@@ -34,11 +34,7 @@ form.edit{display:block;margin-top:1rem}form.edit textarea{display:block;width:1
 
 /// A whole page: `title` (escaped) and `body` (markup, escaped by its
 /// maker).
-pub(crate) fn page_of(title: &str, body: &str) -> String {
-    page(title, body)
-}
-
-fn page(title: &str, body: &str) -> String {
+pub(crate) fn page(title: &str, body: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <title>{}</title><link rel=\"stylesheet\" href=\"/ui/style.css\"></head>\n<body>\n{body}</body></html>\n",

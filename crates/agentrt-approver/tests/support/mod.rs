@@ -15,6 +15,15 @@ use agentrt::{
     SideEffect, Store, Tool, ToolResult, ToolSpec, tool_fn,
 };
 
+/// Serves `app` on a free loopback port for the rest of the test: its
+/// base URL.
+pub async fn serve_on_loopback(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
 /// `push`, a remote mutation: the default policy asks before it runs.
 pub fn push_tool() -> Arc<dyn Tool> {
     Arc::new(tool_fn(

@@ -19,7 +19,7 @@ use crate::model::{
     OperatorEdit, Outcome, RunStatus, RunView, Step, StepStatus, TerminalReason, ToolRequest,
 };
 use crate::payload::{self, ViewCounts};
-use crate::store::{LeaseChange, RunChange, RunGuard, StepChange};
+use crate::store::{LeaseChange, RunChange, RunGuard, StepChange, StepGuard};
 
 /// Expires an approval or grant of the session's run and ends the session.
 pub(crate) async fn expire(
@@ -63,6 +63,23 @@ fn wake(gate: &GateInner, expires_at: Timestamp) -> (RunGuard<'_>, RunChange<'_>
             ..RunChange::default()
         },
     )
+}
+
+/// The guard of a write on a step that still awaits `granted_by` (when
+/// given) while its run still waits: a second program may have resumed or
+/// paused it again since this one read it.
+fn still_awaiting<'a>(run_id: &'a str, granted_by: Option<&'a str>) -> StepGuard<'a> {
+    StepGuard {
+        statuses: &[StepStatus::AwaitingApproval],
+        run: Some((
+            run_id,
+            RunGuard {
+                statuses: &[RunStatus::WaitingForApproval],
+                ..RunGuard::default()
+            },
+        )),
+        granted_by,
+    }
 }
 
 impl Session {
@@ -426,21 +443,9 @@ impl Session {
         });
         gate.write(move |tx| {
             let (gate, approval) = (g, inserted);
-            // The step must still await this grant: a second program may
-            // have paused it again since this one read it.
             let held = tx.update_step(
                 &step_id,
-                &crate::store::StepGuard {
-                    statuses: &[StepStatus::AwaitingApproval],
-                    run: Some((
-                        &run_id,
-                        RunGuard {
-                            statuses: &[RunStatus::WaitingForApproval],
-                            ..RunGuard::default()
-                        },
-                    )),
-                    granted_by: Some(&grant_id),
-                },
+                &still_awaiting(&run_id, Some(&grant_id)),
                 &StepChange::default(),
             )?;
             if !held {
@@ -521,17 +526,7 @@ impl Session {
             let (gate, approval) = (g, inserted);
             let moved = tx.update_step(
                 &step_id,
-                &crate::store::StepGuard {
-                    statuses: &[StepStatus::AwaitingApproval],
-                    run: Some((
-                        &run_id,
-                        RunGuard {
-                            statuses: &[RunStatus::WaitingForApproval],
-                            ..RunGuard::default()
-                        },
-                    )),
-                    granted_by: granted_by.as_deref(),
-                },
+                &still_awaiting(&run_id, granted_by.as_deref()),
                 &StepChange {
                     policy_json: Some(&policy_json),
                     policy_id: Some(&gate.policy_id),

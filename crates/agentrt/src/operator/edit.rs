@@ -7,18 +7,17 @@
 
 use std::sync::Arc;
 
-use super::{Decidable, DecideOptions, Operator, decidable, write_rows};
+use super::{Decidable, DecideOptions, Operator, decidable, set_decided, write_rows};
 use crate::approval::{approval_hash, request_json};
 use crate::error::{Error, Result};
 use crate::gate::SatelliteRows;
 use crate::json::Canonical;
 use crate::model::{
-    Approval, ApprovalStatus, EventType, INTERRUPTED_SIDE_EFFECT, Outcome, Run, RunView,
+    Approval, ApprovalStatus, EventType, INTERRUPTED_SIDE_EFFECT, Outcome, Run, RunView, Step,
     StepStatus, ToolRequest, ToolSpec,
 };
 use crate::payload::{self, ApprovalEditedFields};
 use crate::registry::ToolSchema;
-use crate::store::{ApprovalChange, WriteTx};
 
 /// What an edit binds when the operator asks no policy, or the policy
 /// allows the edited request: the kind, capability and presentation of
@@ -119,11 +118,14 @@ impl Operator {
                 ));
             }
             let request = edited_request(&approval, &args).map_err(refuse)?;
-            let model_args = model_args(tx, &run, &approval)?;
+            let steps = tx.steps(&run.id)?;
+            let model_args = model_args(&steps, &run, &approval)?;
             let binding = match &self.policy {
                 None => Binding::of(&approval),
                 Some(policy) => {
-                    ask(tx, policy.as_ref(), &run, &approval, &request).map_err(refuse)?
+                    let approvals = tx.approvals(&run.id)?;
+                    ask(policy.as_ref(), &run, steps, approvals, &approval, &request)
+                        .map_err(refuse)?
                 }
             };
             let request_text = request_json(&request)?;
@@ -150,23 +152,7 @@ impl Operator {
                 note: options.note.to_owned(),
                 decode_error: None,
             };
-            let changed = tx.update_approval(
-                &approval.id,
-                &ApprovalChange {
-                    status: ApprovalStatus::Edited,
-                    from: ApprovalStatus::Pending,
-                    hash: &approval.hash,
-                    decided_at: Some(now),
-                    decided_by: Some(options.by),
-                    note: Some(options.note),
-                },
-            )?;
-            if !changed {
-                return Err(Error::NotPending {
-                    approval: approval.id.clone(),
-                    status: approval.status,
-                });
-            }
+            set_decided(tx, &approval, ApprovalStatus::Edited, options, now)?;
             tx.insert_approval(&replacement)?;
             tx.append_event(
                 run_id,
@@ -241,8 +227,7 @@ fn edited_request(
 
 /// The arguments the model proposed: its recorded decision's, `{}` when
 /// absent.
-fn model_args(tx: &mut WriteTx<'_>, run: &Run, approval: &Approval) -> Result<Canonical> {
-    let steps = tx.steps(&run.id)?;
+fn model_args(steps: &[Step], run: &Run, approval: &Approval) -> Result<Canonical> {
     let step = steps
         .iter()
         .find(|s| s.id == approval.step_id && s.status == StepStatus::AwaitingApproval)
@@ -262,20 +247,18 @@ fn model_args(tx: &mut WriteTx<'_>, run: &Run, approval: &Approval) -> Result<Ca
 /// on resume (the run, the steps before the approval's step, every
 /// approval): the binding it asks for, or why the edit is refused.
 fn ask(
-    tx: &mut WriteTx<'_>,
     policy: &dyn crate::policy::Policy,
     run: &Run,
+    steps: Vec<Step>,
+    approvals: Vec<Approval>,
     approval: &Approval,
     request: &ToolRequest,
 ) -> std::result::Result<Binding, String> {
-    let read = |e: Error| format!("the run could not be read for the policy: {e}");
-    let steps = tx.steps(&run.id).map_err(read)?;
-    let before: Vec<Arc<crate::model::Step>> = steps
+    let before: Vec<Arc<Step>> = steps
         .into_iter()
         .take_while(|s| s.id != approval.step_id)
         .map(Arc::new)
         .collect();
-    let approvals = tx.approvals(&run.id).map_err(read)?;
     let view = RunView {
         run: run.clone(),
         steps: Arc::new(before),

@@ -196,23 +196,7 @@ impl Operator {
                 Verb::Approve => ApprovalStatus::Approved,
                 Verb::Reject => ApprovalStatus::Rejected,
             };
-            let changed = tx.update_approval(
-                &approval.id,
-                &ApprovalChange {
-                    status,
-                    from: ApprovalStatus::Pending,
-                    hash: &approval.hash,
-                    decided_at: Some(now),
-                    decided_by: Some(options.by),
-                    note: Some(options.note),
-                },
-            )?;
-            if !changed {
-                return Err(Error::NotPending {
-                    approval: approval.id,
-                    status: approval.status,
-                });
-            }
+            set_decided(tx, &approval, status, options, now)?;
             tx.append_event(
                 run_id,
                 &approval.step_id,
@@ -316,6 +300,36 @@ fn write_rows(tx: &mut WriteTx<'_>, rows: Option<SatelliteRows>) -> Result<()> {
     match rows {
         Some(rows) => rows(tx),
         None => Ok(()),
+    }
+}
+
+/// Moves `approval` from pending to `status`, who decided and why, if it
+/// is still pending with its hash; refused as not pending otherwise.
+fn set_decided(
+    tx: &mut WriteTx<'_>,
+    approval: &Approval,
+    status: ApprovalStatus,
+    options: &DecideOptions<'_>,
+    now: Timestamp,
+) -> Result<()> {
+    let changed = tx.update_approval(
+        &approval.id,
+        &ApprovalChange {
+            status,
+            from: ApprovalStatus::Pending,
+            hash: &approval.hash,
+            decided_at: Some(now),
+            decided_by: Some(options.by),
+            note: Some(options.note),
+        },
+    )?;
+    if changed {
+        Ok(())
+    } else {
+        Err(Error::NotPending {
+            approval: approval.id.clone(),
+            status: approval.status,
+        })
     }
 }
 
