@@ -2,7 +2,8 @@
 //!
 //! - `test`: the whole test suite: `cargo test --workspace`, the proxy's
 //!   overhead benchmark in test mode, then the tests against real components (agentrt-mcp's `filesystem_server`,
-//!   the mcp example's `mcp_demo`, agentrt-proxy's `python_host`), after
+//!   the mcp example's `mcp_demo`, agentrt-proxy's `python_host` and
+//!   `oidc_host`, the last with npm `oidc-provider` as the OpenID provider), after
 //!   installing what they need (Node.js, and Python with venv, from Debian
 //!   when missing and run as root; the npm MCP filesystem server, pinned by
 //!   its lockfile, and the Python MCP SDK, pinned with hashes, into
@@ -50,8 +51,10 @@ tasks:
            against real components (installs Node.js and Python 3.10+
            with venv from Debian when missing and this runs as root, the
            pinned npm MCP filesystem server into target/real-servers and
-           the pinned Python MCP SDK into target/real-hosts/venv), and
-           the approval page in headless Chromium (chromium and
+           the pinned Python MCP SDK into target/real-hosts/venv), the
+           proxy's OAuth with a real OpenID provider (npm oidc-provider,
+           pinned, into target/real-servers/oidc) and the SDK's OAuth
+           client, the approval page in headless Chromium (chromium and
            chromium-driver from Debian when missing, as root), and the
            OTel exporter against OtelTap (target/real-receiver/venv),
            notify's e-mail through aiosmtpd (target/real-smtp/venv),
@@ -333,19 +336,39 @@ fn ensure_node() -> Result<(), String> {
 /// committed lockfile) into `target/real-servers/npm`; returns that
 /// directory.
 fn install_npm_servers() -> Result<std::path::PathBuf, String> {
-    let source = std::path::Path::new("crates/agentrt-mcp/tests/npm");
-    let dir = std::path::Path::new("target/real-servers/npm");
+    install_npm(
+        Path::new("crates/agentrt-mcp/tests/npm"),
+        Path::new("target/real-servers/npm"),
+        &[],
+    )
+}
+
+/// Installs the OpenID provider of the OAuth tests (npm `oidc-provider`,
+/// from `crates/agentrt-proxy/tests/oidc`'s lockfile) with its script into
+/// `target/real-servers/oidc`; returns the script's path.
+fn install_oidc_provider() -> Result<std::path::PathBuf, String> {
+    let dir = install_npm(
+        Path::new("crates/agentrt-proxy/tests/oidc"),
+        Path::new("target/real-servers/oidc"),
+        &["provider.mjs"],
+    )?;
+    Ok(dir.join("provider.mjs"))
+}
+
+/// `npm ci --ignore-scripts` of `source`'s package files (and `extra`
+/// files copied beside them) in `dir`; returns `dir`, absolute.
+fn install_npm(source: &Path, dir: &Path, extra: &[&str]) -> Result<std::path::PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for file in ["package.json", "package-lock.json"] {
+    for file in ["package.json", "package-lock.json"].iter().chain(extra) {
         std::fs::copy(source.join(file), dir.join(file))
-            .map_err(|e| format!("copying {file}: {e}"))?;
+            .map_err(|e| format!("copying {}: {e}", source.join(file).display()))?;
     }
     if !run(
         "npm",
         &["ci", "--ignore-scripts", "--no-audit", "--no-fund"],
         Some(dir),
     ) {
-        return Err("npm ci failed".into());
+        return Err(format!("npm ci in {} failed", dir.display()));
     }
     dir.canonicalize()
         .map_err(|e| format!("{}: {e}", dir.display()))
@@ -407,6 +430,28 @@ fn test_steps() -> Result<(), String> {
     let python = install_python_host(&base)?;
     if !real_host_test(&entry, &python) {
         return Err("the tests with the Python MCP client as host failed".into());
+    }
+    // The proxy as an OAuth resource: a real OpenID provider (npm
+    // oidc-provider) and the Python SDK's OAuth client as host.
+    let provider = install_oidc_provider()?;
+    let signed_in = cargo_in(
+        Path::new("."),
+        &[
+            "test",
+            "-p",
+            "agentrt-proxy",
+            "--features",
+            "real-oidc",
+            "--test",
+            "oidc_host",
+        ],
+        &[
+            ("AGENTRT_OIDC_PROVIDER", provider.as_os_str()),
+            ("AGENTRT_PYTHON_HOST", python.as_os_str()),
+        ],
+    );
+    if !signed_in {
+        return Err("the OAuth tests (oidc-provider, the Python SDK's OAuth client) failed".into());
     }
     let receiver = install_receiver(&base)?;
     let received = cargo_in(

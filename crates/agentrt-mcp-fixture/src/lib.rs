@@ -61,6 +61,9 @@ pub struct Seen {
     pub call_arguments: Mutex<Vec<Value>>,
     /// The session header of each DELETE.
     pub deletes: Mutex<Vec<Option<String>>>,
+    /// The `Authorization` headers of every POST that carried one (a
+    /// proxy must never hand its callers' tokens on).
+    pub authorizations: Mutex<Vec<String>>,
     /// While set, a call (in any mode) is noted and never answered, as in
     /// [`Mode::HangOnCall`]: a test sets it to cut off a call in flight.
     pub hang_calls: AtomicBool,
@@ -94,6 +97,11 @@ fn reply(mode: Mode, text: String) -> Response {
 }
 
 async fn post(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(given) = headers.get(header::AUTHORIZATION)
+        && let Ok(mut seen_ones) = seen.authorizations.lock()
+    {
+        seen_ones.push(String::from_utf8_lossy(given.as_bytes()).into_owned());
+    }
     let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
         return StatusCode::BAD_REQUEST.into_response();
     };
@@ -216,6 +224,7 @@ pub async fn serve(mode: Mode) -> (String, Arc<Seen>) {
         call_sessions: Mutex::new(Vec::new()),
         call_arguments: Mutex::new(Vec::new()),
         deletes: Mutex::new(Vec::new()),
+        authorizations: Mutex::new(Vec::new()),
         hang_calls: AtomicBool::new(false),
     });
     let app = axum::Router::new()

@@ -6,8 +6,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use agentrt::BoxFuture;
+
+use crate::oauth::Identity;
 
 /// Tells the host how long a held call has waited: seconds waited, and
 /// the hold in seconds.
@@ -23,6 +26,9 @@ pub type ProgressFn = Box<dyn Fn(u64, u64) -> BoxFuture<'static, ()> + Send + Sy
 pub struct Caller {
     /// The HTTP session the call was made in, if any.
     pub http_session: Option<String>,
+    /// Who called, when an OAuth access token said so: recorded as the
+    /// run's labels, and the call's request key is the caller's own.
+    pub identity: Option<Arc<Identity>>,
     /// Told about once a second while the call is held on an approval
     /// (the host sent a progress token).
     pub progress: Option<ProgressFn>,
@@ -38,6 +44,20 @@ impl Caller {
     pub fn in_http_session(mut self, id: impl Into<String>) -> Caller {
         self.http_session = Some(id.into());
         self
+    }
+
+    /// The call was made by `identity`.
+    pub fn by(mut self, identity: Identity) -> Caller {
+        self.identity = Some(Arc::new(identity));
+        self
+    }
+
+    /// What planning a call reads of its caller.
+    pub(crate) fn asker(&self) -> Asker<'_> {
+        Asker {
+            http_session: self.http_session.as_deref(),
+            identity: self.identity.as_deref(),
+        }
     }
 
     /// Progress of a held call goes to `progress`.
@@ -71,8 +91,18 @@ impl std::fmt::Debug for Caller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Caller")
             .field("http_session", &self.http_session)
+            .field("identity", &self.identity)
             .field("progress", &self.progress.is_some())
             .field("gone", &self.gone.is_some())
             .finish()
     }
+}
+
+/// What a call's run records of its caller.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Asker<'a> {
+    /// The HTTP session, if any.
+    pub(crate) http_session: Option<&'a str>,
+    /// The caller a token named, if any.
+    pub(crate) identity: Option<&'a Identity>,
 }

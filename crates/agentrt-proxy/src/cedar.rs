@@ -16,7 +16,9 @@ use crate::error::ProxyError;
 pub const MAX_CEDAR_BYTES: u64 = 1 << 20;
 
 /// The run label a Cedar request's principal is read from: the proxy's
-/// session (until callers authenticate, the only caller the proxy knows).
+/// session, the only caller the proxy knows unless callers bring OAuth
+/// tokens; with `"oauth"` configured, the caller's subject
+/// ([`SUBJECT_LABEL`](crate::SUBJECT_LABEL); `anonymous` over stdio).
 pub const PRINCIPAL_LABEL: &str = "mcp.session";
 
 /// The run label a Cedar request's resource is read from: the server.
@@ -50,8 +52,14 @@ fn load_at(
     specs: &[ToolSpec],
 ) -> Result<Option<CedarPolicy>, ProxyError> {
     let windows: Vec<String> = config.windows.keys().cloned().collect();
-    path.map(|path| cedar_from_file(path, specs, &windows))
-        .transpose()
+    let principal = match config.oauth {
+        Some(_) => crate::oauth::SUBJECT_LABEL,
+        None => PRINCIPAL_LABEL,
+    };
+    path.map(|path| {
+        cedar_from_file(path, specs, &windows).map(|p| p.with_principal_label(principal))
+    })
+    .transpose()
 }
 
 /// The Cedar policy in `path`, validated against `specs`, with

@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 
 use crate::database::{Database, is_postgres_url};
 use crate::error::ProxyError;
+use crate::oauth::OAuthConfig;
 
 /// How long a call waits for its approval by default.
 pub const DEFAULT_HOLD: Duration = Duration::from_secs(15);
@@ -71,6 +72,10 @@ pub struct Config {
     pub status_tool: String,
     /// A run's lease.
     pub lease_ttl: Duration,
+    /// The OAuth access tokens `serve --http` admits in place of the
+    /// bearer token file (`"oauth": {...}`); the caller a token names is
+    /// recorded with each call's run.
+    pub oauth: Option<OAuthConfig>,
 }
 
 /// One upstream server.
@@ -114,6 +119,8 @@ struct ConfigFile<'a> {
     grant_ttl: Option<String>,
     status_tool: Option<String>,
     lease_ttl: Option<String>,
+    #[serde(borrow)]
+    oauth: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -411,6 +418,10 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
         grant_ttl: duration("grant_ttl", file.grant_ttl.as_deref(), DEFAULT_TTL)?,
         status_tool,
         lease_ttl,
+        oauth: file
+            .oauth
+            .map(|raw| OAuthConfig::parse(raw.get().as_bytes()))
+            .transpose()?,
     })
 }
 

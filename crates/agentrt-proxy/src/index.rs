@@ -102,6 +102,34 @@ pub fn request_key(tool: &str, args: &Canonical) -> String {
     agentrt::json::hash_hex(&bytes)
 }
 
+/// The request key of a call by the caller `issuer`/`subject` (an OAuth
+/// token's): the same tool and arguments from another caller is another
+/// request, so no caller is held on, attached to or refused by another's.
+///
+/// ```
+/// use agentrt::Canonical;
+/// use agentrt_proxy::{caller_request_key, request_key};
+/// let args = Canonical::parse_str(r#"{"a":1}"#).unwrap();
+/// let alice = caller_request_key("fs_write", &args, "https://id.example", "alice");
+/// assert_ne!(alice, caller_request_key("fs_write", &args, "https://id.example", "bob"));
+/// assert_ne!(alice, request_key("fs_write", &args));
+/// ```
+pub fn caller_request_key(tool: &str, args: &Canonical, issuer: &str, subject: &str) -> String {
+    let mut bytes =
+        Vec::with_capacity(tool.len() + args.as_str().len() + issuer.len() + subject.len() + 4);
+    bytes.extend_from_slice(tool.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(args.as_bytes());
+    // The arguments are JSON (no NUL inside): the parts cannot run together.
+    bytes.push(0);
+    bytes.extend_from_slice(b"caller");
+    bytes.push(0);
+    bytes.extend_from_slice(issuer.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(subject.as_bytes());
+    agentrt::json::hash_hex(&bytes)
+}
+
 /// One row of the index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallRow {

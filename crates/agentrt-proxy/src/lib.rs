@@ -28,6 +28,7 @@ mod http_serve;
 mod index;
 mod key_state;
 mod notices;
+mod oauth;
 mod pin;
 mod policy;
 mod policy_id;
@@ -56,9 +57,14 @@ pub use error::ProxyError;
 pub use http_serve::{
     DEFAULT_MAX_REQUESTS_PER_SESSION, DEFAULT_MAX_SESSIONS, HttpOptions, MAX_HTTP_BODY, serve_http,
 };
-pub use index::{CALLS_TABLE, CallRow, INDEX, request_key};
+pub use index::{CALLS_TABLE, CallRow, INDEX, caller_request_key, request_key};
 pub use key_state::{KeyState, OnCall, RowFacts, classify, on_call};
 pub use notices::NOTICE_QUEUE;
+pub use oauth::{
+    CLIENT_LABEL, DEFAULT_GROUPS_CLAIM, DEFAULT_JWKS_COOLDOWN, DEFAULT_LEEWAY, DEFAULT_TOKEN_TYPES,
+    GROUPS_LABEL, ISSUER_LABEL, Identity, MAX_GROUPS_CHARS, MAX_KEYS_BYTES, MAX_LEEWAY,
+    MAX_SUBJECT_CHARS, METADATA_PATH, OAuthConfig, SUBJECT_LABEL,
+};
 pub use pin::{pin_all, write_listing};
 pub use policy::{ProxyPolicy, ToolFacts, capability};
 pub use policy_id::{POLICY_ID_PREFIX, policy_document, policy_id, policy_id_with};

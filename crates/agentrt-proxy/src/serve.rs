@@ -25,6 +25,7 @@ use crate::caller::Caller;
 use crate::check::{LoadedServers, load_all};
 use crate::config::Config;
 use crate::error::ProxyError;
+use crate::oauth::Identity;
 use crate::policy::{ProxyPolicy, ToolFacts};
 use crate::raw_args::{RawArguments, TeeInput};
 use crate::reach::check_reach;
@@ -199,6 +200,9 @@ impl ServerHandler for ProxyServer {
         }
         let mut caller = host_side(&context);
         caller.http_session = http_session.map(str::to_owned);
+        caller.identity = parts
+            .and_then(|p| p.extensions.get::<Arc<Identity>>())
+            .map(Arc::clone);
         match self
             .proxy
             .call_as(&request.name, args.as_deref(), &mut caller)

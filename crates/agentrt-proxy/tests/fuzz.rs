@@ -612,6 +612,8 @@ impl ConfigModel {
                 .clone()
                 .unwrap_or_else(|| DEFAULT_STATUS_TOOL.to_owned()),
             lease_ttl: or(&self.lease_ttl, DEFAULT_LEASE_TTL),
+            // The model writes no "oauth" (its own tests, tests/oauth.rs).
+            oauth: None,
         }
     }
 }

@@ -12,6 +12,7 @@ use super::{Claiming, Next, Plan, Proxy, end_run, millis};
 use agentrt_cedar::RECENT_LABEL_PREFIX;
 
 use crate::answer;
+use crate::caller::Asker;
 use crate::index::{self, CallRow};
 use crate::key_state::INTERRUPTION;
 use crate::repeat::Attempt;
@@ -25,7 +26,7 @@ impl Proxy {
         spec: &ToolSpec,
         key: Option<&str>,
         claiming: Claiming,
-        http_session: Option<&str>,
+        asker: Asker<'_>,
         rerun: Option<Attempt>,
         mut settled: Vec<String>,
     ) -> Plan {
@@ -41,8 +42,11 @@ impl Proxy {
             format!("mcp.server={server}"),
             format!("mcp.tool={}", spec.name),
         ];
-        if let Some(id) = http_session {
+        if let Some(id) = asker.http_session {
             labels.push(format!("mcp.http_session={id}"));
+        }
+        if let Some(identity) = asker.identity {
+            labels.extend(identity.labels());
         }
         // The Cedar policies' windows: this session's earlier calls of the
         // tool, counted before the run begins and recorded as its labels

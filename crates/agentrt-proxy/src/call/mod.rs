@@ -228,14 +228,16 @@ impl Proxy {
         // rule applies and the gate records them invalid.
         let key = Canonical::parse(&bytes)
             .ok()
-            .map(|c| index::request_key(name, &c));
+            .map(|c| match &caller.identity {
+                None => index::request_key(name, &c),
+                Some(who) => index::caller_request_key(name, &c, &who.issuer, &who.subject),
+            });
         let hold = Hold::new(self.config.hold);
         let mut lapsed_before = false;
         loop {
             let plan = {
                 let _deciding = self.decide.lock().await;
-                self.plan(spec, key.as_deref(), caller.http_session.as_deref())
-                    .await
+                self.plan(spec, key.as_deref(), caller.asker()).await
             };
             let next = match plan {
                 Plan::Unavailable => Next::Done(answer::unavailable(false)),

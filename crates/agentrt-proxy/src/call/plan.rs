@@ -8,6 +8,7 @@ use agentrt::{Decision, Timestamp, ToolSpec, VerdictOutcome, model::Origin};
 
 use super::{Claiming, Plan, Proxy, Unavailable, end_run};
 use crate::answer::{self, Answer};
+use crate::caller::Asker;
 use crate::history::{self, AskAgain, Unresolved};
 use crate::key_state::{self, OnCall};
 use crate::repeat::{self, Refusal};
@@ -26,12 +27,7 @@ pub(super) const TAKEOVER_ROUNDS: usize = 8;
 impl Proxy {
     /// Decides what a call of `spec` with request `key` does (rules 1–2,
     /// else a new run), under the deciding mutex.
-    pub(super) async fn plan(
-        &self,
-        spec: &ToolSpec,
-        key: Option<&str>,
-        http_session: Option<&str>,
-    ) -> Plan {
+    pub(super) async fn plan(&self, spec: &ToolSpec, key: Option<&str>, asker: Asker<'_>) -> Plan {
         // A request this process has not seen, to a tool no cross-call
         // rule reads other rows for, begins its run at once: its first
         // write group checks that the key has no row at all, which is
@@ -41,14 +37,7 @@ impl Proxy {
             && self.seen.first_time(key)
         {
             return self
-                .begin(
-                    spec,
-                    Some(key),
-                    Claiming::New,
-                    http_session,
-                    None,
-                    Vec::new(),
-                )
+                .begin(spec, Some(key), Claiming::New, asker, None, Vec::new())
                 .await;
         }
         let now = Timestamp::now();
@@ -155,15 +144,8 @@ impl Proxy {
                 Err(_) => return Plan::Unavailable,
             }
         }
-        self.begin(
-            spec,
-            key,
-            Claiming::After(previous),
-            http_session,
-            rerun,
-            settled,
-        )
-        .await
+        self.begin(spec, key, Claiming::After(previous), asker, rerun, settled)
+            .await
     }
 
     /// Whether deciding a call of `spec` reads only its own request's
@@ -233,7 +215,9 @@ impl Proxy {
                 spec,
                 Some(&again.key),
                 Claiming::After(Some(again.previous)),
-                None,
+                // The question is about an earlier attempt, whose run
+                // records who made it; nobody is asking now.
+                Asker::default(),
                 Some(again.attempt),
                 Vec::new(),
             )

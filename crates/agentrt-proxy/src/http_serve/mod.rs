@@ -4,7 +4,8 @@
 //!
 //! Who may call: every request carries the bearer token (`token`: the
 //! operator's owner-only file, or one made at start beside the
-//! configuration), names in `Host` the address its connection reached or a
+//! configuration) or, with `"oauth"` configured, an access token of the
+//! configured issuer for this resource (`admit`, `crate::oauth`), names in `Host` the address its connection reached or a
 //! name the operator allowed, and comes from no `Origin` or an allowed one
 //! (`door`). How much one caller can make the proxy hold: a capped number
 //! of sessions, each with a capped number of requests in flight
@@ -13,6 +14,7 @@
 //! parses it, so a call's arguments are the bytes the host wrote, as over
 //! stdio.
 
+mod admit;
 mod door;
 mod sessions;
 mod token;
@@ -106,17 +108,28 @@ pub async fn serve_http(
     if options.max_sessions == 0 || options.max_requests_per_session == 0 {
         return Err(http_error("the session caps must be at least 1".into()));
     }
-    let source = token::TokenSource::new(options.token_file.clone(), &config.path);
-    let token_path = source.path().to_owned();
-    let token = {
-        let reach = config.clone();
-        let protect = token_path.clone();
-        file_work(&config, move || {
-            // No server may be handed the token's file or its directory.
-            check_extra_files(&reach, &[protect])?;
-            source.token()
-        })
-        .await?
+    if config.oauth.is_some() && options.token_file.is_some() {
+        return Err(http_error(
+            "--token-file and the configuration's \"oauth\" exclude each other: with OAuth, \
+             callers bring access tokens"
+                .into(),
+        ));
+    }
+    let token = match config.oauth {
+        Some(_) => None,
+        None => {
+            let source = token::TokenSource::new(options.token_file.clone(), &config.path);
+            let token_path = source.path().to_owned();
+            let reach = config.clone();
+            let protect = token_path.clone();
+            let token = file_work(&config, move || {
+                // No server may be handed the token's file or its directory.
+                check_extra_files(&reach, &[protect])?;
+                source.token()
+            })
+            .await?;
+            Some((token, token_path))
+        }
     };
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
@@ -124,17 +137,42 @@ pub async fn serve_http(
     let bound = listener
         .local_addr()
         .map_err(|e| http_error(e.to_string()))?;
-    let (proxy, loaded, config) = start(config, err).await?;
-    let _ = writeln!(
-        err,
-        "agentrt-proxy: hosts send the bearer token in {} (owner-only){}",
-        token_path.display(),
-        if options.token_file.is_some() {
-            ""
-        } else {
-            ", made now: a new one at each start"
+    let admission = match (&config.oauth, token) {
+        (Some(oauth), _) => {
+            let verifier = crate::oauth::verifier(oauth, bound)
+                .await
+                .map_err(|e| http_error(format!("oauth: {e}")))?;
+            admit::Admission::OAuth(Arc::new(verifier))
         }
-    );
+        (None, Some((token, _))) => admit::Admission::Token(token),
+        (None, None) => return Err(http_error("no way to admit callers".into())),
+    };
+    let (proxy, loaded, config) = start(config, err).await?;
+    match &admission {
+        admit::Admission::OAuth(verifier) => {
+            let _ = writeln!(
+                err,
+                "agentrt-proxy: hosts send access tokens of {} for {} (metadata at {})",
+                verifier.config().issuer,
+                verifier.resource(),
+                crate::oauth::metadata_url(verifier.resource())
+            );
+        }
+        admit::Admission::Token(_) => {
+            let _ = writeln!(
+                err,
+                "agentrt-proxy: hosts send the bearer token in {} (owner-only){}",
+                token::TokenSource::new(options.token_file.clone(), &config.path)
+                    .path()
+                    .display(),
+                if options.token_file.is_some() {
+                    ""
+                } else {
+                    ", made now: a new one at each start"
+                }
+            );
+        }
+    }
     let _ = writeln!(
         err,
         "agentrt-proxy: serving session {} on http://{bound}/mcp",
@@ -158,11 +196,12 @@ pub async fn serve_http(
         Arc::new(sessions::CappedSessions::new(Arc::clone(&open))),
         http,
     );
-    let token = Arc::new(token);
+    let admission = Arc::new(admission);
     let allowed = Arc::new(allowed);
-    // Layers run last-added first: the token, then Host and Origin, then
-    // the caps, then the body is read.
-    let app = axum::Router::new()
+    // Layers run last-added first: Host and Origin, then the caller (the
+    // metadata is for anyone), then the caps and the session's owner, then
+    // the body is read.
+    let mcp = axum::Router::new()
         .route_service("/mcp", service)
         .layer(axum::middleware::from_fn(note_raw_arguments))
         .layer(axum::middleware::from_fn(
@@ -170,16 +209,34 @@ pub async fn serve_http(
                 sessions::limit_sessions(Arc::clone(&open), request, next)
             },
         ))
-        .layer(axum::middleware::from_fn(
-            move |connection: ConnectInfo<door::ListenAddr>, request: Request, next: Next| {
-                door::check_door(Arc::clone(&allowed), connection, request, next)
-            },
-        ))
-        .layer(axum::middleware::from_fn(
-            move |request: Request, next: Next| {
-                token::require_token(Arc::clone(&token), request, next)
-            },
-        ));
+        .layer(axum::middleware::from_fn({
+            let admission = Arc::clone(&admission);
+            move |request: Request, next: Next| admit::admit(Arc::clone(&admission), request, next)
+        }));
+    let mut app = axum::Router::new().merge(mcp);
+    if let admit::Admission::OAuth(verifier) = &*admission {
+        let metadata = {
+            let verifier = Arc::clone(verifier);
+            move || {
+                let verifier = Arc::clone(&verifier);
+                async move { admit::metadata_response(&verifier) }
+            }
+        };
+        app = app
+            .route(
+                crate::oauth::METADATA_PATH,
+                axum::routing::get(metadata.clone()),
+            )
+            .route(
+                &format!("{}/{{*resource}}", crate::oauth::METADATA_PATH),
+                axum::routing::get(metadata),
+            );
+    }
+    let app = app.layer(axum::middleware::from_fn(
+        move |connection: ConnectInfo<door::ListenAddr>, request: Request, next: Next| {
+            door::check_door(Arc::clone(&allowed), connection, request, next)
+        },
+    ));
     let served = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<door::ListenAddr>(),

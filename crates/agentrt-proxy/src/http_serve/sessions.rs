@@ -10,6 +10,10 @@
 //! answers `503` to a new session past the cap and `429` to a request past
 //! its session's cap, before rmcp reads the body; the manager's own refusal
 //! is the backstop for two new sessions racing for the last place.
+//!
+//! With OAuth, a session belongs to the caller whose token opened it: a
+//! request naming it with another caller's token is refused (`403`), so
+//! one caller cannot read another's answers or speak in their session.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,6 +36,8 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::oauth::Identity;
+
 /// Sessions open at once unless `--max-sessions` says otherwise.
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
 
@@ -48,6 +54,8 @@ pub(crate) struct Open {
     max_sessions: usize,
     max_requests: usize,
     sessions: Mutex<HashMap<SessionId, Arc<Semaphore>>>,
+    /// The caller who opened each session, when tokens name callers.
+    owners: Mutex<HashMap<SessionId, Arc<Identity>>>,
 }
 
 impl Open {
@@ -56,7 +64,31 @@ impl Open {
             max_sessions,
             max_requests,
             sessions: Mutex::new(HashMap::new()),
+            owners: Mutex::new(HashMap::new()),
         })
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<Identity>>> {
+        // One insert or one remove at a time: consistent after a panic.
+        self.owners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records `owner` as the caller of the open session `id`.
+    fn own(&self, id: &str, owner: Arc<Identity>) {
+        let open = self
+            .sessions()
+            .get_key_value(id)
+            .map(|(k, _)| Arc::clone(k));
+        if let Some(id) = open {
+            self.owners().insert(id, owner);
+        }
+    }
+
+    /// The caller who opened session `id`, if tokens name callers.
+    fn owner(&self, id: &str) -> Option<Arc<Identity>> {
+        self.owners().get(id).cloned()
     }
 
     fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<Semaphore>>> {
@@ -84,6 +116,7 @@ impl Open {
 
     fn leave(&self, id: &str) {
         self.sessions().remove(id);
+        self.owners().remove(id);
     }
 
     /// The request budget of the open session `id`.
@@ -274,18 +307,29 @@ impl http_body::Body for HeldBody {
     }
 }
 
-/// Refuses a new session past the cap (`503`) and a POST past its
-/// session's budget (`429`); a request naming no open session goes on
-/// (rmcp answers it).
+/// Refuses a request naming another caller's session (`403`), a new
+/// session past the cap (`503`) and a POST past its session's budget
+/// (`429`); a request naming no open session goes on (rmcp answers it).
 pub(crate) async fn limit_sessions(open: Arc<Open>, request: Request, next: Next) -> Response {
-    if request.method() != Method::POST {
-        return next.run(request).await;
-    }
     let session = request
         .headers()
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let caller = request.extensions().get::<Arc<Identity>>().cloned();
+    if let Some(session) = &session
+        && let Some(owner) = open.owner(session)
+        && !caller.as_ref().is_some_and(|c| c.same_caller(&owner))
+    {
+        return (
+            StatusCode::FORBIDDEN,
+            "this session was opened by another caller",
+        )
+            .into_response();
+    }
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
     let Some(session) = session else {
         if !open.has_room() {
             return busy(
@@ -293,7 +337,18 @@ pub(crate) async fn limit_sessions(open: Arc<Open>, request: Request, next: Next
                 "too many open sessions: close one (DELETE) or wait for one to end",
             );
         }
-        return next.run(request).await;
+        let response = next.run(request).await;
+        // The session this request opened is its caller's (recorded
+        // before the host can learn its id).
+        if let Some(caller) = caller
+            && let Some(id) = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+        {
+            open.own(id, caller);
+        }
+        return response;
     };
     let Some(budget) = open.budget(&session) else {
         return next.run(request).await;

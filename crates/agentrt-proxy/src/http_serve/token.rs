@@ -1,18 +1,12 @@
 //! The HTTP door's bearer token: read from the operator's file, or made at
 //! start in an owner-only file beside the configuration, and required on
-//! every request whatever the address.
+//! every request whatever the address (`admit`).
 //!
 //! The token is never printed: the proxy names the file, and a host reads
 //! it from there. A file group or others may read is refused, as the
 //! approver's secret is (a token is a password for every allowed tool).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 
 use crate::error::ProxyError;
 
@@ -98,41 +92,9 @@ fn make_token(path: &Path) -> Result<String, ProxyError> {
     Ok(token)
 }
 
-/// Equal in time whatever the first differing byte.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Refuses a request without the bearer token (401, `WWW-Authenticate:
-/// Bearer`).
-pub(crate) async fn require_token(token: Arc<String>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if !same(given.as_bytes(), token.as_bytes()) {
-        let mut refused = StatusCode::UNAUTHORIZED.into_response();
-        refused
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return refused;
-    }
-    next.run(request).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(same(b"abc", b"abc"));
-        assert!(!same(b"abc", b"abd"));
-        assert!(!same(b"abc", b"abcd"));
-        assert!(!same(b"", b"a"));
-    }
 
     #[test]
     fn a_made_token_lies_beside_the_configuration_and_changes_at_each_start() {

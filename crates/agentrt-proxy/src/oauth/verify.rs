@@ -1,0 +1,179 @@
+//! One access token checked: its header (type, algorithm, key), its
+//! signature against the issuer's key, its claims (`iss` exactly the
+//! issuer, `aud` holding the proxy's resource URL, `exp` and `nbf` within
+//! the leeway, a subject), its scopes, and the caller it names.
+
+use jsonwebtoken::{Validation, decode, decode_header};
+use serde_json::{Map, Value};
+
+use super::config::{OAuthConfig, normal_type};
+use super::keys::Keys;
+use super::{Identity, MAX_GROUPS_CHARS, MAX_SUBJECT_CHARS};
+
+/// Why a token is not admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Not a usable token for this resource (401 `invalid_token`).
+    Invalid(String),
+    /// A good token without a scope this resource requires (403
+    /// `insufficient_scope`).
+    Scope(String),
+}
+
+/// Checks tokens for one resource.
+pub(crate) struct Verifier {
+    config: OAuthConfig,
+    resource: String,
+    keys: Keys,
+}
+
+impl Verifier {
+    /// A verifier of tokens for `resource` by the configured issuer.
+    pub(crate) fn new(config: OAuthConfig, resource: String, keys: Keys) -> Verifier {
+        Verifier {
+            config,
+            resource,
+            keys,
+        }
+    }
+
+    /// The configuration.
+    pub(crate) fn config(&self) -> &OAuthConfig {
+        &self.config
+    }
+
+    /// The resource URL tokens must be for.
+    pub(crate) fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The caller `token` names, if it is good for this resource.
+    pub(crate) async fn verify(&self, token: &str) -> Result<Identity, Refusal> {
+        let invalid = |why: String| Refusal::Invalid(why);
+        let header = decode_header(token).map_err(|e| invalid(format!("not a signed JWT: {e}")))?;
+        let typ = header.typ.as_deref().map(normal_type).unwrap_or_default();
+        if !self.config.token_types.contains(&typ) {
+            return Err(invalid(format!(
+                "token type {:?} is not an access token type this resource admits ({})",
+                header.typ.as_deref().unwrap_or(""),
+                self.config.token_types.join(", ")
+            )));
+        }
+        if !self.config.algorithms.contains(&header.alg) {
+            return Err(invalid(format!(
+                "algorithm {:?} is not admitted",
+                header.alg
+            )));
+        }
+        let key = self
+            .keys
+            .key_for(header.kid.as_deref(), header.alg)
+            .await
+            .map_err(|e| invalid(e.to_string()))?;
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[&self.config.issuer]);
+        validation.set_audience(&[&self.resource]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.validate_nbf = true;
+        validation.leeway = self.config.leeway.as_secs();
+        let claims = decode::<Map<String, Value>>(token, &key, &validation)
+            .map_err(|e| invalid(claims_error(&e)))?
+            .claims;
+        let scopes = scopes(&claims);
+        if let Some(missing) = self
+            .config
+            .scopes
+            .iter()
+            .find(|s| !scopes.contains(&s.as_str()))
+        {
+            return Err(Refusal::Scope(format!("the token lacks scope {missing:?}")));
+        }
+        identity(&claims, &self.config).map_err(invalid)
+    }
+}
+
+/// A claims failure in words a caller can act on.
+fn claims_error(e: &jsonwebtoken::errors::Error) -> String {
+    use jsonwebtoken::errors::ErrorKind;
+    match e.kind() {
+        ErrorKind::ExpiredSignature => "the token has expired".into(),
+        ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)".into(),
+        ErrorKind::InvalidAudience => {
+            "the token is for another audience (aud is not this resource)".into()
+        }
+        ErrorKind::InvalidIssuer => "the token is from another issuer".into(),
+        ErrorKind::InvalidSignature => "the signature does not verify".into(),
+        ErrorKind::MissingRequiredClaim(claim) => format!("the token has no {claim} claim"),
+        _ => format!("the token is not valid: {e}"),
+    }
+}
+
+/// The token's scopes: `scope` (space-separated, RFC 9068) or `scp` (a
+/// list, as some issuers write it).
+fn scopes(claims: &Map<String, Value>) -> Vec<&str> {
+    match (claims.get("scope"), claims.get("scp")) {
+        (Some(Value::String(s)), _) => s.split(' ').filter(|s| !s.is_empty()).collect(),
+        (_, Some(Value::Array(list))) => list.iter().filter_map(Value::as_str).collect(),
+        (_, Some(Value::String(s))) => s.split(' ').filter(|s| !s.is_empty()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The caller the claims name; a subject, groups or client a run label
+/// cannot hold is refused rather than cut.
+fn identity(claims: &Map<String, Value>, config: &OAuthConfig) -> Result<Identity, String> {
+    let label_text = |what: &str, text: &str, max: usize| -> Result<(), String> {
+        if text.is_empty() || text.chars().count() > max || text.chars().any(char::is_control) {
+            Err(format!(
+                "the token's {what} is empty, longer than {max} characters or holds a control \
+                 character"
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let subject = claims
+        .get("sub")
+        .and_then(Value::as_str)
+        .ok_or("the token's sub is not a string")?;
+    label_text("sub", subject, MAX_SUBJECT_CHARS)?;
+    let mut groups: Vec<String> = match claims.get(&config.groups_claim) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(one)) => vec![one.clone()],
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| format!("the {} claim is not a list of names", config.groups_claim))?,
+        Some(_) => {
+            return Err(format!(
+                "the {} claim is not a list of names",
+                config.groups_claim
+            ));
+        }
+    };
+    groups.sort();
+    groups.dedup();
+    if groups.iter().any(|g| g.is_empty() || g.contains(',')) {
+        return Err(format!(
+            "a name in the {} claim is empty or holds a comma",
+            config.groups_claim
+        ));
+    }
+    if !groups.is_empty() {
+        label_text("groups", &groups.join(","), MAX_GROUPS_CHARS)?;
+    }
+    let client = match claims.get("client_id").or_else(|| claims.get("azp")) {
+        Some(Value::String(client)) => {
+            label_text("client_id", client, MAX_SUBJECT_CHARS)?;
+            Some(client.clone())
+        }
+        _ => None,
+    };
+    Ok(Identity {
+        issuer: config.issuer.clone(),
+        subject: subject.to_owned(),
+        groups,
+        client,
+    })
+}
