@@ -194,15 +194,16 @@ impl ServerHandler for ProxyServer {
                 ),
             },
         };
+        let identity = parts
+            .and_then(|p| p.extensions.get::<Arc<Identity>>())
+            .map(Arc::clone);
         if request.name == self.proxy.status_tool() {
-            let answer = self.proxy.status(args.as_deref()).await;
+            let answer = self.proxy.status_for(args.as_deref(), identity).await;
             return Ok(CallToolResponse::Complete(to_result(answer)));
         }
         let mut caller = host_side(&context);
         caller.http_session = http_session.map(str::to_owned);
-        caller.identity = parts
-            .and_then(|p| p.extensions.get::<Arc<Identity>>())
-            .map(Arc::clone);
+        caller.identity = identity;
         match self
             .proxy
             .call_as(&request.name, args.as_deref(), &mut caller)

@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
-use agentrt::{ApprovalStatus, Canonical, RunStatus, Store, Timestamp};
+use agentrt::{ApprovalStatus, Canonical, Run, RunStatus, Store, Timestamp};
 
 use crate::answer::{Answer, quote};
 use crate::index::{self, CallRow};
+use crate::oauth::{ISSUER_LABEL, Identity, SUBJECT_LABEL};
 
 /// The most index rows read.
 const MAX_ROWS: u64 = 200;
@@ -51,20 +52,33 @@ fn age(since: Timestamp, now: Timestamp) -> String {
     }
 }
 
-/// The answer of the status tool for `session` at `now`.
+/// Whether `run` was begun by `caller` (any run, when the caller is not
+/// known: the stdio host and the token file's holder are the operator's
+/// own host).
+fn callers(run: &Run, caller: Option<&Identity>) -> bool {
+    caller.is_none_or(|who| {
+        run.labels.get(ISSUER_LABEL) == Some(who.issuer.as_str())
+            && run.labels.get(SUBJECT_LABEL) == Some(who.subject.as_str())
+    })
+}
+
+/// The answer of the status tool for `session` at `now`; with a `caller`
+/// (an OAuth token's), only that caller's requests are told of.
 pub fn status(
     store: &Store,
     session: &str,
     asked: Option<&str>,
     now: Timestamp,
+    caller: Option<&Identity>,
 ) -> agentrt::Result<Answer> {
     let text = match asked {
         None => waiting(
             store,
             &index::newest_open_rows(store, session, MAX_ROWS)?,
             now,
+            caller,
         )?,
-        Some(id) => about(store, &recent_rows(store, session, now)?, id, now)?,
+        Some(id) => about(store, &recent_rows(store, session, now)?, id, now, caller)?,
     };
     Ok(Answer::Prose {
         text: format!("GATE_STATUS: {text}"),
@@ -88,11 +102,16 @@ fn recent_rows(store: &Store, session: &str, now: Timestamp) -> agentrt::Result<
 
 /// The waiting approvals of the requests of `open` (the session's newest
 /// open rows: a request that waits has its row open).
-fn waiting(store: &Store, open: &[CallRow], now: Timestamp) -> agentrt::Result<String> {
+fn waiting(
+    store: &Store,
+    open: &[CallRow],
+    now: Timestamp,
+    caller: Option<&Identity>,
+) -> agentrt::Result<String> {
     let mut lines = Vec::new();
     for row in open {
         let run = store.get_run(&row.run_id)?;
-        if run.status != RunStatus::WaitingForApproval {
+        if run.status != RunStatus::WaitingForApproval || !callers(&run, caller) {
             continue;
         }
         for approval in crate::run_rows::approvals(store, &run.id)? {
@@ -134,7 +153,13 @@ fn waiting(store: &Store, open: &[CallRow], now: Timestamp) -> agentrt::Result<S
     Ok(text)
 }
 
-fn about(store: &Store, rows: &[CallRow], id: &str, now: Timestamp) -> agentrt::Result<String> {
+fn about(
+    store: &Store,
+    rows: &[CallRow],
+    id: &str,
+    now: Timestamp,
+    caller: Option<&Identity>,
+) -> agentrt::Result<String> {
     let unknown = format!(
         "no approval {} is known in this session from the last hour.",
         quote(id, 200)
@@ -149,6 +174,10 @@ fn about(store: &Store, rows: &[CallRow], id: &str, now: Timestamp) -> agentrt::
             return Ok(unknown);
         }
         let run = store.get_run(&row.run_id)?;
+        // Another caller's approval is as unknown as one never made.
+        if !callers(&run, caller) {
+            return Ok(unknown);
+        }
         let id = quote(id, 200);
         let later = approvals.get(position + 1);
         return Ok(match approval.status {

@@ -136,13 +136,32 @@ struct Serving {
 /// Pins the fixture at `upstream` into a configuration admitting tokens of
 /// `issuer` (and `oauth_extra` fields), and serves it.
 async fn start(dir: &Path, upstream: &str, issuer: &str, oauth_extra: &str) -> Serving {
+    start_with(
+        dir,
+        upstream,
+        issuer,
+        oauth_extra,
+        r#"{"side_effect": "read_only", "timeout": "5s"}"#,
+    )
+    .await
+}
+
+/// [`start`] with the fixture's tool under `rule`, and no hold (a call
+/// that needs an approval is answered at once).
+async fn start_with(
+    dir: &Path,
+    upstream: &str,
+    issuer: &str,
+    oauth_extra: &str,
+    rule: &str,
+) -> Serving {
     support::configure(
         dir,
         upstream,
         &format!(
-            r#""session": "web", "oauth": {{"issuer": "{issuer}", "scopes": ["mcp:tools"]{oauth_extra}}}"#
+            r#""session": "web", "hold": "0s", "oauth": {{"issuer": "{issuer}", "scopes": ["mcp:tools"]{oauth_extra}}}"#
         ),
-        r#"{"side_effect": "read_only", "timeout": "5s"}"#,
+        rule,
     )
     .await;
     let mut child = Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"))
@@ -249,6 +268,20 @@ async fn a_good_token_calls_and_its_caller_labels_the_run_while_the_token_stays_
     assert!(
         seen.authorizations.lock().expect("lock").is_empty(),
         "no token reached the upstream server"
+    );
+    // The fixture does note a token it is sent (so the emptiness above
+    // says something).
+    let direct = reqwest::Client::new()
+        .post(&upstream)
+        .bearer_auth("direct")
+        .body("{}")
+        .send()
+        .await
+        .expect("an answer");
+    drop(direct);
+    assert_eq!(
+        *seen.authorizations.lock().expect("lock"),
+        ["Bearer direct"]
     );
 }
 
@@ -492,6 +525,89 @@ async fn a_session_is_its_openers_and_the_same_call_by_two_callers_is_two_reques
         .expect("keys");
     assert_eq!(keys.len(), 2);
     assert_ne!(keys[0], keys[1], "each caller's call is its own request");
+}
+
+/// An rmcp host with `token` at `url`, calling `tool` with `args`: the
+/// answer's text.
+async fn call_as(url: &str, token: &str, tool: &'static str, args: Value) -> String {
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.to_owned());
+    let client =
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("handshake");
+    let Value::Object(args) = args else {
+        panic!("arguments are an object");
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
+        .await
+        .expect("an answer");
+    client.cancel().await.expect("close");
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_tool_tells_each_caller_of_its_own_requests_only() {
+    let (upstream, _seen) = serve(Mode::Json).await;
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let Serving { child: _proxy, url } = start_with(
+        dir.path(),
+        &upstream,
+        &issuer.url,
+        "",
+        r#"{"side_effect": "read_only", "outcome": "require_approval", "timeout": "5s"}"#,
+    )
+    .await;
+    let alice = key.sign(&claims(&issuer.url, &url, "alice"), "at+jwt");
+    let bob = key.sign(&claims(&issuer.url, &url, "bob"), "at+jwt");
+    let held = call_as(&url, &alice, "fs_read_file", json!({"path": "secret.txt"})).await;
+    assert!(held.contains("approval"), "{held}");
+
+    let alices = call_as(&url, &alice, "gate_status", json!({})).await;
+    assert!(
+        alices.contains("1 request of this session waits"),
+        "{alices}"
+    );
+    let approval_id = alices
+        .split("- approval ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .expect("an approval id")
+        .to_owned();
+    let bobs = call_as(&url, &bob, "gate_status", json!({})).await;
+    assert!(
+        bobs.contains("no request in this session is waiting"),
+        "{bobs}"
+    );
+    assert!(!bobs.contains("secret.txt"), "{bobs}");
+    let asked = call_as(
+        &url,
+        &bob,
+        "gate_status",
+        json!({"approval_id": approval_id}),
+    )
+    .await;
+    assert!(
+        asked.contains("is known in this session"),
+        "bob learns nothing of it: {asked}"
+    );
+    let asked = call_as(
+        &url,
+        &alice,
+        "gate_status",
+        json!({"approval_id": approval_id}),
+    )
+    .await;
+    assert!(
+        asked.contains("waits for an operator's decision"),
+        "{asked}"
+    );
 }
 
 #[tokio::test]

@@ -44,6 +44,7 @@ use crate::config::Config;
 use crate::flight::Flights;
 use crate::index;
 use crate::notices::Notices;
+use crate::oauth::Identity;
 use hold::{Held, Hold};
 use seen::{SeenKeys, SettledRuns};
 
@@ -179,13 +180,25 @@ impl Proxy {
 
     /// Answers the status tool (never a run; reads only).
     pub async fn status(&self, args: Option<&[u8]>) -> Answer {
+        self.status_for(args, None).await
+    }
+
+    /// Answers the status tool for `caller`: with a caller an OAuth token
+    /// named, only that caller's requests are told of.
+    pub async fn status_for(&self, args: Option<&[u8]>, caller: Option<Arc<Identity>>) -> Answer {
         let asked = match crate::status::asked_id(args) {
             Ok(asked) => asked,
             Err(problem) => return answer::invalid(&problem),
         };
         let session = self.config.session.clone();
         self.off_executor(move |store| {
-            crate::status::status(store, &session, asked.as_deref(), Timestamp::now())
+            crate::status::status(
+                store,
+                &session,
+                asked.as_deref(),
+                Timestamp::now(),
+                caller.as_deref(),
+            )
         })
         .await
         .unwrap_or_else(|_| answer::unavailable(false))
