@@ -20,6 +20,7 @@
 //! |---|---|
 //! | ids, event types, statuses, observation kinds, failure words, counts, lengths, durations, hashes | the runtime's |
 //! | the run's goal | whoever started the run |
+//! | `enduser.id`, `agentrt.caller.issuer` (a run's `caller.subject` and `caller.issuer` labels) | the issuer of the access token the caller brought (agentrt-proxy's OAuth) |
 //! | `run.by`, `approval.by` | an operator's label, recorded as given |
 //! | a tool's name once the runtime knows the tool (`step.policy`, `step.tool_started`) | the tool registry's |
 //! | policy and approval kinds, the policy id | the policy's labels |

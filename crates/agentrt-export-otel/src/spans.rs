@@ -187,6 +187,16 @@ impl Spans {
                 if let Some(goal) = str_of(&payload, "goal") {
                     attributes.push(ours("run.goal", text(goal, max)));
                 }
+                // The caller an OAuth token named (the proxy's `caller.*`
+                // labels): who asked, as the token's issuer says.
+                let labels = payload.get("labels");
+                let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+                if let Some(subject) = label("caller.subject") {
+                    attributes.push(KeyValue::new("enduser.id", text(subject, max)));
+                }
+                if let Some(issuer) = label("caller.issuer") {
+                    attributes.push(ours("caller.issuer", text(issuer, max)));
+                }
                 state.run = Some(open(
                     "agentrt.run",
                     SpanKind::Internal,

@@ -255,3 +255,32 @@ fn a_model_attempt_is_a_client_span_with_gen_ai_usage_and_a_failed_one_is_an_err
         "a failed run is an error"
     );
 }
+
+#[tokio::test]
+async fn the_caller_an_access_token_named_is_the_runs_end_user() {
+    let store = Store::open(":memory:").unwrap();
+    let labels = agentrt::Labels::parse([
+        "caller.issuer=https://id.example.com",
+        "caller.subject=alice",
+    ])
+    .unwrap();
+    let agent = ScriptedAgent::new(vec![Decision::complete("true")]);
+    Driver::new(
+        GateConfig::new(store.clone(), DefaultPolicy, vec![push()]),
+        agent,
+    )
+    .unwrap()
+    .start_labelled(Some("r2"), "ship it", Limits::default(), labels)
+    .await
+    .unwrap();
+    let spans = spans_of(&store.list_events("r2").unwrap(), SpansOptions::default());
+    let run = named(&spans, "agentrt.run")[0];
+    assert_eq!(attr(run, "enduser.id"), Some(&Value::from("alice")));
+    assert_eq!(
+        attr(run, "agentrt.caller.issuer"),
+        Some(&Value::from("https://id.example.com"))
+    );
+    // A run without the labels names no end user.
+    let spans = spans_of(&approved_run().await, SpansOptions::default());
+    assert_eq!(attr(named(&spans, "agentrt.run")[0], "enduser.id"), None);
+}
