@@ -44,6 +44,9 @@ pub struct Decided {
     /// The policies whose `@approval` asked, by id (for an approval's
     /// presentation).
     pub asked_by: Vec<String>,
+    /// How many distinct people must approve: the most any asking
+    /// policy's `@approvers` says (1 without one; design §46).
+    pub approvers: u8,
 }
 
 /// A Cedar policy set deciding tool requests.
@@ -95,6 +98,8 @@ pub struct CedarPolicy {
     by_tool: HashMap<String, cedar::PolicySet>,
     shapes: BTreeMap<String, (Shape, SideEffect)>,
     annotations: HashMap<String, (Option<String>, Option<String>)>,
+    /// Each `@approval` policy's `@approvers` count, when it has one.
+    approvers: HashMap<String, u8>,
     identity: String,
     principal_label: String,
     resource_label: Option<String>,
@@ -210,6 +215,7 @@ impl CedarPolicy {
                 (p.id().to_string(), (text("approval"), text("abort")))
             })
             .collect();
+        let approvers = approvers_of(&policies)?;
         let identity = identity(&policies, &schema_json);
         let entity_type = |kind: &str| {
             cedar::EntityTypeName::from_str(&format!("{NAMESPACE}::{kind}"))
@@ -226,6 +232,7 @@ impl CedarPolicy {
             by_tool,
             shapes,
             annotations,
+            approvers,
             base_identity: identity.clone(),
             identity,
             principal_label: PRINCIPAL_LABEL.to_owned(),
@@ -397,6 +404,7 @@ impl CedarPolicy {
                     outcome: Outcome::Deny,
                     reason,
                     asked_by: Vec::new(),
+                    approvers: 1,
                 };
             }
         };
@@ -406,11 +414,17 @@ impl CedarPolicy {
             .iter()
             .filter(|p| p.approval.is_some())
             .map(|p| p.id.clone())
-            .collect();
+            .collect::<Vec<_>>();
+        let approvers = asked_by
+            .iter()
+            .filter_map(|id| self.approvers.get(id).copied())
+            .max()
+            .unwrap_or(1);
         Decided {
             outcome,
             reason,
             asked_by,
+            approvers,
         }
     }
 
@@ -478,6 +492,7 @@ impl Policy for CedarPolicy {
             outcome,
             reason,
             asked_by,
+            approvers,
         } = self.decide(&self.facts(request, view));
         Ok(match outcome {
             Outcome::Allow => PolicyDecision::allow_because(reason),
@@ -498,6 +513,7 @@ impl Policy for CedarPolicy {
                     Some(capability),
                     Some(presentation),
                 )
+                .with_approvers(approvers)
             }
         })
     }
@@ -505,6 +521,39 @@ impl Policy for CedarPolicy {
     fn policy_id(&self) -> Option<String> {
         Some(self.identity.clone())
     }
+}
+
+/// Each policy's `@approvers("2")` (design §46): only beside `@approval`,
+/// and 1 to [`agentrt::MAX_APPROVERS`].
+fn approvers_of(policies: &cedar::PolicySet) -> Result<HashMap<String, u8>, CedarError> {
+    let mut counts = HashMap::new();
+    for policy in policies.policies() {
+        let Some(text) = policy.annotation("approvers") else {
+            continue;
+        };
+        let id = policy.id().to_string();
+        let refused = |detail: String| CedarError::PolicyId {
+            id: id.clone(),
+            detail,
+        };
+        if policy.annotation("approval").is_none() {
+            return Err(refused(
+                "@approvers goes with @approval: only an approval needs approvers".into(),
+            ));
+        }
+        let count = text
+            .parse::<u8>()
+            .ok()
+            .filter(|n| (1..=agentrt::MAX_APPROVERS).contains(n))
+            .ok_or_else(|| {
+                refused(format!(
+                    "@approvers({text:?}): 1 to {} distinct approvers",
+                    agentrt::MAX_APPROVERS
+                ))
+            })?;
+        counts.insert(id, count);
+    }
+    Ok(counts)
 }
 
 /// The determining policies in id order (Cedar gives them as a set).

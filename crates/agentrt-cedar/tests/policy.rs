@@ -493,3 +493,43 @@ fn policies_scoped_to_any_action_a_list_or_one_action_decide_the_tools_they_name
         (Outcome::Deny, "forbidden by cedar policy anywhere".into())
     );
 }
+
+#[test]
+fn approvers_asks_for_two_people_and_is_refused_where_it_means_nothing() {
+    let text = r#"
+        @id("deploys") @approval("a deploy") @approvers("2")
+        permit(principal, action == Agentrt::Action::"deploy", resource);
+        @id("writes") @approval("a write")
+        permit(principal, action == Agentrt::Action::"write_file", resource);
+    "#;
+    let policy = CedarPolicy::new(text, &tools()).expect("loads");
+    let deploy = policy
+        .evaluate(&request("deploy", r#"{"replicas":2}"#), &view(&[]))
+        .expect("decided");
+    assert_eq!(deploy.outcome, Outcome::RequireApproval);
+    assert_eq!(deploy.approvers, 2);
+    let write = policy
+        .evaluate(
+            &request("write_file", r#"{"content":"x","path":"a"}"#),
+            &view(&[]),
+        )
+        .expect("decided");
+    assert_eq!(write.approvers, 1);
+    for (bad, says) in [
+        (
+            r#"@id("p") @approvers("2") permit(principal, action, resource);"#,
+            "goes with @approval",
+        ),
+        (
+            r#"@id("p") @approval("x") @approvers("3") permit(principal, action, resource);"#,
+            "1 to 2",
+        ),
+        (
+            r#"@id("p") @approval("x") @approvers("two") permit(principal, action, resource);"#,
+            "1 to 2",
+        ),
+    ] {
+        let refused = CedarPolicy::new(bad, &tools()).expect_err(bad);
+        assert!(refused.to_string().contains(says), "{bad}: {refused}");
+    }
+}

@@ -1057,3 +1057,87 @@ fn cancel_cancels_once_then_says_already() {
     assert_eq!(v["run"]["status"], "CANCELLED");
     assert_eq!(v["run"]["reason"], "operator_cancelled");
 }
+
+/// Pushes need two approvers (design §46).
+struct TwoApprovers;
+
+impl agentrt::Policy for TwoApprovers {
+    fn evaluate(
+        &self,
+        request: &agentrt::ToolRequest,
+        _view: &agentrt::RunView,
+    ) -> Result<agentrt::PolicyDecision, agentrt::PolicyError> {
+        let both = agentrt::policy::tool_and_args(request);
+        Ok(agentrt::PolicyDecision::need_approval(
+            "production",
+            "two people",
+            Some(both.clone()),
+            Some(both),
+        )
+        .with_approvers(2))
+    }
+}
+
+#[test]
+fn approve_of_a_request_that_needs_two_says_it_waits_for_another_and_refuses_the_same_person() {
+    let dir = tempdir();
+    let db = new_db(dir.path(), "agentrt.db");
+    let store = agentrt::Store::open(&db).expect("open");
+    let agent = agentrt::ScriptedAgent::new(vec![agentrt::Decision::tool_call("push", PUSH_ARGS)]);
+    let mut driver = agentrt::Driver::new(
+        agentrt::GateConfig::new(store, TwoApprovers, tools()),
+        agent,
+    )
+    .expect("driver");
+    let run = runtime()
+        .block_on(driver.start(Some("r1"), "push", agentrt::Limits::default()))
+        .expect("run");
+    assert_eq!(run.status, RunStatus::WaitingForApproval);
+    let approval = approvals(&db, "r1").remove(0);
+
+    let shown = agentrt(&db, &["show", "r1"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let out = agentrt(&db, &["approve", "r1", "--yes", "--by", "alice"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("\nneeds   2 approvers\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "approval {}: approved by alice (1 of 2): it waits for another approver",
+            approval.id
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stderr.contains("approval.endorsed"), "{}", out.stderr);
+
+    let again = agentrt(&db, &["approve", "r1", "--yes", "--by", "alice"]);
+    assert_eq!(again.code, 1);
+    assert!(
+        again
+            .stdout
+            .contains("approved by alice, waiting for another"),
+        "{}",
+        again.stdout
+    );
+    assert!(
+        again.stderr.contains("another person must decide it"),
+        "{}",
+        again.stderr
+    );
+
+    let out = agentrt(&db, &["approve", "r1", "--yes", "--by", "bob"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains(&format!("approval {}: approved by bob", approval.id)),
+        "{}",
+        out.stdout
+    );
+    let stored = approvals(&db, "r1").remove(0);
+    assert_eq!(stored.status, ApprovalStatus::Approved);
+    assert_eq!(stored.decided_by, "bob");
+}

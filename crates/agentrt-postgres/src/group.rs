@@ -286,14 +286,22 @@ impl GroupRows for PgRows<'_> {
             params.push(text(note));
         }
         let sql = format!(
-            "UPDATE approvals SET {} WHERE id = ? AND status = ? AND hash = ?",
-            sets.join(", ")
+            "UPDATE approvals SET {} WHERE id = ? AND status = ? AND hash = ?{}",
+            sets.join(", "),
+            if change.by_was.is_some() {
+                " AND decided_by = ?"
+            } else {
+                ""
+            }
         );
         params.extend([
             text(approval_id),
             text(change.from.as_str()),
             text(change.hash),
         ]);
+        if let Some(by) = change.by_was {
+            params.push(text(by));
+        }
         self.update_returning(StateTable::Approvals, approval_id, &sql, &params)
     }
 

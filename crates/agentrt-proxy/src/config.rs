@@ -101,6 +101,9 @@ pub struct ProxyRule {
     pub outcome: Option<Outcome>,
     /// This tool's repeat window, in place of the session's.
     pub repeat_window: Option<Duration>,
+    /// How many distinct people must approve a call of this tool that
+    /// needs approval (1, or 2: design §46).
+    pub approvers: u8,
 }
 
 #[derive(Deserialize)]
@@ -160,6 +163,7 @@ struct RuleFile<'a> {
     allow_hint_mismatch: bool,
     outcome: Option<String>,
     repeat_window: Option<String>,
+    approvers: Option<i64>,
 }
 
 /// Reads the configuration file at `path` (private to its owner).
@@ -330,6 +334,13 @@ fn policy_from(
             ));
         }
         for server in servers {
+            if let Some((tool, _)) = server.rules.iter().find(|(_, r)| r.approvers.is_some()) {
+                return Err(format!(
+                    "server {:?}: rule {tool:?}: approvers beside a Cedar policy, which decides \
+                     every call; write it as @approvers(\"2\") on the policy that asks",
+                    server.name
+                ));
+            }
             if let Some((tool, _)) = server.rules.iter().find(|(_, r)| r.outcome.is_some()) {
                 return Err(format!(
                     "server {:?}: rule {tool:?}: outcome beside a Cedar policy, which decides \
@@ -485,10 +496,23 @@ fn rule_from(file: RuleFile<'_>) -> Result<ProxyRule, String> {
         allow_hint_mismatch: file.allow_hint_mismatch,
     }
     .into_rule()?;
+    let approvers = match file.approvers {
+        None => 1,
+        Some(n) => u8::try_from(n)
+            .ok()
+            .filter(|n| (1..=agentrt::MAX_APPROVERS).contains(n))
+            .ok_or_else(|| {
+                format!(
+                    "approvers {n}: 1 to {} distinct people",
+                    agentrt::MAX_APPROVERS
+                )
+            })?,
+    };
     Ok(ProxyRule {
         rule,
         outcome,
         repeat_window,
+        approvers,
     })
 }
 

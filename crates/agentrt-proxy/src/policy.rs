@@ -30,6 +30,9 @@ pub struct ToolFacts {
     pub outcome: Option<Outcome>,
     /// The operator's fixed values.
     pub fixed: BTreeMap<String, Canonical>,
+    /// How many distinct people must approve a call that needs approval
+    /// (the rule's `"approvers"`, else 1).
+    pub approvers: u8,
 }
 
 /// Runs that re-run an attempt whose outcome is unknown (rule 6), by run
@@ -153,9 +156,11 @@ impl Policy for ProxyPolicy {
             .lock()
             .ok()
             .and_then(|r| r.get(&request.run_id).cloned());
+        let mut approvers = facts.approvers;
         let (outcome, reason) = match (&self.cedar, facts.outcome, self.classes.get(&class)) {
             (Some(cedar), _, _) => {
                 let decided = cedar.evaluate(request, view)?;
+                approvers = decided.approvers;
                 (decided.outcome, decided.reason)
             }
             (None, Some(o), _) => (o, format!("tool {name} is {o} by the operator's rule")),
@@ -204,7 +209,12 @@ impl Policy for ProxyPolicy {
                 } else {
                     class.as_str()
                 };
+                // A question about an attempt whose outcome is unknown is
+                // one operator's (design §38); the policy's approval may
+                // need two people (design §46).
+                let approvers = if rerun.is_some() { 1 } else { approvers };
                 PolicyDecision::need_approval(kind, reason, Some(capability), Some(presentation))
+                    .with_approvers(approvers)
             }
             // Each call is its own run: ending it is what a deny does (the
             // configuration refuses `abort`; a Cedar `@abort` denies).

@@ -12,7 +12,7 @@ pub const POLICY_ID_PREFIX: &str = "agentrt-proxy/blake3:";
 
 /// The canonical JSON the identity hashes:
 /// `{"policy": {class: outcome, …every class}, "servers": [{"name",
-/// "rules": {tool: {"fixed" (when any), "outcome" (when set), "rename"
+/// "rules": {tool: {"approvers" (when 2), "fixed" (when any), "outcome" (when set), "rename"
 /// (when set), "side_effect"}}}, …by name]}`; with a Cedar policy,
 /// `"cedar"` first and `"windows"` (milliseconds by name) last.
 pub fn policy_document(config: &Config) -> String {
@@ -57,6 +57,10 @@ fn policy_document_with(config: &Config, cedar: Option<&str>) -> String {
             }
             write_string(&mut out, tool);
             out.push_str(":{");
+            // Two approvers decide too (keys in sorted order).
+            if rule.approvers > 1 {
+                out.push_str(&format!("\"approvers\":{},", rule.approvers));
+            }
             if !rule.rule.fixed.is_empty() {
                 out.push_str("\"fixed\":{");
                 for (k, (param, value)) in rule.rule.fixed.iter().enumerate() {

@@ -56,6 +56,7 @@ fn facts_from_rules(config: &Config) -> BTreeMap<String, ToolFacts> {
                     upstream: tool.clone(),
                     outcome: rule.outcome,
                     fixed: rule.rule.fixed.clone(),
+                    approvers: rule.approvers,
                 },
             );
         }

@@ -264,6 +264,7 @@ pub fn build_proxy(
                 upstream: upstream.clone(),
                 outcome: rule.and_then(|r| r.outcome),
                 fixed: rule.map(|r| r.rule.fixed.clone()).unwrap_or_default(),
+                approvers: rule.map_or(1, |r| r.approvers),
             },
         );
         let terminal: Arc<dyn Tool> = Arc::new(Terminal(Arc::clone(tool)));

@@ -323,6 +323,8 @@ impl RuleModel {
             },
             outcome: self.outcome,
             repeat_window: self.repeat_window.as_ref().map(|(_, d)| *d),
+            // The model writes no "approvers" (tests/two_people.rs).
+            approvers: 1,
         }
     }
 }

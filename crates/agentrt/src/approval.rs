@@ -27,11 +27,36 @@ pub(crate) fn last_edited<'a>(approvals: &'a [Approval], step_id: &str) -> Optio
 
 /// The canonical request an approval binds: `{"args","run_id","spec","step_id"}`.
 pub fn request_json(request: &ToolRequest) -> crate::Result<Canonical> {
+    approval_request(request, 1)
+}
+
+/// The canonical request of an approval that needs `approvers` distinct
+/// people: [`request_json`]'s, with `"approvers"` first when more than
+/// one (design §46), so the count is bound into the approval's hash and
+/// an approval of one approver hashes as it always did.
+///
+/// ```
+/// use agentrt::approval::approval_request;
+/// # use agentrt::{ToolRequest, ToolSpec, SideEffect, Canonical};
+/// # let request = ToolRequest { run_id: "r1".into(), step_id: "s1".into(),
+/// #     spec: ToolSpec::new("push", "Push", SideEffect::RemoteMutation),
+/// #     args: Canonical::parse_str("{}").unwrap() };
+/// assert!(approval_request(&request, 2)?.as_str().starts_with(r#"{"approvers":2,"args":{}"#));
+/// assert!(approval_request(&request, 1)?.as_str().starts_with(r#"{"args":{}"#));
+/// # Ok::<(), agentrt::Error>(())
+/// ```
+pub fn approval_request(request: &ToolRequest, approvers: u8) -> crate::Result<Canonical> {
     let spec = request.spec.to_canonical()?;
     let mut out = String::with_capacity(
-        request.args.as_str().len() + spec.as_str().len() + request.run_id.len() + 64,
+        request.args.as_str().len() + spec.as_str().len() + request.run_id.len() + 80,
     );
-    out.push_str("{\"args\":");
+    if approvers > 1 {
+        out.push_str("{\"approvers\":");
+        out.push_str(&approvers.to_string());
+        out.push_str(",\"args\":");
+    } else {
+        out.push_str("{\"args\":");
+    }
     out.push_str(request.args.as_str());
     out.push_str(",\"run_id\":");
     write_string(&mut out, &request.run_id);
@@ -41,6 +66,23 @@ pub fn request_json(request: &ToolRequest) -> crate::Result<Canonical> {
     write_string(&mut out, &request.step_id);
     out.push('}');
     Ok(Canonical::assume_canonical(out))
+}
+
+/// How many distinct people must approve `approval` (its request's
+/// `"approvers"`, else 1).
+pub fn approvers_needed(approval: &Approval) -> u8 {
+    approval
+        .request
+        .get("approvers")
+        .and_then(|n| n.as_str().parse::<u8>().ok())
+        .unwrap_or(1)
+}
+
+/// Who approved `approval` first, while it waits for a second approver
+/// (design §46): the decider recorded on a pending approval.
+pub fn first_approver(approval: &Approval) -> Option<&str> {
+    (approval.status == ApprovalStatus::Pending && !approval.decided_by.is_empty())
+        .then_some(approval.decided_by.as_str())
 }
 
 /// The approval hash: BLAKE3 over the canonical

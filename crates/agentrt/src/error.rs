@@ -206,6 +206,16 @@ pub enum Error {
         detail: String,
     },
 
+    /// The approval needs two distinct approvers and this one approved it
+    /// already: another person must decide (design §46).
+    #[error("approval {approval} was approved by {by:?} already: it needs another approver")]
+    SameApprover {
+        /// The approval.
+        approval: String,
+        /// The approver who tried twice.
+        by: String,
+    },
+
     /// The stored approval no longer matches its hash, or cannot be read.
     #[error("approval {approval} does not match its hash: {detail}")]
     ApprovalHash {

@@ -23,8 +23,11 @@ pub(crate) fn write_expiry(tx: &mut WriteTx<'_>, approval: &Approval, at: Timest
             from: approval.status,
             hash: &approval.hash,
             decided_at: pending.then_some(at),
-            decided_by: None,
+            // A first approver of a request that needed two decided
+            // nothing: the expiry is no one's.
+            decided_by: pending.then_some(""),
             note: pending.then_some("expired"),
+            by_was: None,
         },
     )?;
     if !changed {

@@ -54,8 +54,8 @@ pub use json::{Canonical, JsonError};
 pub use llm::{Model, ModelError, ModelRequest, ModelResponse};
 pub use model::{
     Approval, ApprovalStatus, BoxFuture, Decision, Event, EventType, FnTool, Label, Labels, Limits,
-    Outcome, PolicyDecision, Run, RunStatus, RunView, SideEffect, TerminalReason, Tool, ToolCall,
-    ToolError, ToolRequest, ToolResult, ToolSpec, Usage, tool_fn,
+    MAX_APPROVERS, Outcome, PolicyDecision, Run, RunStatus, RunView, SideEffect, TerminalReason,
+    Tool, ToolCall, ToolError, ToolRequest, ToolResult, ToolSpec, Usage, tool_fn,
 };
 pub use operator::{DecideOptions, Operator};
 pub use policy::{DefaultPolicy, Policy, PolicyError, SideEffectPolicy};

@@ -90,11 +90,18 @@ struct StepPolicy<'a> {
     capability: Option<&'a Canonical>,
     #[serde(skip_serializing_if = "Option::is_none")]
     presentation: Option<&'a Canonical>,
+    #[serde(skip_serializing_if = "one")]
+    approvers: u8,
     #[serde(skip_serializing_if = "str::is_empty")]
     policy_id: &'a str,
     spec_hash: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     view: Option<ViewCounts>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn one(n: &u8) -> bool {
+    *n == 1
 }
 
 pub(crate) fn step_policy(
@@ -109,6 +116,7 @@ pub(crate) fn step_policy(
         kind: &decision.kind,
         capability: decision.capability.as_ref(),
         presentation: decision.presentation.as_ref(),
+        approvers: decision.approvers,
         policy_id,
         spec_hash,
         view,
@@ -216,14 +224,54 @@ struct ApprovalDecided<'a> {
     by: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<&'a str>,
+    /// The first approver, when the approval needed two (design §46).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_by: Option<&'a str>,
 }
 
 pub(crate) fn approval_decided(approval_id: &str, status: &str, by: &str, note: &str) -> String {
+    approval_decided_after(approval_id, status, by, note, None)
+}
+
+/// `approval.decided` of an approval whose first approver was `first_by`.
+pub(crate) fn approval_decided_after(
+    approval_id: &str,
+    status: &str,
+    by: &str,
+    note: &str,
+    first_by: Option<&str>,
+) -> String {
     encode(&ApprovalDecided {
         approval_id,
         status,
         by: Some(by),
         note: Some(note),
+        first_by,
+    })
+}
+
+#[derive(Serialize)]
+struct ApprovalEndorsed<'a> {
+    approval_id: &'a str,
+    by: &'a str,
+    note: &'a str,
+    hash: &'a str,
+    approvers: u8,
+}
+
+/// `approval.endorsed`: the first of the approvers a request needs.
+pub(crate) fn approval_endorsed(
+    approval: &crate::model::Approval,
+    by: &str,
+    note: &str,
+    approvers: u8,
+) -> String {
+    encode(&ApprovalEndorsed {
+        approval_id: &approval.id,
+        by,
+        note,
+        hash: &approval.hash,
+        approvers,
     })
 }
 
@@ -233,6 +281,7 @@ pub(crate) fn approval_expired(approval_id: &str) -> String {
         status: "expired",
         by: None,
         note: None,
+        first_by: None,
     })
 }
 

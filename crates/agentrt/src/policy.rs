@@ -91,7 +91,7 @@ pub(crate) fn evaluate_guarded(
     request: &ToolRequest,
     view: &RunView,
 ) -> Result<PolicyDecision, PolicyError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         policy.evaluate(request, view)
     }))
     .unwrap_or_else(|panic| {
@@ -99,7 +99,31 @@ pub(crate) fn evaluate_guarded(
             "the policy panicked: {}",
             panic_text(panic.as_ref())
         )))
-    })
+    })?;
+    check_approvers(&decided)?;
+    Ok(decided)
+}
+
+/// A decision's approver count must be 1, or up to
+/// [`MAX_APPROVERS`](crate::model::MAX_APPROVERS) for an approval.
+fn check_approvers(decision: &PolicyDecision) -> Result<(), PolicyError> {
+    let n = decision.approvers;
+    let max = crate::model::MAX_APPROVERS;
+    if n == 1 {
+        return Ok(());
+    }
+    if decision.outcome != crate::model::Outcome::RequireApproval {
+        return Err(PolicyError::new(format!(
+            "approvers {n} beside outcome {}: only an approval needs approvers",
+            decision.outcome.as_str()
+        )));
+    }
+    if n == 0 || n > max {
+        return Err(PolicyError::new(format!(
+            "approvers {n}: an approval needs 1 to {max} distinct approvers"
+        )));
+    }
+    Ok(())
 }
 
 /// Checks a policy id: at most 256 bytes and no control characters.

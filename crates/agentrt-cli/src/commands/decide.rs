@@ -91,15 +91,28 @@ pub fn run(
     let replaced = edited
         .map(|id| format!(" (an edit of approval {}, now edited)", sanitize(id)))
         .unwrap_or_default();
-    line(
-        out,
-        &format!(
-            "approval {}: {} by {}{replaced}",
-            sanitize(&decided.id),
-            decided.status,
-            sanitize(&decided.decided_by)
-        ),
-    )?;
+    if decided.status == ApprovalStatus::Pending {
+        // The first of two approvers (design §46).
+        line(
+            out,
+            &format!(
+                "approval {}: approved by {} (1 of {}): it waits for another approver",
+                sanitize(&decided.id),
+                sanitize(&decided.decided_by),
+                agentrt::approval::approvers_needed(&decided)
+            ),
+        )?;
+    } else {
+        line(
+            out,
+            &format!(
+                "approval {}: {} by {}{replaced}",
+                sanitize(&decided.id),
+                decided.status,
+                sanitize(&decided.decided_by)
+            ),
+        )?;
+    }
     let mut status = format!("run {}: {}", sanitize(&summary.id), summary.status);
     if let Some(reason) = summary.reason {
         status.push_str(&format!(" ({reason})"));
@@ -211,6 +224,9 @@ fn decide_error(e: Error) -> CliError {
         Error::ApprovalExpired { approval } => {
             format!("approval {approval} is not pending: it expired before it was decided")
         }
+        Error::SameApprover { approval, by } => format!(
+            "approval {approval} needs two approvers and {by} approved it already; another person must decide it; nothing was decided"
+        ),
         Error::RunState { run, status, .. } => format!(
             "run {run} is {status}: an approval can be decided only while its run waits for approval"
         ),

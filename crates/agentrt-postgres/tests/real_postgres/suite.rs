@@ -17,5 +17,7 @@ mod loop_basics;
 mod recheck;
 #[path = "../../../agentrt/tests/suite/store_writes.rs"]
 mod store_writes;
+#[path = "../../../agentrt/tests/suite/two_people.rs"]
+mod two_people;
 #[path = "../../../agentrt/tests/suite/verify_tamper.rs"]
 mod verify_tamper;

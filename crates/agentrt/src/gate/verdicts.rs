@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::GateInner;
 use super::session::{Allowed, Grant, Session, State, Verdict, VerdictOutcome, misuse, to_json};
 use super::writes::{self, Settle, StepColumns, StepEnd, running};
-use crate::approval::{approval_hash, request_json};
+use crate::approval::{approval_hash, approval_request};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::json::Canonical;
@@ -461,7 +461,7 @@ pub(crate) fn build_approval(
     allowed: &Allowed,
     created_at: Timestamp,
 ) -> Result<Approval> {
-    let request = request_json(&allowed.request)?;
+    let request = approval_request(&allowed.request, allowed.policy.approvers)?;
     let capability = allowed
         .policy
         .capability

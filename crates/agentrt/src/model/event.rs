@@ -62,6 +62,9 @@ event_types! {
     ApprovalRequested => "approval.requested",
     /// An approval was decided or expired.
     ApprovalDecided => "approval.decided",
+    /// A first approver approved a request that needs two: it stays
+    /// pending until a second, distinct approver decides (design §46).
+    ApprovalEndorsed => "approval.endorsed",
     /// An operator edited a pending approval's arguments and approved the
     /// edited request: a new approval of the same step.
     ApprovalEdited => "approval.edited",

@@ -26,7 +26,7 @@ pub use labels::{
 pub use limits::{Limits, LimitsError};
 pub use observation::{Observation, ObservationKind, OperatorEdit, ToolFailure};
 pub use policy::{RunView, ToolRequest};
-pub use policy_decision::{Outcome, PolicyDecision};
+pub use policy_decision::{MAX_APPROVERS, Outcome, PolicyDecision};
 pub(crate) use run::NewRunFields;
 pub use run::{Run, RunStatus, TerminalReason, Usage};
 pub use step::{Step, StepStatus};

@@ -47,6 +47,23 @@ pub struct PolicyDecision {
     /// What the operator is shown, bound into its hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presentation: Option<Canonical>,
+    /// How many distinct people must approve (`RequireApproval`): 1, or
+    /// [`MAX_APPROVERS`] for a request that needs two (design §46). Bound
+    /// into the approval's hash, with its request.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub approvers: u8,
+}
+
+/// The most distinct approvers an approval may need.
+pub const MAX_APPROVERS: u8 = 2;
+
+fn one() -> u8 {
+    1
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_one(n: &u8) -> bool {
+    *n == 1
 }
 
 impl PolicyDecision {
@@ -57,6 +74,7 @@ impl PolicyDecision {
             kind: String::new(),
             capability: None,
             presentation: None,
+            approvers: 1,
         }
     }
 
@@ -109,6 +127,21 @@ impl PolicyDecision {
             Some(Canonical::from_serialize(capability)?),
             Some(Canonical::from_serialize(presentation)?),
         ))
+    }
+
+    /// The same decision needing `approvers` distinct people to approve
+    /// (two, for a request that matters; design §46). A first approval of
+    /// such a request is recorded and leaves it pending; a second by
+    /// another person grants it; one rejection rejects it.
+    ///
+    /// ```
+    /// use agentrt::PolicyDecision;
+    /// let ask = PolicyDecision::need_approval("deploy", "production", None, None).with_approvers(2);
+    /// assert_eq!(ask.approvers, 2);
+    /// ```
+    pub fn with_approvers(mut self, approvers: u8) -> PolicyDecision {
+        self.approvers = approvers;
+        self
     }
 
     /// Decodes the presentation into `T`.

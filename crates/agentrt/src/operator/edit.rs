@@ -117,6 +117,13 @@ impl Operator {
                         .into(),
                 ));
             }
+            if crate::approval::approvers_needed(&approval) > 1 {
+                // Two people approve one request (design §46): an edit by
+                // one would be a request the other never saw.
+                return Err(refuse(
+                    "it needs two approvers, who approve or reject the request as asked".into(),
+                ));
+            }
             let request = edited_request(&approval, &args).map_err(refuse)?;
             let steps = tx.steps(&run.id)?;
             let model_args = model_args(&steps, &run, &approval)?;
@@ -152,7 +159,7 @@ impl Operator {
                 note: options.note.to_owned(),
                 decode_error: None,
             };
-            set_decided(tx, &approval, ApprovalStatus::Edited, options, now)?;
+            set_decided(tx, &approval, ApprovalStatus::Edited, options, now, None)?;
             tx.insert_approval(&replacement)?;
             tx.append_event(
                 run_id,

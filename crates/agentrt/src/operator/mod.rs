@@ -10,6 +10,7 @@ mod wait;
 pub use wait::Awaited;
 
 use crate::agent::Observer;
+use crate::approval::{approvers_needed, first_approver};
 use crate::clock::{Clock, Timestamp, system_clock};
 use crate::error::{Error, Result};
 use crate::expiry::write_expiry;
@@ -196,13 +197,44 @@ impl Operator {
                 Verb::Approve => ApprovalStatus::Approved,
                 Verb::Reject => ApprovalStatus::Rejected,
             };
-            set_decided(tx, &approval, status, options, now)?;
+            // A request that needs two approvers (design §46): the first
+            // approval is recorded and leaves it pending; the second must
+            // be another person's.
+            let needed = approvers_needed(&approval);
+            let first = first_approver(&approval).map(str::to_owned);
+            if verb == Verb::Approve && needed > 1 {
+                match first.as_deref() {
+                    None => {
+                        endorse(tx, &approval, options, now, needed)?;
+                        return Ok(Decided::Done(Box::new(Approval {
+                            decided_at: Some(now),
+                            decided_by: options.by.to_owned(),
+                            note: options.note.to_owned(),
+                            ..*approval
+                        })));
+                    }
+                    Some(by) if by == options.by => {
+                        return Err(Error::SameApprover {
+                            approval: approval.id.clone(),
+                            by: by.to_owned(),
+                        });
+                    }
+                    Some(_) => {}
+                }
+            }
+            set_decided(tx, &approval, status, options, now, first.as_deref())?;
             tx.append_event(
                 run_id,
                 &approval.step_id,
                 &now,
                 EventType::ApprovalDecided,
-                &payload::approval_decided(&approval.id, status.as_str(), options.by, options.note),
+                &payload::approval_decided_after(
+                    &approval.id,
+                    status.as_str(),
+                    options.by,
+                    options.note,
+                    first.as_deref(),
+                ),
             )?;
             if verb == Verb::Reject {
                 reject_run(tx, &run, &approval, options.note, now)?;
@@ -303,14 +335,53 @@ fn write_rows(tx: &mut WriteTx<'_>, rows: Option<SatelliteRows>) -> Result<()> {
     }
 }
 
+/// Records the first of the approvers `approval` needs: it stays
+/// pending, with its first approver as its decider, if no one approved it
+/// since it was read.
+fn endorse(
+    tx: &mut WriteTx<'_>,
+    approval: &Approval,
+    options: &DecideOptions<'_>,
+    now: Timestamp,
+    needed: u8,
+) -> Result<()> {
+    let changed = tx.update_approval(
+        &approval.id,
+        &ApprovalChange {
+            status: ApprovalStatus::Pending,
+            from: ApprovalStatus::Pending,
+            hash: &approval.hash,
+            decided_at: Some(now),
+            decided_by: Some(options.by),
+            note: Some(options.note),
+            by_was: Some(""),
+        },
+    )?;
+    if !changed {
+        return Err(Error::NotPending {
+            approval: approval.id.clone(),
+            status: approval.status,
+        });
+    }
+    tx.append_event(
+        &approval.run_id,
+        &approval.step_id,
+        &now,
+        EventType::ApprovalEndorsed,
+        &payload::approval_endorsed(approval, options.by, options.note, needed),
+    )
+}
+
 /// Moves `approval` from pending to `status`, who decided and why, if it
-/// is still pending with its hash; refused as not pending otherwise.
+/// is still pending with its hash (and, after a first approver, still
+/// `first`'s); refused as not pending otherwise.
 fn set_decided(
     tx: &mut WriteTx<'_>,
     approval: &Approval,
     status: ApprovalStatus,
     options: &DecideOptions<'_>,
     now: Timestamp,
+    first: Option<&str>,
 ) -> Result<()> {
     let changed = tx.update_approval(
         &approval.id,
@@ -321,6 +392,7 @@ fn set_decided(
             decided_at: Some(now),
             decided_by: Some(options.by),
             note: Some(options.note),
+            by_was: Some(first.unwrap_or("")),
         },
     )?;
     if changed {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::read::{Item, ItemKind, Record, Recorded};
 use super::rebuild::{self, Why};
 use super::{Evaluation, RecheckResult, SpecSource};
-use crate::approval::{approval_hash, request_json};
+use crate::approval::{approval_hash, approval_request};
 use crate::error::{Error, Result};
 use crate::json::Canonical;
 use crate::model::{
@@ -75,7 +75,7 @@ fn hash_of(decision: &PolicyDecision, request: &ToolRequest) -> Result<String> {
         &decision.kind,
         decision.capability.as_ref().unwrap_or(&empty),
         decision.presentation.as_ref().unwrap_or(&empty),
-        &request_json(request)?,
+        &approval_request(request, decision.approvers)?,
     ))
 }
 

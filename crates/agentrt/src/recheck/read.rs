@@ -65,6 +65,8 @@ struct PolicyWire {
     kind: String,
     capability: Option<Canonical>,
     presentation: Option<Canonical>,
+    #[serde(default = "one_approver")]
+    approvers: u8,
     #[serde(default)]
     policy_id: String,
     #[serde(default)]
@@ -72,6 +74,10 @@ struct PolicyWire {
     view: Option<RecordedView>,
     #[serde(default)]
     truncated: bool,
+}
+
+fn one_approver() -> u8 {
+    1
 }
 
 fn decode_policy(payload: &str) -> std::result::Result<Recorded, String> {
@@ -88,6 +94,7 @@ fn decode_policy(payload: &str) -> std::result::Result<Recorded, String> {
             kind: wire.kind,
             capability: wire.capability,
             presentation: wire.presentation,
+            approvers: wire.approvers,
         },
         policy_id: wire.policy_id,
         spec_hash: wire.spec_hash,

@@ -149,6 +149,10 @@ pub struct ApprovalChange<'a> {
     pub decided_by: Option<&'a str>,
     /// Note (`None` keeps it).
     pub note: Option<&'a str>,
+    /// The decider it must have now (`None`: not checked): a second
+    /// approver's decision, or a first one's, is written only over the
+    /// decider it read (design §46).
+    pub by_was: Option<&'a str>,
 }
 
 /// One column assignment of an update, as every engine makes it: the

@@ -50,6 +50,7 @@ pub fn approval_tool(approval: &Approval) -> String {
 /// APPROVAL WAITING  <id>
 /// kind    <kind>
 /// tool    <tool>
+/// needs   2 approvers[; approved by <first>, waiting for another]   (design §46)
 /// expires <stamp>                 (when set)
 /// unread  <decode error>          (when the row did not read back whole)
 /// arguments (the tool call the model made; one field per line, byte count is the field's own size)
@@ -84,6 +85,13 @@ pub fn approval_block(approval: &Approval, options: &BlockOptions<'_>) -> String
     let _ = writeln!(out, "APPROVAL {state}  {id}");
     let _ = writeln!(out, "kind    {}", text_line(&approval.kind));
     let _ = writeln!(out, "tool    {tool}");
+    let needed = crate::approval::approvers_needed(approval);
+    if needed > 1 {
+        let first = crate::approval::first_approver(approval)
+            .map(|by| format!("; approved by {}, waiting for another", text_line(by)))
+            .unwrap_or_default();
+        let _ = writeln!(out, "needs   {needed} approvers{first}");
+    }
     if let Some(expires) = &approval.expires_at {
         let _ = writeln!(out, "expires {}", sanitize(&(options.stamp)(expires)));
     }

@@ -18,4 +18,5 @@ mod lease_clock;
 mod loop_basics;
 mod recheck;
 mod store_writes;
+mod two_people;
 mod verify_tamper;

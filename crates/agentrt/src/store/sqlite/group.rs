@@ -243,12 +243,20 @@ impl GroupRows for SqliteRows<'_> {
             params.push(Value::Text(note.to_owned()));
         }
         let sql = format!(
-            "UPDATE approvals SET {} WHERE id = ? AND status = ? AND hash = ?",
-            sets.join(", ")
+            "UPDATE approvals SET {} WHERE id = ? AND status = ? AND hash = ?{}",
+            sets.join(", "),
+            if change.by_was.is_some() {
+                " AND decided_by = ?"
+            } else {
+                ""
+            }
         );
         params.push(Value::Text(approval_id.to_owned()));
         params.push(Value::Text(change.from.as_str().to_owned()));
         params.push(Value::Text(change.hash.to_owned()));
+        if let Some(by) = change.by_was {
+            params.push(Value::Text(by.to_owned()));
+        }
         Ok(self.exec(&sql, params)? == 1)
     }
 
