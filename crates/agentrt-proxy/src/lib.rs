@@ -62,8 +62,8 @@ pub use key_state::{KeyState, OnCall, RowFacts, classify, on_call};
 pub use notices::NOTICE_QUEUE;
 pub use oauth::{
     CLIENT_LABEL, DEFAULT_GROUPS_CLAIM, DEFAULT_JWKS_COOLDOWN, DEFAULT_LEEWAY, DEFAULT_TOKEN_TYPES,
-    GROUPS_LABEL, ISSUER_LABEL, Identity, MAX_GROUPS_CHARS, MAX_KEYS_BYTES, MAX_LEEWAY,
-    MAX_SUBJECT_CHARS, METADATA_PATH, OAuthConfig, SUBJECT_LABEL,
+    GROUPS_LABEL, ISSUER_LABEL, Identity, MAX_GROUPS_CHARS, MAX_LEEWAY, MAX_SUBJECT_CHARS,
+    METADATA_PATH, OAuthConfig, SUBJECT_LABEL,
 };
 pub use pin::{pin_all, write_listing};
 pub use policy::{ProxyPolicy, ToolFacts, capability};

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use agentrt_mcp::parse_duration;
 use jsonwebtoken::Algorithm;
-use reqwest::Url;
 use serde::Deserialize;
 
 /// Clocks may disagree by this much unless `"leeway"` says otherwise.
@@ -38,10 +37,6 @@ const ASYMMETRIC: [Algorithm; 9] = [
     Algorithm::ES384,
     Algorithm::EdDSA,
 ];
-
-/// The longest issuer, resource or key set URL (a run label holds 256
-/// characters).
-const MAX_URL_CHARS: usize = 200;
 
 /// How the HTTP door checks OAuth access tokens (MCP authorization: the
 /// proxy is an OAuth 2.1 protected resource).
@@ -208,32 +203,11 @@ pub(crate) fn normal_type(typ: &str) -> String {
         .unwrap_or(lower)
 }
 
-/// Whether `url` may be used for `field`: HTTPS, or HTTP to a loopback
-/// host (a provider on the same machine); no user or password.
-pub(crate) fn web_url(field: &str, url: &str) -> Result<Url, String> {
-    if url.chars().count() > MAX_URL_CHARS {
-        return Err(format!("{field}: longer than {MAX_URL_CHARS} characters"));
-    }
-    let parsed = Url::parse(url).map_err(|e| format!("{field} {url:?}: {e}"))?;
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(format!("{field} {url:?}: no user or password in the URL"));
-    }
-    match parsed.scheme() {
-        "https" => Ok(parsed),
-        "http" if is_loopback(&parsed) => Ok(parsed),
-        _ => Err(format!(
-            "{field} {url:?}: must be https:// (http:// only to 127.0.0.1, [::1] or localhost)"
-        )),
-    }
-}
-
-fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
-        None => false,
-    }
+/// Whether `url` may be used for `field` (see [`agentrt_oauth::web_url`]).
+fn web_url(field: &str, url: &str) -> Result<(), String> {
+    agentrt_oauth::web_url(field, url)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@
 //! principal.
 
 mod config;
-mod keys;
 mod verify;
 
 use std::net::SocketAddr;
@@ -19,7 +18,6 @@ pub use config::{
     DEFAULT_GROUPS_CLAIM, DEFAULT_JWKS_COOLDOWN, DEFAULT_LEEWAY, DEFAULT_TOKEN_TYPES, MAX_LEEWAY,
     OAuthConfig,
 };
-pub use keys::MAX_KEYS_BYTES;
 pub(crate) use verify::{Refusal, Verifier};
 
 /// The run label holding the token's issuer.
@@ -102,7 +100,7 @@ pub(crate) fn resource_url(config: &OAuthConfig, bound: SocketAddr) -> String {
 /// Where the resource's metadata is (RFC 9728 §3.1: the well-known path
 /// before the resource's own path).
 pub(crate) fn metadata_url(resource: &str) -> String {
-    match reqwest::Url::parse(resource) {
+    match url::Url::parse(resource) {
         Ok(mut url) => {
             let path = url.path().trim_end_matches('/').to_owned();
             url.set_path(&format!("{METADATA_PATH}{path}"));
@@ -133,7 +131,19 @@ pub(crate) fn metadata(verifier: &Verifier) -> serde_json::Value {
 ///
 /// Why the keys cannot be had, in words.
 pub(crate) async fn verifier(config: &OAuthConfig, bound: SocketAddr) -> Result<Verifier, String> {
-    let keys = keys::Keys::fetch(config).await?;
+    let client = agentrt_oauth::http_client().map_err(|e| e.to_string())?;
+    let jwks_uri = match &config.jwks_uri {
+        Some(uri) => agentrt_oauth::web_url("jwks_uri", uri).map_err(|e| e.to_string())?,
+        None => {
+            agentrt_oauth::discover(&client, &config.issuer)
+                .await
+                .map_err(|e| e.to_string())?
+                .jwks_uri
+        }
+    };
+    let keys = agentrt_oauth::Keys::fetch(client, jwks_uri, config.jwks_cooldown)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(Verifier::new(
         config.clone(),
         resource_url(config, bound),

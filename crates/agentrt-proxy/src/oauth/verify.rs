@@ -7,8 +7,8 @@ use jsonwebtoken::{Validation, decode, decode_header};
 use serde_json::{Map, Value};
 
 use super::config::{OAuthConfig, normal_type};
-use super::keys::Keys;
 use super::{Identity, MAX_GROUPS_CHARS, MAX_SUBJECT_CHARS};
+use agentrt_oauth::Keys;
 
 /// Why a token is not admitted.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,26 +1,20 @@
-//! The issuer's signing keys: found through its metadata (RFC 8414, else
-//! OpenID discovery) unless configured, fetched at start, kept, and
-//! fetched again when a token names a key the set lacks (a rotation) or
-//! the set is an hour old. Fetches go only to HTTPS or loopback HTTP, follow
-//! no redirect, use no proxy from the environment, and read at most
-//! [`MAX_KEYS_BYTES`].
+//! The issuer's signing keys: fetched, kept, and fetched again when a
+//! token names a key the set lacks (a rotation) or the set is an hour
+//! old.
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
-use reqwest::Url;
 use serde_json::Value;
+use url::Url;
 
-use super::config::{OAuthConfig, web_url};
+use crate::OAuthError;
+use crate::fetch::fetch_json;
 
-/// The most bytes read of a metadata document or a key set.
-pub const MAX_KEYS_BYTES: usize = 1 << 20;
-/// How long one fetch may take.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// A key set older than this is fetched again when next used.
-const MAX_AGE: Duration = Duration::from_secs(3600);
+pub const MAX_KEY_SET_AGE: Duration = Duration::from_secs(3600);
 
 /// One usable key of the set.
 struct Key {
@@ -38,7 +32,8 @@ struct KeySet {
 
 /// Why no key verifies a token.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum KeyRefusal {
+#[non_exhaustive]
+pub enum KeyRefusal {
     /// The set has no key with the token's `kid` (after a fetch, or
     /// within the cool-down).
     Unknown(String),
@@ -63,7 +58,16 @@ impl std::fmt::Display for KeyRefusal {
 }
 
 /// The issuer's keys, shared by every request.
-pub(crate) struct Keys {
+///
+/// ```no_run
+/// # async fn f() -> Result<(), agentrt_oauth::OAuthError> {
+/// let client = agentrt_oauth::http_client()?;
+/// let issuer = agentrt_oauth::discover(&client, "https://id.example.com").await?;
+/// let keys = agentrt_oauth::Keys::fetch(client, issuer.jwks_uri, std::time::Duration::from_secs(10)).await?;
+/// let key = keys.key_for(Some("k1"), jsonwebtoken::Algorithm::ES256).await;
+/// # Ok(()) }
+/// ```
+pub struct Keys {
     client: reqwest::Client,
     jwks_uri: Url,
     cooldown: Duration,
@@ -73,32 +77,33 @@ pub(crate) struct Keys {
     fetching: tokio::sync::Mutex<()>,
 }
 
+impl std::fmt::Debug for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keys")
+            .field("jwks_uri", &self.jwks_uri.as_str())
+            .field("cooldown", &self.cooldown)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Keys {
-    /// Finds the key set's address (the configuration's, or the issuer's
-    /// metadata) and fetches it.
+    /// Fetches the key set at `jwks_uri`; a token naming a key the set
+    /// lacks fetches it again at most once per `cooldown`.
     ///
     /// # Errors
     ///
-    /// What failed, in words: the metadata or the set cannot be fetched,
-    /// names another issuer, or holds no usable key.
-    pub(crate) async fn fetch(config: &OAuthConfig) -> Result<Keys, String> {
-        let client = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            // A redirect could lead a fetch where the configuration did
-            // not; a proxy from the environment could read it.
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .build()
-            .map_err(|e| format!("no HTTP client: {e}"))?;
-        let jwks_uri = match &config.jwks_uri {
-            Some(uri) => web_url("jwks_uri", uri)?,
-            None => discover(&client, &config.issuer).await?,
-        };
+    /// [`OAuthError`]: the set cannot be fetched, or holds no signature
+    /// key this crate can use.
+    pub async fn fetch(
+        client: reqwest::Client,
+        jwks_uri: Url,
+        cooldown: Duration,
+    ) -> Result<Keys, OAuthError> {
         let keys = fetch_set(&client, &jwks_uri).await?;
         Ok(Keys {
             client,
             jwks_uri,
-            cooldown: config.jwks_cooldown,
+            cooldown,
             set: RwLock::new(Arc::new(KeySet {
                 keys,
                 fetched: Instant::now(),
@@ -119,13 +124,18 @@ impl Keys {
     /// The key that verifies a token signed with `algorithm` by key
     /// `kid`: from the set, or from a new fetch when the set lacks it (at
     /// most once a cool-down) or is an hour old.
-    pub(crate) async fn key_for(
+    ///
+    /// # Errors
+    ///
+    /// [`KeyRefusal`]: no such key, several without a `kid`, or a key for
+    /// another algorithm.
+    pub async fn key_for(
         &self,
         kid: Option<&str>,
         algorithm: Algorithm,
     ) -> Result<Arc<DecodingKey>, KeyRefusal> {
         let set = self.current();
-        let stale = set.fetched.elapsed() >= MAX_AGE;
+        let stale = set.fetched.elapsed() >= MAX_KEY_SET_AGE;
         let found = pick(&set, kid, algorithm);
         if !stale && !matches!(found, Err(KeyRefusal::Unknown(_))) {
             return found;
@@ -186,53 +196,14 @@ fn pick(
     }
 }
 
-/// The key set's address from the issuer's metadata: RFC 8414's
-/// well-known path first, then OpenID discovery's; the document must name
-/// the same issuer (RFC 8414 §3.3).
-async fn discover(client: &reqwest::Client, issuer: &str) -> Result<Url, String> {
-    let base = web_url("issuer", issuer)?;
-    let path = base.path().trim_end_matches('/').to_owned();
-    let mut candidates = Vec::new();
-    for well_known in [
-        format!("/.well-known/oauth-authorization-server{path}"),
-        format!("{path}/.well-known/openid-configuration"),
-    ] {
-        let mut url = base.clone();
-        url.set_path(&well_known);
-        candidates.push(url);
-    }
-    let mut failures = Vec::new();
-    for url in candidates {
-        let document = match fetch_json(client, &url).await {
-            Ok(document) => document,
-            Err(e) => {
-                failures.push(e);
-                continue;
-            }
-        };
-        let named = document.get("issuer").and_then(Value::as_str);
-        if named != Some(issuer) {
-            return Err(format!(
-                "{url} names issuer {named:?}, not {issuer:?} (RFC 8414 §3.3)"
-            ));
-        }
-        let Some(jwks) = document.get("jwks_uri").and_then(Value::as_str) else {
-            return Err(format!("{url} names no jwks_uri"));
-        };
-        return web_url("the issuer's jwks_uri", jwks);
-    }
-    Err(format!(
-        "no metadata for issuer {issuer:?}: {}",
-        failures.join("; ")
-    ))
-}
-
 /// The signature keys of the set at `url`; keys for encryption, of
 /// unknown types or unusable are skipped.
-async fn fetch_set(client: &reqwest::Client, url: &Url) -> Result<Vec<Key>, String> {
+async fn fetch_set(client: &reqwest::Client, url: &Url) -> Result<Vec<Key>, OAuthError> {
     let document = fetch_json(client, url).await?;
     let Some(listed) = document.get("keys").and_then(Value::as_array) else {
-        return Err(format!("{url}: not a key set (no \"keys\" list)"));
+        return Err(OAuthError::Metadata(format!(
+            "{url}: not a key set (no \"keys\" list)"
+        )));
     };
     let keys: Vec<Key> = listed
         .iter()
@@ -257,28 +228,9 @@ async fn fetch_set(client: &reqwest::Client, url: &Url) -> Result<Vec<Key>, Stri
         })
         .collect();
     if keys.is_empty() {
-        return Err(format!("{url}: no signature key the proxy can use"));
+        return Err(OAuthError::Metadata(format!(
+            "{url}: no signature key agentrt can use"
+        )));
     }
     Ok(keys)
-}
-
-/// A JSON document fetched from `url` (200, at most [`MAX_KEYS_BYTES`]).
-async fn fetch_json(client: &reqwest::Client, url: &Url) -> Result<Value, String> {
-    let mut response = client
-        .get(url.clone())
-        .header(reqwest::header::ACCEPT, "application/json")
-        .send()
-        .await
-        .map_err(|e| format!("{url}: {e}"))?;
-    if !response.status().is_success() {
-        return Err(format!("{url}: status {}", response.status()));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("{url}: {e}"))? {
-        if body.len() + chunk.len() > MAX_KEYS_BYTES {
-            return Err(format!("{url}: larger than {MAX_KEYS_BYTES} bytes"));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    serde_json::from_slice(&body).map_err(|e| format!("{url}: not JSON: {e}"))
 }
