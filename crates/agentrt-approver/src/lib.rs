@@ -15,10 +15,11 @@
 //! `$AGENTRT_DB`, where a URL with a password belongs):
 //!
 //! - the signed webhook ([`webhook`], design §35): every request
-//!   HMAC-signed with the shared secret; verified requests to a route
-//!   spend a rate bucket of their own, everything else (unsigned, forged,
-//!   replayed, misrouted) another, so a flood cannot use up the
-//!   operator's budget;
+//!   HMAC-signed with the shared secret, or with one approver's key
+//!   (`--keys`, [`signature::Keys`]: such a request decides as that
+//!   approver only); verified requests to a route spend a rate bucket of
+//!   their own, everything else (unsigned, forged, replayed, misrouted)
+//!   another, so a flood cannot use up the operator's budget;
 //! - the approval page ([`page`], beyond the spec): a one-time login link
 //!   bound by its MAC to one run and one person, its nonce taken once in
 //!   the run's database ([`Approver::sign_in`]), opens a session that sees

@@ -44,6 +44,14 @@ enum Command {
         /// A file only you can read, holding the shared secret (32 bytes or more).
         #[arg(long)]
         secret_file: PathBuf,
+        /// A file only you can read, holding per-approver keys (JSON:
+        /// {"keys": {"KEY-ID": {"approver": "NAME", "secret": "32 bytes or
+        /// more"}}}): a webhook request naming one in X-Approval-Key-Id is
+        /// checked with its secret and decides as its approver only.
+        /// --secret-file stays required (the page's links are signed with
+        /// it; it still checks requests that name no key).
+        #[arg(long, value_name = "FILE")]
+        keys: Option<PathBuf>,
         /// Listen on an address other than loopback (the webhook is plain
         /// HTTP: put TLS in front).
         #[arg(long)]
@@ -124,6 +132,7 @@ fn main() -> ExitCode {
             db,
             listen,
             secret_file,
+            keys,
             allow_remote,
             cookie_secure,
             trust_forwarded_proto,
@@ -142,6 +151,7 @@ fn main() -> ExitCode {
                 db,
                 listen,
                 secret_file,
+                keys_file: keys,
                 allow_remote,
                 secure_cookie,
                 notify: notify_config

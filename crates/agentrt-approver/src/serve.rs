@@ -6,6 +6,12 @@
 //! belongs there: a command line is visible to every process), and sets
 //! the page's cookie `Secure` with `--cookie-secure` or
 //! `--trust-forwarded-proto HEADER` ([`ServeOptions::secure_cookie`]).
+//!
+//! `--keys FILE` gives the webhook per-approver keys
+//! ([`Keys`], read by [`read_keys`]): a request
+//! naming one decides as its approver only. The shared secret
+//! (`--secret-file`) stays required: the page's login links are signed
+//! with it, and it still checks webhook requests that name no key.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -15,7 +21,7 @@ use std::sync::Arc;
 use agentrt::private_file::Others;
 
 use crate::StoreApprover;
-use crate::signature::{Secret, ShortSecret};
+use crate::signature::{Keys, Secret, ShortSecret};
 use crate::webhook::{WebhookConfig, router};
 
 /// What `serve` needs.
@@ -28,6 +34,9 @@ pub struct ServeOptions {
     pub listen: SocketAddr,
     /// A file only its owner can read, holding the shared secret.
     pub secret_file: PathBuf,
+    /// A file only its owner can read, holding the webhook's per-approver
+    /// keys (`--keys`; see [`read_keys`]).
+    pub keys_file: Option<PathBuf>,
     /// Listen on an address other than loopback.
     pub allow_remote: bool,
     /// When the page's session cookie is `Secure`.
@@ -60,6 +69,14 @@ pub enum ServeError {
         /// The file.
         path: PathBuf,
         /// What is wrong.
+        detail: String,
+    },
+    /// The keys file cannot be used.
+    #[error("keys file {path}: {detail}")]
+    KeysFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong (naming the key, never showing a secret).
         detail: String,
     },
     /// The database cannot be opened.
@@ -105,6 +122,23 @@ pub fn read_secret(path: &Path) -> Result<Secret, ServeError> {
     })
 }
 
+/// The most bytes a keys file may hold.
+const MAX_KEYS_FILE: u64 = 1 << 20;
+
+/// The per-approver keys in `path`: a regular file of the current user
+/// that no one else may read or write (as the secret file), at most
+/// 1 MiB, JSON of the shape [`Keys::parse`] reads, every key valid (a
+/// refusal names the key).
+pub fn read_keys(path: &Path) -> Result<Keys, ServeError> {
+    let refused = |detail: String| ServeError::KeysFile {
+        path: path.to_owned(),
+        detail,
+    };
+    let bytes = agentrt::private_file::read(path, Others::NoAccess, MAX_KEYS_FILE)
+        .map_err(|e| refused(e.detail()))?;
+    Keys::parse(&bytes).map_err(|e| refused(e.to_string()))
+}
+
 /// Serves the webhook until `shutdown` completes; `bound` is told the
 /// address once it listens.
 pub async fn serve(
@@ -115,11 +149,25 @@ pub async fn serve(
     if !options.listen.ip().is_loopback() && !options.allow_remote {
         return Err(ServeError::Remote(options.listen));
     }
-    // The secret file and the database are read on the blocking pool.
+    // The secret and keys files and the database are read on the
+    // blocking pool.
     let (db, secret_file) = (options.db.clone(), options.secret_file.clone());
+    let keys_file = options.keys_file.clone();
     let notify_config = options.notify.as_ref().map(|n| n.config.clone());
-    let (secret, approver, notify_config) = tokio::task::spawn_blocking(move || {
+    let (secret, keys, approver, notify_config) = tokio::task::spawn_blocking(move || {
         let secret = read_secret(&secret_file)?;
+        let keys = match keys_file {
+            Some(path) => {
+                let keys = read_keys(&path)?;
+                keys.check_apart_from(&secret)
+                    .map_err(|e| ServeError::KeysFile {
+                        path,
+                        detail: e.to_string(),
+                    })?;
+                keys
+            }
+            None => Keys::default(),
+        };
         let notify_config = match notify_config {
             Some(path) => Some(
                 crate::notify::NotifyConfig::load(&path)
@@ -127,7 +175,8 @@ pub async fn serve(
             ),
             None => None,
         };
-        Ok::<_, ServeError>((secret, StoreApprover::open(&db, None)?, notify_config))
+        let approver = StoreApprover::open(&db, None)?;
+        Ok::<_, ServeError>((secret, keys, approver, notify_config))
     })
     .await
     .map_err(|e| ServeError::Listen {
@@ -142,7 +191,10 @@ pub async fn serve(
         ..crate::page::PageConfig::new(Arc::clone(&approver), secret.clone())
     });
     let secret_for_links = secret.clone();
-    let config = WebhookConfig::new(approver, secret);
+    let config = WebhookConfig {
+        keys,
+        ..WebhookConfig::new(approver, secret)
+    };
     let listen_error = |source| ServeError::Listen {
         addr: options.listen,
         source,

@@ -12,7 +12,8 @@ use agentrt_approver::page::{
 };
 use agentrt_approver::signature::{SIGNATURE_HEADER, Secret, SignedHeaders, Verifier, sign};
 use agentrt_approver::webhook::request::{
-    BodyRefusal, asked_by, cancellation_body, decision_body, signature_headers, wants_text,
+    BodyRefusal, asked_by, cancellation_body, cancellation_body_as, decision_body,
+    decision_body_as, signature_headers, wants_text,
 };
 use agentrt_approver::webhook::routes::{Route, route};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
@@ -291,7 +292,7 @@ proptest! {
         // A timestamp spelled with leading zeros is the same time.
         let same_time = t.bytes().all(|c| c.is_ascii_digit()) && t.parse::<i64>().ok() == Some(timestamp);
         let changed = (&n, &m, &p, &b, &s) != (&nonce, &method, &path, &body, &signed) || !same_time;
-        let headers = SignedHeaders { timestamp: Some(&t), nonce: Some(&n), signature: Some(&s) };
+        let headers = SignedHeaders { timestamp: Some(&t), nonce: Some(&n), signature: Some(&s), key_id: None };
         let mut v = verifier();
         let checked = v.verify(NOW, &headers, &m, &p, &b);
         let in_window = offset.abs() <= 300;
@@ -309,7 +310,8 @@ proptest! {
     }
 
     /// Any bytes as a decision or cancellation body: a typed refusal or a
-    /// body that names the path's run (and approval) and has its author.
+    /// body that names the path's run (and approval) and has its author
+    /// (signed with a key: that key's approver, and no one else).
     #[test]
     fn any_body_is_a_refusal_or_a_decision_for_the_path(
         run in id(),
@@ -339,6 +341,23 @@ proptest! {
             Err(refusal) => prop_assert!(matches!(
                 refusal,
                 BodyRefusal::NotACancellation | BodyRefusal::CancellationElsewhere | BodyRefusal::CancellationIncomplete
+            )),
+        }
+        // Signed with alice's key: alice decides, or nothing does.
+        match decision_body_as(&run, &id, &body, Some("alice")) {
+            Ok(decision) => prop_assert_eq!(decision.by.as_str(), "alice"),
+            Err(refusal) => prop_assert!(matches!(
+                refusal,
+                BodyRefusal::NotADecision | BodyRefusal::DecisionElsewhere
+                    | BodyRefusal::DecisionIncomplete | BodyRefusal::ByMismatch
+            )),
+        }
+        match cancellation_body_as(&run, &body, Some("alice")) {
+            Ok(cancellation) => prop_assert_eq!(cancellation.by.as_str(), "alice"),
+            Err(refusal) => prop_assert!(matches!(
+                refusal,
+                BodyRefusal::NotACancellation | BodyRefusal::CancellationElsewhere
+                    | BodyRefusal::CancellationIncomplete | BodyRefusal::ByMismatch
             )),
         }
         let _ = asked_by(&body);

@@ -1,6 +1,6 @@
 //! The `agentrt-approver serve` binary: it serves the webhook over a
 //! database on loopback, stops at SIGTERM, and refuses a remote address
-//! without its flag and a secret file others can read.
+//! without its flag and a secret or keys file others can read.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -9,6 +9,7 @@ use agentrt::{Limits, Store};
 
 mod support;
 
+use agentrt_approver::signature::{Secret, keyed_headers};
 use support::{SECRET, approver, send, write_secret};
 
 /// Runs `command`, which is expected to refuse to start: its exit code and
@@ -149,6 +150,122 @@ async fn serve_takes_the_database_from_agentrt_db_when_no_db_is_given() {
         stderr.contains("pass --db PATH or set AGENTRT_DB"),
         "{stderr}"
     );
+}
+
+/// The keys file of these tests: alice's key, and `extra` entries.
+fn write_keys(path: &Path, mode: u32, extra: serde_json::Value) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut keys = serde_json::json!({
+        "alice-laptop": {"approver": "alice", "secret": ALICE_SECRET},
+    });
+    if let (Some(keys), Some(extra)) = (keys.as_object_mut(), extra.as_object()) {
+        keys.extend(extra.clone());
+    }
+    std::fs::write(path, serde_json::json!({ "keys": keys }).to_string()).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+const ALICE_SECRET: &str = "alice-0123456789abcdef0123456789abcdef";
+
+/// `serve --keys`: a request signed with alice's key decides as alice;
+/// by the shared secret as before.
+#[tokio::test]
+async fn serve_with_keys_decides_as_the_keys_approver() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let (approval, hash) = waiting_run(&db).await;
+    let (secret, keys) = (dir.path().join("secret"), dir.path().join("keys.json"));
+    write_secret(&secret, 0o600);
+    write_keys(&keys, 0o600, serde_json::json!({}));
+
+    let mut command = approver();
+    command
+        .args(["serve", "--db"])
+        .arg(&db)
+        .arg("--keys")
+        .arg(&keys);
+    let (child, _stderr, base) = support::serve_with(command, &secret);
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let path = format!("/runs/r1/approvals/{approval}/approve");
+    let send_as = async |by: &str| {
+        let body =
+            serde_json::json!({"run_id": "r1", "approval_id": approval, "hash": hash, "by": by})
+                .to_string();
+        let headers = keyed_headers(
+            &Secret::new(ALICE_SECRET).unwrap(),
+            "alice-laptop",
+            "POST",
+            &path,
+            body.as_bytes(),
+        )
+        .unwrap();
+        support::send_signed(&http, &base, reqwest::Method::POST, &path, &body, &headers).await
+    };
+    let (status, refused) = send_as("bob").await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (403, Some("by_mismatch")),
+        "{refused}"
+    );
+    let (status, decided) = send_as("alice").await;
+    assert_eq!(status, 202, "{decided}");
+    assert_eq!(decided["by"], "alice");
+    let (status, listed) = send(&http, &base, reqwest::Method::GET, "/runs/r1/approvals", "").await;
+    assert_eq!(status, 200, "the shared secret still reads: {listed}");
+    support::stop(child);
+}
+
+/// A keys file others may read, or with a bad key, or a key whose secret
+/// is the shared secret: `serve` refuses to start, naming the file and
+/// the key, never a secret.
+#[test]
+fn serve_refuses_a_keys_file_others_may_read_or_a_bad_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    drop(Store::open(&db).unwrap());
+    let (secret, keys) = (dir.path().join("secret"), dir.path().join("keys.json"));
+    write_secret(&secret, 0o600);
+    let run = || {
+        let mut command = approver();
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+            .arg(&db)
+            .arg("--secret-file")
+            .arg(&secret)
+            .arg("--keys")
+            .arg(&keys);
+        refused_within(command, std::time::Duration::from_secs(20))
+    };
+    let cases = [
+        (0o640, serde_json::json!({}), "chmod go-rwx"),
+        (0o604, serde_json::json!({}), "chmod go-rwx"),
+        (
+            0o600,
+            serde_json::json!({"bob-ci": {"approver": "bob", "secret": "short"}}),
+            r#"key "bob-ci": its secret has 5 bytes"#,
+        ),
+        (
+            0o600,
+            serde_json::json!({"bob ci": {"approver": "bob", "secret": SECRET}}),
+            r#"key "bob ci": a key id is 1 to 64"#,
+        ),
+        (
+            0o600,
+            serde_json::json!({"ops": {"approver": "ops", "secret": SECRET}}),
+            r#"key "ops": its secret is the shared secret"#,
+        ),
+    ];
+    for (mode, extra, says) in cases {
+        write_keys(&keys, mode, extra);
+        let (code, stderr) = run();
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(stderr.contains("keys file"), "{stderr}");
+        assert!(stderr.contains(says), "{says}: {stderr}");
+        assert!(
+            !stderr.contains(ALICE_SECRET) && !stderr.contains(SECRET),
+            "never a secret: {stderr}"
+        );
+    }
 }
 
 #[test]

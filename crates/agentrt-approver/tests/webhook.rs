@@ -10,7 +10,7 @@ use agentrt::{ApprovalStatus, Limits, RunStatus, Store, Timestamp, clock::Manual
 use agentrt_approver::StoreApprover;
 
 mod support;
-use agentrt_approver::signature::{Secret, headers_at};
+use agentrt_approver::signature::{Keys, Secret, headers_at, keyed_headers_at};
 use agentrt_approver::webhook::{WebhookConfig, WebhookEvent, router};
 use serde_json::{Value, json};
 
@@ -54,7 +54,12 @@ impl World {
 
     /// Serves another webhook on the same database: a restarted server.
     async fn restarted(&self) -> String {
-        serve(&self.db, &self.clock, |_| {}).await
+        self.restarted_with(|_| {}).await
+    }
+
+    /// [`World::restarted`], its settings tuned by `tune`.
+    async fn restarted_with(&self, tune: impl FnOnce(&mut WebhookConfig)) -> String {
+        serve(&self.db, &self.clock, tune).await
     }
 
     /// Runs `id` until it waits for approval of a push; its approval's id
@@ -111,6 +116,48 @@ impl World {
             .body(body.to_owned());
         for (name, value) in headers {
             request = request.header(name, value);
+        }
+        Reply::from(request.send().await.unwrap()).await
+    }
+
+    /// A request signed now, with a fresh nonce, with the key `key_id`
+    /// whose secret is `secret`.
+    async fn keyed(
+        &self,
+        key_id: &str,
+        secret: &str,
+        method: &str,
+        path: &str,
+        body: &str,
+    ) -> Reply {
+        let headers = keyed_headers_at(
+            &Secret::new(secret).unwrap(),
+            key_id,
+            seconds(self.clock.peek()),
+            &self.next_nonce(),
+            method,
+            path,
+            body.as_bytes(),
+        );
+        self.with_headers(&self.url, method, path, body, &headers)
+            .await
+    }
+
+    /// `method path body` sent to `base` with `headers` as they are.
+    async fn with_headers(
+        &self,
+        base: &str,
+        method: &str,
+        path: &str,
+        body: &str,
+        headers: &[(&'static str, String)],
+    ) -> Reply {
+        let mut request = self
+            .http
+            .request(method.parse().unwrap(), format!("{base}{path}"))
+            .body(body.to_owned());
+        for (name, value) in headers {
+            request = request.header(*name, value);
         }
         Reply::from(request.send().await.unwrap()).await
     }
@@ -558,6 +605,7 @@ async fn the_observer_hears_every_verified_decision_and_every_refusal() {
         action,
         approval_id,
         by,
+        key_id,
         status,
         remote,
         error,
@@ -575,6 +623,7 @@ async fn the_observer_hears_every_verified_decision_and_every_refusal() {
         ),
         ("r1", "approve", a1.as_str(), "alice", 409)
     );
+    assert_eq!(key_id, "", "signed with the shared secret");
     assert!(remote.starts_with("127.0.0.1:"), "{remote}");
     assert!(
         error
@@ -766,4 +815,433 @@ async fn an_approve_with_args_approves_the_edit_and_a_refused_edit_decides_nothi
     assert_eq!(answer["approval_id"], stored[1].id.as_str());
     assert_eq!(answer["hash"], stored[1].hash.as_str());
     assert_eq!(answer["edited"], a1.as_str());
+}
+
+// Per-approver keys: a request signed with a key decides as its
+// approver only.
+
+const ALICE_KEY: &str = "alice-laptop";
+const ALICE_SECRET: &str = "alice-0123456789abcdef0123456789abcdef";
+const BOB_KEY: &str = "bob-ci";
+const BOB_SECRET: &str = "bob-fedcba9876543210fedcba9876543210";
+
+fn keys() -> Keys {
+    let mut keys = Keys::default();
+    keys.add(ALICE_KEY, "alice", Secret::new(ALICE_SECRET).unwrap())
+        .unwrap();
+    keys.add(BOB_KEY, "bob", Secret::new(BOB_SECRET).unwrap())
+        .unwrap();
+    keys
+}
+
+fn with_keys(config: &mut WebhookConfig) {
+    config.keys = keys();
+}
+
+/// A decision body for `r1`'s `approval` with `by` (left out when `None`).
+fn decision_by(approval: &str, hash: &str, by: Option<&str>) -> String {
+    let mut body = json!({"run_id": "r1", "approval_id": approval, "hash": hash, "note": "ok"});
+    if let Some(by) = by {
+        body["by"] = json!(by);
+    }
+    body.to_string()
+}
+
+impl World {
+    fn approvals(&self, run: &str) -> Vec<agentrt::Approval> {
+        Store::open_existing(&self.db, true)
+            .unwrap()
+            .list_approvals(run)
+            .unwrap()
+    }
+
+    fn events(&self, run: &str) -> Vec<agentrt::model::Event> {
+        Store::open_existing(&self.db, true)
+            .unwrap()
+            .list_events(run)
+            .unwrap()
+    }
+
+    /// How many request signatures the database keeps.
+    fn recorded_signatures(&self) -> i64 {
+        let conn = rusqlite::Connection::open(&self.db).unwrap();
+        conn.query_row("SELECT count(*) FROM approver_signatures", [], |r| r.get(0))
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_decision_signed_with_alices_key_by_alice_is_recorded_as_alices() {
+    let world = World::new(with_keys).await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let path = format!("/runs/r1/approvals/{a1}/approve");
+    let approved = world
+        .keyed(
+            ALICE_KEY,
+            ALICE_SECRET,
+            "POST",
+            &path,
+            &decision_by(&a1, &h1, Some("alice")),
+        )
+        .await;
+    assert_eq!(approved.status, 202, "{approved:?}");
+    assert_eq!(approved.json()["by"], "alice");
+    let stored = world.approvals("r1");
+    assert_eq!(stored[0].status, ApprovalStatus::Approved);
+    assert_eq!(stored[0].decided_by, "alice");
+    assert_eq!(world.recorded_signatures(), 1);
+}
+
+/// A `by` that is not the key's approver is 403 `by_mismatch` on every
+/// route that takes one (approve, an edit, reject, cancel): nothing is
+/// decided, no event and no signature is written.
+#[tokio::test]
+async fn a_decision_signed_with_alices_key_by_bob_is_forbidden_and_decides_nothing() {
+    let world = World::new(with_keys).await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let events = world.events("r1").len();
+    let approve = format!("/runs/r1/approvals/{a1}/approve");
+    let reject = format!("/runs/r1/approvals/{a1}/reject");
+    let edit = json!({"run_id": "r1", "approval_id": a1, "hash": h1, "by": "bob", "args": {"ref": "docs"}})
+        .to_string();
+    let cancel = json!({"run_id": "r1", "by": "bob"}).to_string();
+    for (path, body) in [
+        (approve.as_str(), decision_by(&a1, &h1, Some("bob"))),
+        (approve.as_str(), edit),
+        (reject.as_str(), decision_by(&a1, &h1, Some("bob"))),
+        (reject.as_str(), decision_by(&a1, &h1, Some("Alice"))),
+        ("/runs/r1/cancel", cancel),
+    ] {
+        let refused = world
+            .keyed(ALICE_KEY, ALICE_SECRET, "POST", path, &body)
+            .await;
+        assert_eq!(
+            refused.refused(),
+            (403, "by_mismatch".into()),
+            "{path} {body}"
+        );
+        assert_eq!(
+            refused.json()["error"],
+            r#"the key alice-laptop decides as "alice" only: by must be "alice" or left out"#
+        );
+    }
+    let stored = world.approvals("r1");
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].status, ApprovalStatus::Pending);
+    assert_eq!(world.status("r1"), RunStatus::WaitingForApproval);
+    assert_eq!(world.events("r1").len(), events, "no event written");
+    assert_eq!(world.recorded_signatures(), 0, "no signature written");
+    // Bob's own key decides as bob.
+    let by_bob = world
+        .keyed(
+            BOB_KEY,
+            BOB_SECRET,
+            "POST",
+            &reject,
+            &decision_by(&a1, &h1, Some("bob")),
+        )
+        .await;
+    assert_eq!(by_bob.status, 200, "{by_bob:?}");
+    assert_eq!(world.approvals("r1")[0].decided_by, "bob");
+}
+
+/// A keyed body without `by` decides as the key's approver: approve,
+/// reject and cancel, and the observer hears the key and the approver.
+#[tokio::test]
+async fn a_keyed_decision_without_by_decides_as_the_keys_approver() {
+    let heard: Arc<std::sync::Mutex<Vec<WebhookEvent>>> = Arc::default();
+    let sink = Arc::clone(&heard);
+    let world = World::new(move |c| {
+        with_keys(c);
+        c.observer = Some(Arc::new(move |e: &WebhookEvent| {
+            sink.lock().unwrap().push(e.clone())
+        }));
+    })
+    .await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let approved = world
+        .keyed(
+            ALICE_KEY,
+            ALICE_SECRET,
+            "POST",
+            &format!("/runs/r1/approvals/{a1}/approve"),
+            &decision_by(&a1, &h1, None),
+        )
+        .await;
+    assert_eq!(approved.status, 202, "{approved:?}");
+    assert_eq!(approved.json()["by"], "alice");
+    assert_eq!(world.approvals("r1")[0].decided_by, "alice");
+
+    let (a2, h2) = world.waiting("r2", Limits::default()).await;
+    let body = json!({"run_id": "r2", "approval_id": a2, "hash": h2}).to_string();
+    let rejected = world
+        .keyed(
+            BOB_KEY,
+            BOB_SECRET,
+            "POST",
+            &format!("/runs/r2/approvals/{a2}/reject"),
+            &body,
+        )
+        .await;
+    assert_eq!(rejected.status, 200, "{rejected:?}");
+    assert_eq!(world.approvals("r2")[0].decided_by, "bob");
+
+    world.waiting("r3", Limits::default()).await;
+    let body = json!({"run_id": "r3", "note": "not today"}).to_string();
+    let cancelled = world
+        .keyed(ALICE_KEY, ALICE_SECRET, "POST", "/runs/r3/cancel", &body)
+        .await;
+    assert_eq!(
+        cancelled.json(),
+        json!({"status": "cancelled", "run_id": "r3", "by": "alice"})
+    );
+    let told = world.events("r3");
+    assert!(
+        told.iter().any(|e| e.payload.contains(r#""by":"alice""#)),
+        "{told:?}"
+    );
+
+    let heard = heard.lock().unwrap().clone();
+    let WebhookEvent::Decision { by, key_id, .. } = &heard[0] else {
+        panic!("{heard:?}");
+    };
+    assert_eq!((by.as_str(), key_id.as_str()), ("alice", ALICE_KEY));
+}
+
+#[tokio::test]
+async fn an_unknown_key_id_is_unauthorized() {
+    let world = World::new(with_keys).await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let path = format!("/runs/r1/approvals/{a1}/approve");
+    let body = decision_by(&a1, &h1, Some("carol"));
+    for key_id in ["carol-laptop", "alice", ""] {
+        let refused = world
+            .keyed(key_id, ALICE_SECRET, "POST", &path, &body)
+            .await;
+        assert_eq!(
+            refused.refused(),
+            (401, "unauthorized".into()),
+            "{key_id:?}"
+        );
+        assert_eq!(refused.json()["error"], "unknown key id");
+    }
+    // A key id header that is not text is no key, never "no key id": the
+    // shared secret's signature does not pass with it.
+    let shared = headers_at(
+        &Secret::new(SECRET).unwrap(),
+        seconds(world.clock.peek()),
+        "garbled",
+        "POST",
+        &path,
+        body.as_bytes(),
+    );
+    let mut request = world
+        .http
+        .post(format!("{}{path}", world.url))
+        .body(body.clone())
+        .header(
+            "x-approval-key-id",
+            reqwest::header::HeaderValue::from_bytes(b"alice\xe9").unwrap(),
+        );
+    for (name, value) in &shared {
+        request = request.header(*name, value);
+    }
+    let garbled = Reply::from(request.send().await.unwrap()).await;
+    assert_eq!(
+        garbled.refused(),
+        (401, "unauthorized".into()),
+        "{garbled:?}"
+    );
+    assert_eq!(garbled.json()["error"], "unknown key id");
+    assert_eq!(world.approvals("r1")[0].status, ApprovalStatus::Pending);
+}
+
+/// Alice's signed request presented under bob's key id, or with its key
+/// id taken off, and a request naming bob's key signed with alice's
+/// secret, are refused.
+#[tokio::test]
+async fn alices_signature_under_bobs_key_id_is_unauthorized() {
+    let world = World::new(with_keys).await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let path = format!("/runs/r1/approvals/{a1}/approve");
+    let body = decision_by(&a1, &h1, Some("bob"));
+    let by_alice = keyed_headers_at(
+        &Secret::new(ALICE_SECRET).unwrap(),
+        ALICE_KEY,
+        seconds(world.clock.peek()),
+        "captured",
+        "POST",
+        &path,
+        body.as_bytes(),
+    );
+    let mut swapped = by_alice.clone();
+    swapped[3].1 = BOB_KEY.to_owned();
+    let refused = world
+        .with_headers(&world.url, "POST", &path, &body, &swapped)
+        .await;
+    assert_eq!(refused.refused(), (401, "unauthorized".into()));
+    assert_eq!(
+        refused.json()["error"],
+        "signature does not match the request"
+    );
+    // Alice signing a request that names bob's key with her own secret.
+    let as_bob = world
+        .keyed(BOB_KEY, ALICE_SECRET, "POST", &path, &body)
+        .await;
+    assert_eq!(as_bob.refused(), (401, "unauthorized".into()));
+    let unkeyed: Vec<_> = by_alice
+        .iter()
+        .filter(|(name, _)| *name != "x-approval-key-id")
+        .cloned()
+        .collect();
+    let refused = world
+        .with_headers(&world.url, "POST", &path, &body, &unkeyed)
+        .await;
+    assert_eq!(refused.refused(), (401, "unauthorized".into()));
+    assert_eq!(world.approvals("r1")[0].status, ApprovalStatus::Pending);
+}
+
+#[tokio::test]
+async fn a_replayed_keyed_request_is_refused_also_after_a_restart() {
+    let world = World::new(with_keys).await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let path = format!("/runs/r1/approvals/{a1}/approve");
+    let body = decision_by(&a1, &h1, None);
+    let headers = keyed_headers_at(
+        &Secret::new(ALICE_SECRET).unwrap(),
+        ALICE_KEY,
+        seconds(world.clock.peek()),
+        "once",
+        "POST",
+        &path,
+        body.as_bytes(),
+    );
+    let first = world
+        .with_headers(&world.url, "POST", &path, &body, &headers)
+        .await;
+    assert_eq!(first.status, 202, "{first:?}");
+    let replay = world
+        .with_headers(&world.url, "POST", &path, &body, &headers)
+        .await;
+    assert_eq!(replay.refused(), (401, "unauthorized".into()));
+    assert_eq!(replay.json()["error"], "signature already used");
+
+    let restarted = world.restarted_with(with_keys).await;
+    let replay = world
+        .with_headers(&restarted, "POST", &path, &body, &headers)
+        .await;
+    assert_eq!(replay.refused(), (401, "unauthorized".into()), "{replay:?}");
+    assert_eq!(replay.json()["error"], "signature already used");
+}
+
+/// Without a shared secret every request must name a key; with one, a
+/// request naming none is checked with it as before.
+#[tokio::test]
+async fn a_webhook_with_keys_only_refuses_a_request_without_a_key_id() {
+    let world = World::new(|c| {
+        with_keys(c);
+        c.secret = None;
+    })
+    .await;
+    world.waiting("r1", Limits::default()).await;
+    let unkeyed = world.signed("GET", "/runs/r1/approvals", "").await;
+    assert_eq!(unkeyed.refused(), (401, "unauthorized".into()));
+    assert_eq!(unkeyed.json()["error"], "a key id is required");
+    let keyed = world
+        .keyed(ALICE_KEY, ALICE_SECRET, "GET", "/runs/r1/approvals", "")
+        .await;
+    assert_eq!(keyed.status, 200, "{keyed:?}");
+
+    let both = World::new(with_keys).await;
+    both.waiting("r1", Limits::default()).await;
+    let shared = both.signed("GET", "/runs/r1/approvals", "").await;
+    assert_eq!(shared.status, 200, "{shared:?}");
+}
+
+/// Requests under an unknown key id, or with another key's signature,
+/// spend only the unsigned bucket: alice's own decision still passes.
+#[tokio::test]
+async fn requests_under_unknown_or_swapped_keys_spend_only_the_unsigned_bucket() {
+    let world = World::new(|c| {
+        with_keys(c);
+        c.rate = 0;
+        c.burst = 1;
+        c.unsigned_rate = 0;
+        c.unsigned_burst = 2;
+    })
+    .await;
+    let (a1, h1) = world.waiting("r1", Limits::default()).await;
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let unknown = world
+            .keyed("carol", ALICE_SECRET, "GET", "/runs/r1/approvals", "")
+            .await;
+        statuses.push(unknown.status);
+        let swapped = world
+            .keyed(BOB_KEY, ALICE_SECRET, "GET", "/runs/r1/approvals", "")
+            .await;
+        statuses.push(swapped.status);
+    }
+    assert_eq!(statuses, [401, 401, 429, 429, 429, 429]);
+    let path = format!("/runs/r1/approvals/{a1}/approve");
+    let decided = world
+        .keyed(
+            ALICE_KEY,
+            ALICE_SECRET,
+            "POST",
+            &path,
+            &decision_by(&a1, &h1, None),
+        )
+        .await;
+    assert_eq!(decided.status, 202, "{decided:?}");
+}
+
+#[tokio::test]
+async fn two_approvers_need_two_keys_of_two_people() {
+    let world = World::new(with_keys).await;
+    let (a, h) = support::pause_for_two(&world.db, "r1", Some(world.clock.clock())).await;
+    let path = format!("/runs/r1/approvals/{a}/approve");
+    let first = world
+        .keyed(
+            ALICE_KEY,
+            ALICE_SECRET,
+            "POST",
+            &path,
+            &decision_by(&a, &h, None),
+        )
+        .await;
+    assert_eq!(first.status, 202, "{first:?}");
+    assert_eq!(first.json()["status"], "endorsed");
+    assert_eq!(first.json()["by"], "alice");
+    assert_eq!(
+        world.approvals("r1")[0].status,
+        agentrt::ApprovalStatus::Pending
+    );
+
+    let again = world
+        .keyed(
+            ALICE_KEY,
+            ALICE_SECRET,
+            "POST",
+            &path,
+            &decision_by(&a, &h, None),
+        )
+        .await;
+    assert_eq!(again.status, 409, "{again:?}");
+    assert_eq!(again.json()["code"], "same_approver");
+
+    let second = world
+        .keyed(
+            BOB_KEY,
+            BOB_SECRET,
+            "POST",
+            &path,
+            &decision_by(&a, &h, None),
+        )
+        .await;
+    assert_eq!(second.status, 202, "{second:?}");
+    assert_eq!(second.json()["status"], "approved");
+    let stored = &world.approvals("r1")[0];
+    assert_eq!(stored.status, agentrt::ApprovalStatus::Approved);
+    assert_eq!(stored.decided_by, "bob");
 }

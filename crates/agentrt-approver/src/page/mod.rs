@@ -357,6 +357,12 @@ struct PageQuery {
 fn message(done: &str, approval: &str) -> Option<String> {
     let text = match done {
         "approved" => "was approved. The run resumes when its owner resumes it.",
+        "endorsed" => {
+            "has your approval; it needs a second approver, another person, before it can run."
+        }
+        "same_approver" => {
+            "has your approval already: it needs another person's. Nothing more was decided."
+        }
         "edited" => {
             "was replaced by your edit, which is approved. When its owner resumes the run, the policy judges the edited call; if it allows it, exactly that call runs."
         }
@@ -475,6 +481,10 @@ async fn decide(
     .await;
     let done = match decided {
         Ok(Ok(_)) if edit => "edited",
+        // The first of two approvers (design §46).
+        Ok(Ok(decided)) if approve && decided.status == agentrt::ApprovalStatus::Pending => {
+            "endorsed"
+        }
         Ok(Ok(_)) if approve => "approved",
         Ok(Ok(_)) => "rejected",
         Ok(Err(ApproverError::Core(agentrt::Error::EditRefused { detail, .. }))) => {
@@ -512,6 +522,7 @@ fn outcome(e: &ApproverError) -> Option<&'static str> {
             Some("not_pending")
         }
         ApproverError::Core(Core::RunState { .. }) => Some("not_waiting"),
+        ApproverError::Core(Core::SameApprover { .. }) => Some("same_approver"),
         _ => None,
     }
 }

@@ -8,8 +8,10 @@
 //!    none;
 //! 2. the body, read up to `max_body` bytes: 413 `body_too_large` (400
 //!    when it cannot be read);
-//! 3. the signature ([`crate::signature`]): 401 `unauthorized` with the
-//!    reason;
+//! 3. the signature ([`crate::signature`]), with the secret of the key
+//!    the request names in `X-Approval-Key-Id`, or else the shared
+//!    secret: 401 `unauthorized` with the reason (an unknown key id
+//!    included);
 //! 4. the route (module `routes`): 404 `not_found` for anything else;
 //! 5. a verified request to a route takes a token of the *signed* bucket
 //!    (`rate`, `burst`): 429 `rate_limited` when there is none (its
@@ -25,6 +27,14 @@
 //! The approver's calls (SQLite) run on the blocking pool, never on the
 //! runtime's workers. A decision or cancel carries the request's signature
 //! into its transaction, so a replay is refused after a restart too.
+//!
+//! A request signed with a key ([`WebhookConfig::keys`]) decides as that
+//! key's approver only: an approve, reject (an edit included) or cancel
+//! whose body's `by` names anyone else is 403 `by_mismatch` (nothing is
+//! decided or written), one that leaves `by` out decides as the key's
+//! approver, and the recorded decision names that approver. A request
+//! without a key id is checked with the shared secret, when there is
+//! one, and its `by` is whatever it says, as before.
 
 mod bucket;
 #[doc(hidden)]
@@ -46,7 +56,7 @@ use axum::http::request::Parts;
 use axum::response::Response;
 use serde::Serialize;
 
-use crate::signature::{Secret, Verifier};
+use crate::signature::{Keys, Secret, Signer, Verifier};
 use crate::{Approver, ApproverError};
 use bucket::Bucket;
 use request::signature_headers;
@@ -59,8 +69,14 @@ pub(crate) use text::approval_text;
 pub struct WebhookConfig {
     /// What decides.
     pub approver: Arc<dyn Approver>,
-    /// The shared secret (at least 32 bytes).
-    pub secret: Secret,
+    /// The shared secret (at least 32 bytes): it checks requests that name
+    /// no key; without it, every request must name one of `keys`.
+    pub secret: Option<Secret>,
+    /// The per-approver keys: a request naming one in
+    /// `X-Approval-Key-Id` is checked with its secret and decides as its
+    /// approver only. Its secrets should differ from the shared secret
+    /// ([`Keys::check_apart_from`]; `serve` refuses to start otherwise).
+    pub keys: Keys,
     /// How far a request's timestamp may be from now (default 5 minutes).
     pub skew: Duration,
     /// Verified requests to a route a second (default 10): the signed
@@ -96,8 +112,13 @@ pub enum WebhookEvent {
         action: &'static str,
         /// The approval the path names (empty for a cancel).
         approval_id: String,
-        /// Who the body says decides (empty when unreadable).
+        /// Who the body says decides (empty when unreadable); for a request
+        /// signed with a key whose body leaves `by` out, the key's
+        /// approver.
         by: String,
+        /// The key the request was signed with (empty: the shared
+        /// secret).
+        key_id: String,
         /// The answer's status.
         status: u16,
         /// The client's address, when known.
@@ -137,6 +158,8 @@ pub type WebhookObserver = Arc<dyn Fn(&WebhookEvent) + Send + Sync>;
 impl std::fmt::Debug for WebhookConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebhookConfig")
+            .field("secret", &self.secret)
+            .field("keys", &self.keys)
             .field("skew", &self.skew)
             .field("rate", &self.rate)
             .field("burst", &self.burst)
@@ -149,11 +172,21 @@ impl std::fmt::Debug for WebhookConfig {
 }
 
 impl WebhookConfig {
-    /// The defaults around `approver` and `secret`.
+    /// The defaults around `approver` and the shared secret, no keys.
     pub fn new(approver: Arc<dyn Approver>, secret: Secret) -> WebhookConfig {
         WebhookConfig {
+            secret: Some(secret),
+            ..WebhookConfig::keyed(approver, Keys::default())
+        }
+    }
+
+    /// The defaults around `approver` and per-approver `keys`, no shared
+    /// secret: every request must name a key.
+    pub fn keyed(approver: Arc<dyn Approver>, keys: Keys) -> WebhookConfig {
+        WebhookConfig {
             approver,
-            secret,
+            secret: None,
+            keys,
             skew: Duration::from_secs(300),
             rate: 10,
             burst: 20,
@@ -182,8 +215,9 @@ pub fn router(config: WebhookConfig) -> Router {
     let shared = Shared {
         signed: Mutex::new(Bucket::new(config.rate, config.burst)),
         unsigned: Mutex::new(Bucket::new(config.unsigned_rate, config.unsigned_burst)),
-        verifier: Mutex::new(Verifier::new(
+        verifier: Mutex::new(Verifier::with_keys(
             config.secret.clone(),
+            config.keys.clone(),
             config.skew,
             config.rate,
             config.burst,
@@ -220,6 +254,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: axum::extract::Reque
                 action: decided.action,
                 approval_id: decided.approval_id,
                 by: decided.by,
+                key_id: decided.key_id,
                 status,
                 remote,
                 error,
@@ -249,6 +284,7 @@ struct Asked {
     action: &'static str,
     approval_id: String,
     by: String,
+    key_id: String,
 }
 
 fn rate_limited() -> Response {
@@ -288,26 +324,29 @@ async fn pipeline(
         Ok(body) => body,
         Err(response) => return (refuse(shared, now, charged, response), None),
     };
-    let route = match admit(shared, now, seconds, charged, &parts, &body) {
-        Admitted::Route(route) => route,
+    let (route, signer) = match admit(shared, now, seconds, charged, &parts, &body) {
+        Admitted::Route(route, signer) => (route, signer),
         Admitted::Refused(refused) => return (refused, None),
     };
     // Only an observer is told who asked: no second read of the body
     // otherwise.
     let asked = match shared.config.observer {
-        Some(_) => asked(&route, &body),
+        Some(_) => asked(&route, &body, signer.as_ref()),
         None => None,
     };
-    let signature = signature_headers(&parts.headers)
-        .signature
-        .map(str::to_owned);
-    (answer(shared, route, &parts, body, signature).await, asked)
+    let signed = Signed {
+        signature: signature_headers(&parts.headers)
+            .signature
+            .map(str::to_owned),
+        signer,
+    };
+    (answer(shared, route, &parts, body, signed).await, asked)
 }
 
 /// What steps 3 to 5 of the pipeline made of a request.
 enum Admitted<'a> {
-    /// Its route, to run.
-    Route(Route<'a>),
+    /// Its route, to run, and who signed it when it named a key.
+    Route(Route<'a>, Option<Signer>),
     /// The answer that refuses it.
     Refused(Response),
 }
@@ -348,24 +387,30 @@ fn admit<'a>(
     if !locked(&shared.signed).take(now) {
         return Admitted::Refused(rate_limited());
     }
+    let signer = accepted.signer().cloned();
     verifier.remember(accepted);
-    Admitted::Route(route)
+    Admitted::Route(route, signer)
 }
 
-/// What a decision route was asked (`by` read leniently from the body).
-fn asked(route: &Route<'_>, body: &[u8]) -> Option<Asked> {
+/// What a decision route was asked (`by` read leniently from the body;
+/// the key's approver when a keyed body leaves it out).
+fn asked(route: &Route<'_>, body: &[u8], signer: Option<&Signer>) -> Option<Asked> {
     let (run, action, approval) = match route {
         Route::Approve { run, id } => (run, "approve", *id),
         Route::Reject { run, id } => (run, "reject", *id),
         Route::Cancel { run } => (run, "cancel", ""),
         Route::Pending { .. } | Route::Show { .. } => return None,
     };
-    let by = request::asked_by(body);
+    let mut by = request::asked_by(body);
+    if let (true, Some(signer)) = (by.is_empty(), signer) {
+        by.clone_from(&signer.approver);
+    }
     Some(Asked {
         run_id: (*run).to_owned(),
         action,
         approval_id: approval.to_owned(),
         by,
+        key_id: signer.map(|s| s.key_id.clone()).unwrap_or_default(),
     })
 }
 
@@ -423,19 +468,53 @@ struct Cancelled<'a> {
     by: &'a str,
 }
 
+/// What a verified request was signed with: its signature (recorded
+/// with what it decides) and, when it named a key, who signed it.
+struct Signed {
+    signature: Option<String>,
+    signer: Option<Signer>,
+}
+
+impl Signed {
+    /// Whose decisions the request may carry: its key's approver (none:
+    /// anyone's, the shared secret).
+    fn approver(&self) -> Option<&str> {
+        self.signer.as_ref().map(|s| s.approver.as_str())
+    }
+
+    /// The answer for a body refused: 403 `by_mismatch` for a `by` that is
+    /// not the key's approver, else 400 `bad_request`.
+    fn refused(&self, refusal: request::BodyRefusal) -> Response {
+        match (refusal, &self.signer) {
+            (request::BodyRefusal::ByMismatch, Some(signer)) => error(
+                StatusCode::FORBIDDEN,
+                "by_mismatch",
+                &format!(
+                    "the key {} decides as {:?} only: by must be {:?} or left out",
+                    signer.key_id, signer.approver, signer.approver
+                ),
+            ),
+            (request::BodyRefusal::ByMismatch, None) => {
+                error(StatusCode::FORBIDDEN, "by_mismatch", &refusal.to_string())
+            }
+            _ => error(StatusCode::BAD_REQUEST, "bad_request", &refusal.to_string()),
+        }
+    }
+}
+
 async fn answer(
     shared: &Arc<Shared>,
     route: Route<'_>,
     parts: &Parts,
     body: Bytes,
-    signature: Option<String>,
+    signed: Signed,
 ) -> Response {
     let result = match route {
         Route::Pending { run } => pending(shared, run).await,
         Route::Show { run, id } => show(shared, run, id, parts).await,
-        Route::Approve { run, id } => decide(shared, run, id, &body, signature, true).await,
-        Route::Reject { run, id } => decide(shared, run, id, &body, signature, false).await,
-        Route::Cancel { run } => cancel(shared, run, &body, signature).await,
+        Route::Approve { run, id } => decide(shared, run, id, &body, signed, true).await,
+        Route::Reject { run, id } => decide(shared, run, id, &body, signed, false).await,
+        Route::Cancel { run } => cancel(shared, run, &body, signed).await,
     };
     result.unwrap_or_else(|response| response)
 }
@@ -476,20 +555,17 @@ async fn show(
     Ok(json(StatusCode::OK, &shown))
 }
 
-fn bad_request(refusal: request::BodyRefusal) -> Response {
-    error(StatusCode::BAD_REQUEST, "bad_request", &refusal.to_string())
-}
-
 async fn decide(
     shared: &Arc<Shared>,
     run: &str,
     id: &str,
     body: &[u8],
-    signature: Option<String>,
+    signed: Signed,
     approve: bool,
 ) -> Result<Response, Response> {
-    let mut decision = request::decision_body(run, id, body).map_err(bad_request)?;
-    decision.request_signature = signature;
+    let mut decision = request::decision_body_as(run, id, body, signed.approver())
+        .map_err(|refusal| signed.refused(refusal))?;
+    decision.request_signature = signed.signature;
     let sent = decision.clone();
     let edited = decision
         .args
@@ -504,10 +580,11 @@ async fn decide(
     })
     .await?;
     let approval: Approval = decided.map_err(|e| approver_error(&e, Action::Decide))?;
-    let (status, code) = if approve {
-        ("approved", StatusCode::ACCEPTED)
-    } else {
-        ("rejected", StatusCode::OK)
+    let (status, code) = match (approve, approval.status) {
+        // The first of two approvers (design §46): recorded, still pending.
+        (true, agentrt::ApprovalStatus::Pending) => ("endorsed", StatusCode::ACCEPTED),
+        (true, _) => ("approved", StatusCode::ACCEPTED),
+        (false, _) => ("rejected", StatusCode::OK),
     };
     Ok(json(
         code,
@@ -526,10 +603,11 @@ async fn cancel(
     shared: &Arc<Shared>,
     run: &str,
     body: &[u8],
-    signature: Option<String>,
+    signed: Signed,
 ) -> Result<Response, Response> {
-    let mut cancellation = request::cancellation_body(run, body).map_err(bad_request)?;
-    cancellation.request_signature = signature;
+    let mut cancellation = request::cancellation_body_as(run, body, signed.approver())
+        .map_err(|refusal| signed.refused(refusal))?;
+    cancellation.request_signature = signed.signature;
     let by = cancellation.by.clone();
     let cancelled = blocking(shared, move |a| a.cancel(&cancellation)).await?;
     let run_row = cancelled.map_err(|e| approver_error(&e, Action::Cancel))?;

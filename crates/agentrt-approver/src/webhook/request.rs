@@ -1,21 +1,29 @@
 //! What a webhook request says, read from its parts: the signature
 //! headers it carries, whether it asks for text, and the decision or
-//! cancellation its body holds, each refusal a [`BodyRefusal`]. Public
-//! (hidden from the documentation) for the crate's fuzz target.
+//! cancellation its body holds (for a request signed with a key, as
+//! that key's approver), each refusal a [`BodyRefusal`]. Public (hidden
+//! from the documentation) for the crate's fuzz target.
 
 use axum::http::{HeaderMap, header};
 
-use crate::signature::{NONCE_HEADER, SIGNATURE_HEADER, SignedHeaders, TIMESTAMP_HEADER};
+use crate::signature::{
+    KEY_ID_HEADER, NONCE_HEADER, SIGNATURE_HEADER, SignedHeaders, TIMESTAMP_HEADER,
+};
 use crate::{Cancellation, Decision};
 
-/// The three signature headers of `headers` (one that is absent or not
-/// visible ASCII: `None`).
+/// The signature headers of `headers` (one that is absent or not visible
+/// ASCII: `None`; but a key id header that is present and not visible
+/// ASCII reads as the empty key id, which names no key: a request that
+/// names a key is never checked with the shared secret).
 pub fn signature_headers(headers: &HeaderMap) -> SignedHeaders<'_> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     SignedHeaders {
         timestamp: get(TIMESTAMP_HEADER),
         nonce: get(NONCE_HEADER),
         signature: get(SIGNATURE_HEADER),
+        key_id: headers
+            .get(KEY_ID_HEADER)
+            .map(|v| v.to_str().unwrap_or_default()),
     }
 }
 
@@ -35,7 +43,8 @@ pub fn wants_text(query: Option<&str>, headers: &HeaderMap) -> bool {
 }
 
 /// Why a decision's or a cancellation's body was refused (400
-/// `bad_request`, this text).
+/// `bad_request`, this text; [`BodyRefusal::ByMismatch`]: 403
+/// `by_mismatch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum BodyRefusal {
     /// Not JSON of the decision's shape (an unknown field included).
@@ -58,16 +67,34 @@ pub enum BodyRefusal {
     /// It has no author.
     #[error("the cancellation needs by")]
     CancellationIncomplete,
+    /// Signed with a key, it names someone other than the key's approver
+    /// as `by`.
+    #[error("by is not the approver of the key the request is signed with")]
+    ByMismatch,
 }
 
 /// The decision `body` holds for approval `id` of `run` (the path's),
 /// with its hash and author; never a request signature (that is the
 /// headers').
 pub fn decision_body(run: &str, id: &str, body: &[u8]) -> Result<Decision, BodyRefusal> {
-    let decision: Decision = serde_json::from_slice(body).map_err(|_| BodyRefusal::NotADecision)?;
+    decision_body_as(run, id, body, None)
+}
+
+/// [`decision_body`] for a request signed with a key of `approver` (none:
+/// the shared secret): its `by` must be `approver`, and is `approver`
+/// when left out ([`BodyRefusal::ByMismatch`] otherwise).
+pub fn decision_body_as(
+    run: &str,
+    id: &str,
+    body: &[u8],
+    approver: Option<&str>,
+) -> Result<Decision, BodyRefusal> {
+    let mut decision: Decision =
+        serde_json::from_slice(body).map_err(|_| BodyRefusal::NotADecision)?;
     if decision.run_id != run || decision.approval_id != id {
         return Err(BodyRefusal::DecisionElsewhere);
     }
+    attribute(&mut decision.by, approver)?;
     if decision.hash.is_empty() || decision.by.is_empty() {
         return Err(BodyRefusal::DecisionIncomplete);
     }
@@ -76,15 +103,42 @@ pub fn decision_body(run: &str, id: &str, body: &[u8]) -> Result<Decision, BodyR
 
 /// The cancellation `body` holds for `run` (the path's), with its author.
 pub fn cancellation_body(run: &str, body: &[u8]) -> Result<Cancellation, BodyRefusal> {
-    let cancellation: Cancellation =
+    cancellation_body_as(run, body, None)
+}
+
+/// [`cancellation_body`] for a request signed with a key of `approver`,
+/// as [`decision_body_as`].
+pub fn cancellation_body_as(
+    run: &str,
+    body: &[u8],
+    approver: Option<&str>,
+) -> Result<Cancellation, BodyRefusal> {
+    let mut cancellation: Cancellation =
         serde_json::from_slice(body).map_err(|_| BodyRefusal::NotACancellation)?;
     if cancellation.run_id != run {
         return Err(BodyRefusal::CancellationElsewhere);
     }
+    attribute(&mut cancellation.by, approver)?;
     if cancellation.by.is_empty() {
         return Err(BodyRefusal::CancellationIncomplete);
     }
     Ok(cancellation)
+}
+
+/// A keyed request's author: its key's `approver`, whether `by` names
+/// them or is left out; anyone else is refused. Without a key, `by` as
+/// given.
+fn attribute(by: &mut String, approver: Option<&str>) -> Result<(), BodyRefusal> {
+    let Some(approver) = approver else {
+        return Ok(());
+    };
+    if by.is_empty() {
+        approver.clone_into(by);
+    }
+    if by != approver {
+        return Err(BodyRefusal::ByMismatch);
+    }
+    Ok(())
 }
 
 /// Who a decision's body says decides, read leniently for the observer

@@ -84,6 +84,8 @@ pub(crate) fn approver_error(e: &ApproverError, action: Action) -> Response {
             }
             Core::ApprovalHash { .. } => (StatusCode::CONFLICT, "approval_hash"),
             Core::EditRefused { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "edit_refused"),
+            // Two approvers (design §46): the first may not be the second.
+            Core::SameApprover { .. } => (StatusCode::CONFLICT, "same_approver"),
             Core::RunState { .. } if action == Action::Cancel => {
                 (StatusCode::CONFLICT, "run_finished")
             }

@@ -68,6 +68,47 @@ pub async fn pause_on_push_in(
     (approval.id, approval.hash)
 }
 
+/// Pushes need two approvers (design §46).
+#[allow(dead_code)] // Not every test target pauses on two approvers.
+pub struct TwoApprovers;
+
+impl agentrt::Policy for TwoApprovers {
+    fn evaluate(
+        &self,
+        request: &agentrt::ToolRequest,
+        _view: &agentrt::RunView,
+    ) -> Result<agentrt::PolicyDecision, agentrt::PolicyError> {
+        let both = agentrt::policy::tool_and_args(request);
+        Ok(agentrt::PolicyDecision::need_approval(
+            "production",
+            "two people",
+            Some(both.clone()),
+            Some(both),
+        )
+        .with_approvers(2))
+    }
+}
+
+/// [`pause_on_push`] under a policy that asks for two approvers: the
+/// approval's id and hash.
+#[allow(dead_code)] // Not every test target pauses on two approvers.
+pub async fn pause_for_two(db: &Path, id: &str, clock: Option<Clock>) -> (String, String) {
+    let store = Store::open(db).unwrap();
+    let mut config = GateConfig::new(store.clone(), TwoApprovers, vec![push_tool()]);
+    if let Some(clock) = clock {
+        config = config.with_clock(clock);
+    }
+    let agent = ScriptedAgent::new(vec![Decision::tool_call("push", r#"{"ref":"main"}"#)]);
+    let run = Driver::new(config, agent)
+        .unwrap()
+        .start(Some(id), "push", Limits::default())
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::WaitingForApproval);
+    let approval = store.list_approvals(id).unwrap().pop().unwrap();
+    (approval.id, approval.hash)
+}
+
 /// Starts run `id` on the database at `db`, its agent calling `write`, a
 /// local mutation whose outcome comes back unknown: the run waits on an
 /// `interrupted_side_effect` approval.

@@ -1,100 +1,15 @@
-//! The webhook's request signature (design §35): HMAC-SHA256 over the
-//! timestamp, the nonce, the method, the path and the raw body, carried in
-//! three headers on every request, checked against a window of accepted
-//! times and a bounded set of signatures already used.
+//! Checking a signature: the window of accepted times, the secret the
+//! request's key id names (or the shared secret), and the bounded set of
+//! signatures already used.
 
 use std::collections::{BTreeSet, HashSet};
-use std::fmt;
 use std::time::Duration;
 
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
+use super::keys::{Keys, Signer};
+use super::secret::{Secret, constant_time_eq};
+use super::sign::{MAX_NONCE_CHARS, signature};
 
-/// The request's time, Unix seconds in decimal.
-pub const TIMESTAMP_HEADER: &str = "x-approval-timestamp";
-/// A value the sender never uses twice, at most [`MAX_NONCE_CHARS`].
-pub const NONCE_HEADER: &str = "x-approval-nonce";
-/// `v1=` and the lowercase hex HMAC-SHA256 of the signed text.
-pub const SIGNATURE_HEADER: &str = "x-approval-signature";
-/// The longest nonce accepted, in characters.
-pub const MAX_NONCE_CHARS: usize = 64;
-/// The shortest secret accepted, in bytes.
-pub const MIN_SECRET_BYTES: usize = 32;
-
-/// The shared secret, kept as the keyed HMAC. Its `Debug` shows no byte
-/// of it.
-#[derive(Clone)]
-pub struct Secret {
-    keyed: Hmac<Sha256>,
-    len: usize,
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Secret({} bytes)", self.len)
-    }
-}
-
-/// A secret shorter than [`MIN_SECRET_BYTES`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the secret has {0} bytes; at least 32 are needed")]
-pub struct ShortSecret(pub usize);
-
-impl Secret {
-    /// `bytes` as the secret, if long enough.
-    pub fn new(bytes: impl AsRef<[u8]>) -> Result<Secret, ShortSecret> {
-        let bytes = bytes.as_ref();
-        if bytes.len() < MIN_SECRET_BYTES {
-            return Err(ShortSecret(bytes.len()));
-        }
-        let keyed = <Hmac<Sha256> as KeyInit>::new_from_slice(bytes)
-            .map_err(|_| ShortSecret(bytes.len()))?;
-        Ok(Secret {
-            keyed,
-            len: bytes.len(),
-        })
-    }
-
-    pub(crate) fn mac(&self) -> Hmac<Sha256> {
-        self.keyed.clone()
-    }
-}
-
-/// The `X-Approval-Signature` value of a request: `v1=` and the lowercase
-/// hex HMAC-SHA256 of `<timestamp>\n<nonce>\n<METHOD>\n<path>\n<body>`.
-///
-/// ```
-/// use agentrt_approver::signature::{Secret, sign};
-/// let secret = Secret::new([7u8; 32]).unwrap();
-/// let signature = sign(&secret, 1_790_000_000, "n-1", "POST", "/runs/r1/cancel", b"{}");
-/// assert!(signature.starts_with("v1="));
-/// assert_eq!(signature.len(), 3 + 64);
-/// ```
-pub fn sign(
-    secret: &Secret,
-    timestamp: i64,
-    nonce: &str,
-    method: &str,
-    path: &str,
-    body: &[u8],
-) -> String {
-    let mut mac = secret.mac();
-    mac.update(format!("{timestamp}\n{nonce}\n{method}\n{path}\n").as_bytes());
-    mac.update(body);
-    format!("v1={}", hex(&mac.finalize().into_bytes()))
-}
-
-/// Lowercase hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        let _ = write!(out, "{byte:02x}");
-    }
-    out
-}
-
-/// The three headers of a signed request, as received (absent: `None`).
+/// The signature headers of a request, as received (absent: `None`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SignedHeaders<'a> {
     /// `X-Approval-Timestamp`.
@@ -103,6 +18,9 @@ pub struct SignedHeaders<'a> {
     pub nonce: Option<&'a str>,
     /// `X-Approval-Signature`.
     pub signature: Option<&'a str>,
+    /// `X-Approval-Key-Id`, when the request names a key; without it the
+    /// request is checked with the shared secret.
+    pub key_id: Option<&'a str>,
 }
 
 /// Why a request's signature was refused; its `Display` is the reason
@@ -124,13 +42,22 @@ pub enum Refusal {
     /// The set of signatures in the window is full.
     #[error("too many signatures in the window")]
     Full,
+    /// The key id names no key.
+    #[error("unknown key id")]
+    UnknownKey,
+    /// No key id, and there is no shared secret to check the request with.
+    #[error("a key id is required")]
+    KeyRequired,
 }
 
-/// Checks signatures: the secret, the accepted clock skew, and the
-/// signatures accepted within the window, bounded.
+/// Checks signatures: the shared secret (if any), the per-approver keys,
+/// the accepted clock skew, and the signatures accepted within the
+/// window, bounded (one set for every key: a signature is refused as used
+/// whichever key made it).
 #[derive(Debug)]
 pub struct Verifier {
-    secret: Secret,
+    shared: Option<Secret>,
+    keys: Keys,
     skew: i64,
     capacity: usize,
     seen: HashSet<String>,
@@ -143,13 +70,26 @@ impl Verifier {
     /// `burst + rate × (2 × skew in seconds) + 1` signatures at once (what
     /// the rate limit lets through in a window's lifetime).
     pub fn new(secret: Secret, skew: Duration, rate: u32, burst: u32) -> Verifier {
+        Verifier::with_keys(Some(secret), Keys::default(), skew, rate, burst)
+    }
+
+    /// As [`Verifier::new`], also checking requests that name a key (with
+    /// that key's secret); without `shared`, a request must name a key.
+    pub fn with_keys(
+        shared: Option<Secret>,
+        keys: Keys,
+        skew: Duration,
+        rate: u32,
+        burst: u32,
+    ) -> Verifier {
         let skew = i64::try_from(skew.as_secs()).unwrap_or(i64::MAX);
         let window = u64::try_from(skew.saturating_mul(2)).unwrap_or(u64::MAX);
         let capacity = u64::from(burst)
             .saturating_add(u64::from(rate).saturating_mul(window))
             .saturating_add(1);
         Verifier {
-            secret,
+            shared,
+            keys,
             skew,
             capacity: usize::try_from(capacity).unwrap_or(usize::MAX),
             seen: HashSet::new(),
@@ -165,8 +105,10 @@ impl Verifier {
     /// Whether `headers` could carry a valid signature at `now` (Unix
     /// seconds): all three present, the timestamp decimal and within the
     /// window, the nonce of an accepted length, the signature `v1=` and 64
-    /// lowercase hex digits. Cheap: no body, no MAC; the webhook uses it
-    /// to choose a request's rate bucket before reading it.
+    /// lowercase hex digits, and a key id that names a key (without one,
+    /// a shared secret to check it with). Cheap: no body, no MAC; the
+    /// webhook uses it to choose a request's rate bucket before reading
+    /// it.
     pub fn plausible(&self, now: i64, headers: &SignedHeaders<'_>) -> bool {
         let timestamp = headers
             .timestamp
@@ -181,7 +123,11 @@ impl Verifier {
             .is_some_and(|h| {
                 h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
             });
-        timestamp && nonce && signature
+        let checkable = match headers.key_id {
+            Some(id) => self.keys.get(id).is_some(),
+            None => self.shared.is_some(),
+        };
+        timestamp && nonce && signature && checkable
     }
 
     /// Checks a request at `now` (Unix seconds) and, when it holds,
@@ -201,9 +147,12 @@ impl Verifier {
     }
 
     /// Checks a request at `now` (Unix seconds) without remembering it. In
-    /// order: the timestamp, the nonce, the signature (compared in
-    /// constant time over the whole header value), a signature already
-    /// used, a full set. Expired signatures are forgotten first.
+    /// order: the timestamp, the nonce, the key id (one that names no key,
+    /// or none without a shared secret), the signature with that key's
+    /// secret over the text with its key id, or the shared secret's
+    /// (compared in constant time over the whole header value), a
+    /// signature already used, a full set. Expired signatures are
+    /// forgotten first.
     pub fn check(
         &mut self,
         now: i64,
@@ -222,8 +171,9 @@ impl Verifier {
             .nonce
             .filter(|n| !n.is_empty() && n.chars().count() <= MAX_NONCE_CHARS)
             .ok_or(Refusal::Nonce)?;
+        let (secret, signer) = self.secret_for(headers.key_id)?;
         let given = headers.signature.ok_or(Refusal::Signature)?;
-        let expected = sign(&self.secret, timestamp, nonce, method, path, body);
+        let expected = signature(secret, headers.key_id, timestamp, nonce, method, path, body);
         if !constant_time_eq(expected.as_bytes(), given.as_bytes()) {
             return Err(Refusal::Signature);
         }
@@ -236,7 +186,24 @@ impl Verifier {
         Ok(Accepted {
             signature: given.to_owned(),
             until: timestamp.saturating_add(self.skew),
+            signer,
         })
+    }
+
+    /// The secret that checks a request naming `key_id` (none: the shared
+    /// secret), and who signs with it.
+    fn secret_for(&self, key_id: Option<&str>) -> Result<(&Secret, Option<Signer>), Refusal> {
+        match key_id {
+            Some(id) => {
+                let key = self.keys.get(id).ok_or(Refusal::UnknownKey)?;
+                let signer = Signer {
+                    key_id: id.to_owned(),
+                    approver: key.approver().to_owned(),
+                };
+                Ok((key.secret(), Some(signer)))
+            }
+            None => Ok((self.shared.as_ref().ok_or(Refusal::KeyRequired)?, None)),
+        }
     }
 
     /// Remembers a signature [`Verifier::check`] accepted (call both under
@@ -267,6 +234,15 @@ pub struct Accepted {
     signature: String,
     /// When its window ends, Unix seconds.
     until: i64,
+    signer: Option<Signer>,
+}
+
+impl Accepted {
+    /// Who signed, when the request named a key; `None` for the shared
+    /// secret.
+    pub fn signer(&self) -> Option<&Signer> {
+        self.signer.as_ref()
+    }
 }
 
 /// Decimal Unix seconds: ASCII digits only, no sign, no spaces.
@@ -277,69 +253,9 @@ fn parse_seconds(text: &str) -> Option<i64> {
     text.parse().ok()
 }
 
-/// Whether `a` and `b` are equal, in time that depends on their lengths
-/// only.
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(difference) == 0
-}
-
-/// The headers a client sends with a request: the three signature
-/// headers, from the wall clock and a fresh 16-byte random nonce, and
-/// `Content-Type: application/json` when there is a body.
-///
-/// ```
-/// use agentrt_approver::signature::{Secret, signed_headers};
-/// let secret = Secret::new(vec![1u8; 32]).unwrap();
-/// let headers = signed_headers(&secret, "GET", "/runs/r1/approvals", b"").unwrap();
-/// assert_eq!(headers.len(), 3);
-/// assert_eq!(headers[1].0, "x-approval-nonce");
-/// assert_eq!(headers[1].1.len(), 32);
-/// ```
-pub fn signed_headers(
-    secret: &Secret,
-    method: &str,
-    path: &str,
-    body: &[u8],
-) -> Result<Vec<(&'static str, String)>, getrandom::Error> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)?;
-    let nonce = hex(&bytes);
-    Ok(headers_at(secret, now, &nonce, method, path, body))
-}
-
-/// [`signed_headers`] with a given time and nonce.
-pub fn headers_at(
-    secret: &Secret,
-    timestamp: i64,
-    nonce: &str,
-    method: &str,
-    path: &str,
-    body: &[u8],
-) -> Vec<(&'static str, String)> {
-    let mut headers = vec![
-        (TIMESTAMP_HEADER, timestamp.to_string()),
-        (NONCE_HEADER, nonce.to_owned()),
-        (
-            SIGNATURE_HEADER,
-            sign(secret, timestamp, nonce, method, path, body),
-        ),
-    ];
-    if !body.is_empty() {
-        headers.push(("content-type", "application/json".to_owned()));
-    }
-    headers
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::sign::{headers_at, sign, sign_with_key, signed_headers};
     use super::*;
 
     const NOW: i64 = 1_790_000_000;
@@ -360,6 +276,7 @@ mod tests {
             timestamp: Some(timestamp),
             nonce: Some(nonce),
             signature: Some(signature),
+            key_id: None,
         }
     }
 
@@ -374,23 +291,6 @@ mod tests {
             PATH,
             BODY,
         )
-    }
-
-    /// The same HMAC as Python's `hmac.new(key, msg, hashlib.sha256)` over
-    /// `<ts>\n<nonce>\n<METHOD>\n<path>\n<body>`, key bytes 0..32.
-    #[test]
-    fn the_signature_is_hmac_sha256_of_the_five_parts_as_any_language_computes_it() {
-        assert_eq!(
-            sign(&secret(), NOW, "nonce-1", "POST", PATH, BODY),
-            "v1=84d5458d3dedc41cd3d94be9c5ba3f8c9b83f1de7c6ab1ee52d08a030a37b488"
-        );
-    }
-
-    #[test]
-    fn a_secret_shorter_than_32_bytes_is_refused_and_never_shown() {
-        assert_eq!(Secret::new([0u8; 31]).unwrap_err(), ShortSecret(31));
-        let debug = format!("{:?}", secret());
-        assert_eq!(debug, "Secret(32 bytes)");
     }
 
     #[test]
@@ -578,5 +478,138 @@ mod tests {
             3,
             "no content type without a body"
         );
+    }
+
+    const ALICE: &str = "alice-secret-0123456789abcdef0123";
+    const BOB: &str = "bob-secret-0123456789abcdef0123456";
+
+    fn keys() -> Keys {
+        let mut keys = Keys::default();
+        keys.add("alice-laptop", "alice", Secret::new(ALICE).unwrap())
+            .unwrap();
+        keys.add("bob-ci", "bob", Secret::new(BOB).unwrap())
+            .unwrap();
+        keys
+    }
+
+    fn keyed_verifier(shared: Option<Secret>) -> Verifier {
+        Verifier::with_keys(shared, keys(), Duration::from_secs(300), 10, 20)
+    }
+
+    /// `signature` presented with `key_id`, checked at `NOW`.
+    fn present(
+        v: &mut Verifier,
+        key_id: Option<&str>,
+        nonce: &str,
+        signature: &str,
+    ) -> Result<Accepted, Refusal> {
+        let now = NOW.to_string();
+        let received = SignedHeaders {
+            key_id,
+            ..headers(&now, nonce, signature)
+        };
+        let accepted = v.check(NOW, &received, "POST", PATH, BODY)?;
+        v.remember(accepted.clone());
+        Ok(accepted)
+    }
+
+    #[test]
+    fn a_keyed_request_is_checked_with_its_keys_secret_and_says_who_signed() {
+        let mut v = keyed_verifier(Some(secret()));
+        let alice = Secret::new(ALICE).unwrap();
+        let signed = sign_with_key(&alice, "alice-laptop", NOW, "n", "POST", PATH, BODY);
+        let accepted = present(&mut v, Some("alice-laptop"), "n", &signed).unwrap();
+        assert_eq!(
+            accepted.signer(),
+            Some(&Signer {
+                key_id: "alice-laptop".into(),
+                approver: "alice".into()
+            })
+        );
+        assert_eq!(
+            present(&mut v, Some("alice-laptop"), "n", &signed),
+            Err(Refusal::Replayed)
+        );
+        let shared = sign(&secret(), NOW, "m", "POST", PATH, BODY);
+        let accepted = present(&mut v, None, "m", &shared).unwrap();
+        assert_eq!(accepted.signer(), None, "the shared secret names no one");
+    }
+
+    #[test]
+    fn another_keys_signature_an_unknown_key_or_no_key_without_a_shared_secret_is_refused() {
+        let mut v = keyed_verifier(None);
+        let alice = Secret::new(ALICE).unwrap();
+        let by_alice = sign_with_key(&alice, "alice-laptop", NOW, "n", "POST", PATH, BODY);
+        assert_eq!(
+            present(&mut v, Some("bob-ci"), "n", &by_alice),
+            Err(Refusal::Signature),
+            "alice's signature under bob's key id"
+        );
+        let as_bob = sign_with_key(&alice, "bob-ci", NOW, "n", "POST", PATH, BODY);
+        assert_eq!(
+            present(&mut v, Some("bob-ci"), "n", &as_bob),
+            Err(Refusal::Signature),
+            "bob's key id signed with alice's secret"
+        );
+        for unknown in ["carol", "", "alice"] {
+            assert_eq!(
+                present(&mut v, Some(unknown), "n", &by_alice),
+                Err(Refusal::UnknownKey),
+                "{unknown:?}"
+            );
+        }
+        let unkeyed = sign(&alice, NOW, "n", "POST", PATH, BODY);
+        assert_eq!(
+            present(&mut v, None, "n", &unkeyed),
+            Err(Refusal::KeyRequired)
+        );
+        let now = NOW.to_string();
+        let plausible = |v: &Verifier, key_id| {
+            v.plausible(
+                NOW,
+                &SignedHeaders {
+                    key_id,
+                    ..headers(&now, "n", &by_alice)
+                },
+            )
+        };
+        assert!(plausible(&v, Some("alice-laptop")));
+        assert!(plausible(&v, Some("bob-ci")), "the form only: no MAC");
+        assert!(!plausible(&v, Some("carol")));
+        assert!(!plausible(&v, None), "no shared secret");
+        assert!(plausible(&keyed_verifier(Some(secret())), None));
+    }
+
+    /// Even where two secrets are one (a verifier built by hand; the keys
+    /// file and `serve` refuse it), the key id is part of what is signed:
+    /// it cannot be added to, removed from or swapped on a request.
+    #[test]
+    fn the_key_id_is_signed_so_it_cannot_be_added_removed_or_swapped() {
+        let mut keys = Keys::default();
+        keys.add("k1", "alice", secret()).unwrap();
+        keys.add("k2", "bob", Secret::new(BOB).unwrap()).unwrap();
+        let mut v = Verifier::with_keys(Some(secret()), keys, Duration::from_secs(300), 10, 20);
+        let unkeyed = sign(&secret(), NOW, "n", "POST", PATH, BODY);
+        assert_eq!(
+            present(&mut v, Some("k1"), "n", &unkeyed),
+            Err(Refusal::Signature),
+            "a key id added"
+        );
+        let keyed = sign_with_key(&secret(), "k1", NOW, "n", "POST", PATH, BODY);
+        assert_eq!(
+            present(&mut v, None, "n", &keyed),
+            Err(Refusal::Signature),
+            "a key id removed"
+        );
+        let mut both = Keys::default();
+        both.add("k1", "alice", secret()).unwrap();
+        let mut v2 = Verifier::with_keys(None, both, Duration::from_secs(300), 10, 20);
+        let other = sign_with_key(&secret(), "k0", NOW, "n", "POST", PATH, BODY);
+        assert_eq!(
+            present(&mut v2, Some("k1"), "n", &other),
+            Err(Refusal::Signature),
+            "a key id swapped"
+        );
+        assert!(present(&mut v, Some("k1"), "n", &keyed).is_ok());
     }
 }
