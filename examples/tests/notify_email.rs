@@ -134,6 +134,7 @@ impl Page {
             listen: "127.0.0.1:0".parse().unwrap(),
             secret_file: secret_file.clone(),
             keys_file: None,
+            oidc_file: None,
             allow_remote: false,
             secure_cookie: SecureCookie::Never,
             notify: None,

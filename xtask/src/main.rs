@@ -485,6 +485,23 @@ fn test_steps() -> Result<(), String> {
         ],
         "the browser tests",
     )?;
+    // Approvers who sign in: Chromium at the real OpenID provider.
+    let signed_in = cargo_in(
+        Path::new("."),
+        &[
+            "test",
+            "-p",
+            "agentrt-approver",
+            "--features",
+            "browser,real-oidc",
+            "--test",
+            "sign_in",
+        ],
+        &[("AGENTRT_OIDC_PROVIDER", provider.as_os_str())],
+    );
+    if !signed_in {
+        return Err("the sign-in tests (oidc-provider, Chromium) failed".into());
+    }
     // "Being told, and deciding": the demo's approval e-mailed through
     // aiosmtpd (pinned with hashes, target/real-smtp/venv), its link
     // approved in headless Chromium.

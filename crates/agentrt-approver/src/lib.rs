@@ -47,6 +47,7 @@ mod extension;
 mod fault;
 mod login_nonces;
 pub mod notify;
+pub mod oidc;
 pub mod page;
 mod pending;
 pub mod serve;
@@ -59,6 +60,7 @@ pub use decision::{Cancellation, Decision, SignIn};
 pub use error::ApproverError;
 pub use extension::{EXTENSION, LOGIN_NONCES_TABLE, SIGNATURES_TABLE};
 pub use login_nonces::SIGNED_IN_EVENT;
+pub use oidc::{OidcConfig, SignedIn};
 pub use pending::Pending;
 pub use store_backed::StoreApprover;
 

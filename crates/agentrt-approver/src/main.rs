@@ -52,6 +52,13 @@ enum Command {
         /// it; it still checks requests that name no key).
         #[arg(long, value_name = "FILE")]
         keys: Option<PathBuf>,
+        /// Approvers sign in at an OpenID provider (JSON: {"issuer",
+        /// "client_id", "client_secret_file", "redirect_url" (this
+        /// server's /ui/oidc/callback), "approvers_group" (approvers)}):
+        /// /ui/sign-in opens the console to members of the group, and a
+        /// decision records the subject and the provider.
+        #[arg(long, value_name = "FILE")]
+        oidc: Option<PathBuf>,
         /// Listen on an address other than loopback (the webhook is plain
         /// HTTP: put TLS in front).
         #[arg(long)]
@@ -133,6 +140,7 @@ fn main() -> ExitCode {
             listen,
             secret_file,
             keys,
+            oidc,
             allow_remote,
             cookie_secure,
             trust_forwarded_proto,
@@ -152,6 +160,7 @@ fn main() -> ExitCode {
                 listen,
                 secret_file,
                 keys_file: keys,
+                oidc_file: oidc,
                 allow_remote,
                 secure_cookie,
                 notify: notify_config

@@ -37,6 +37,9 @@ pub struct ServeOptions {
     /// A file only its owner can read, holding the webhook's per-approver
     /// keys (`--keys`; see [`read_keys`]).
     pub keys_file: Option<PathBuf>,
+    /// Approvers sign in at an OpenID provider (`--oidc`; see
+    /// [`OidcConfig`](crate::OidcConfig)).
+    pub oidc_file: Option<PathBuf>,
     /// Listen on an address other than loopback.
     pub allow_remote: bool,
     /// When the page's session cookie is `Secure`.
@@ -77,6 +80,15 @@ pub enum ServeError {
         /// The file.
         path: PathBuf,
         /// What is wrong (naming the key, never showing a secret).
+        detail: String,
+    },
+    /// The sign-in configuration, its client secret, or the provider
+    /// cannot be used.
+    #[error("oidc {path}: {detail}")]
+    Oidc {
+        /// The configuration file.
+        path: PathBuf,
+        /// What is wrong.
         detail: String,
     },
     /// The database cannot be opened.
@@ -139,6 +151,35 @@ pub fn read_keys(path: &Path) -> Result<Keys, ServeError> {
     Keys::parse(&bytes).map_err(|e| refused(e.to_string()))
 }
 
+/// The sign-in configuration in `path` and its client's secret (the file
+/// it names: owner-only, as the secret file; its first line).
+pub fn read_oidc(path: &Path) -> Result<(crate::OidcConfig, String), ServeError> {
+    let refused = |detail: String| ServeError::Oidc {
+        path: path.to_owned(),
+        detail,
+    };
+    let config = crate::OidcConfig::read(path).map_err(refused)?;
+    let file = &config.client_secret_file;
+    let bytes =
+        agentrt::private_file::read(file, Others::NoAccess, MAX_SECRET_FILE).map_err(|e| {
+            refused(format!(
+                "client_secret_file {}: {}",
+                file.display(),
+                e.detail()
+            ))
+        })?;
+    let secret = String::from_utf8(bytes.trim_ascii().to_vec())
+        .ok()
+        .filter(|s| !s.is_empty() && !s.contains(['\n', '\r']))
+        .ok_or_else(|| {
+            refused(format!(
+                "client_secret_file {}: one line of UTF-8 text",
+                file.display()
+            ))
+        })?;
+    Ok((config, secret))
+}
+
 /// Serves the webhook until `shutdown` completes; `bound` is told the
 /// address once it listens.
 pub async fn serve(
@@ -153,8 +194,9 @@ pub async fn serve(
     // blocking pool.
     let (db, secret_file) = (options.db.clone(), options.secret_file.clone());
     let keys_file = options.keys_file.clone();
+    let oidc_file = options.oidc_file.clone();
     let notify_config = options.notify.as_ref().map(|n| n.config.clone());
-    let (secret, keys, approver, notify_config) = tokio::task::spawn_blocking(move || {
+    let (secret, keys, oidc, approver, notify_config) = tokio::task::spawn_blocking(move || {
         let secret = read_secret(&secret_file)?;
         let keys = match keys_file {
             Some(path) => {
@@ -168,6 +210,7 @@ pub async fn serve(
             }
             None => Keys::default(),
         };
+        let oidc = oidc_file.map(|path| read_oidc(&path)).transpose()?;
         let notify_config = match notify_config {
             Some(path) => Some(
                 crate::notify::NotifyConfig::load(&path)
@@ -176,18 +219,32 @@ pub async fn serve(
             None => None,
         };
         let approver = StoreApprover::open(&db, None)?;
-        Ok::<_, ServeError>((secret, keys, approver, notify_config))
+        Ok::<_, ServeError>((secret, keys, oidc, approver, notify_config))
     })
     .await
     .map_err(|e| ServeError::Listen {
         addr: options.listen,
         source: std::io::Error::other(e.to_string()),
     })??;
+    // The provider's metadata and keys, fetched before anything is
+    // served: a sign-in that cannot work is said at start.
+    let oidc = match (oidc, &options.oidc_file) {
+        (Some((config, client_secret)), Some(path)) => Some(Arc::new(
+            crate::oidc::Provider::connect(config, client_secret)
+                .await
+                .map_err(|detail| ServeError::Oidc {
+                    path: path.clone(),
+                    detail,
+                })?,
+        )),
+        _ => None,
+    };
     let console = approver.store().clone();
     let approver: Arc<dyn crate::Approver> = Arc::new(approver);
     let page = crate::page::router(crate::page::PageConfig {
         secure_cookie: options.secure_cookie.clone(),
         console: Some(console),
+        oidc,
         ..crate::page::PageConfig::new(Arc::clone(&approver), secret.clone())
     });
     let secret_for_links = secret.clone();

@@ -14,6 +14,9 @@
 //!   session's run only (403 otherwise); the decision applies only if the
 //!   approval still has that hash, otherwise the page says it changed and
 //!   decides nothing;
+//! - `GET /ui/sign-in` and `GET /ui/oidc/callback`: with an OpenID
+//!   provider configured, a person signs in there instead (module
+//!   `sign_in`); a member of the approvers' group gets the console;
 //! - `GET /ui/style.css`.
 //!
 //! Every answer sets a Content-Security-Policy that allows no script, no
@@ -25,6 +28,7 @@ mod console_html;
 mod form;
 mod html;
 mod login;
+mod sign_in;
 
 use std::sync::{Arc, Mutex};
 
@@ -65,6 +69,9 @@ pub struct PageConfig {
     /// The store the console reads (every run's record); `None`: no
     /// console, and console links are refused.
     pub console: Option<agentrt::Store>,
+    /// Approvers sign in at this OpenID provider (`/ui/sign-in`); `None`:
+    /// login links only.
+    pub oidc: Option<Arc<crate::oidc::Provider>>,
 }
 
 impl PageConfig {
@@ -77,6 +84,7 @@ impl PageConfig {
             clock: agentrt::system_clock(),
             secure_cookie: SecureCookie::Never,
             console: None,
+            oidc: None,
         }
     }
 }
@@ -115,6 +123,8 @@ pub fn router(config: PageConfig) -> Router {
     });
     Router::new()
         .route("/ui/login", get(login))
+        .route("/ui/sign-in", get(sign_in::sign_in))
+        .route(crate::oidc::CALLBACK_PATH, get(sign_in::callback))
         .route("/ui/", get(index))
         .route("/ui/style.css", get(style))
         .route("/ui/runs/{run}", get(run_page))
