@@ -640,3 +640,70 @@ async fn a_token_file_beside_oauth_is_refused_at_start() {
     assert!(stderr.contains("exclude each other"), "{stderr}");
     let _ = Duration::ZERO;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callers_subject_is_the_cedar_principal_and_recheck_judges_it_so() {
+    let (upstream, seen) = serve(Mode::Json).await;
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dir.path().join("policy.cedar"),
+        r#"@id("alice-reads") permit(principal == Agentrt::Caller::"alice", action, resource);"#,
+    )
+    .expect("policy");
+    support::configure(
+        dir.path(),
+        &upstream,
+        &format!(
+            r#""session": "web", "hold": "0s", "policy": {{"cedar": "policy.cedar"}},
+               "oauth": {{"issuer": "{}", "scopes": ["mcp:tools"]}}"#,
+            issuer.url
+        ),
+        r#"{"side_effect": "read_only", "timeout": "5s"}"#,
+    )
+    .await;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"))
+        .args(["serve", "--config"])
+        .arg(dir.path().join("proxy.json"))
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let url = loop {
+        let line = lines.next_line().await.expect("stderr").expect("a line");
+        if let Some(at) = line.find(" on http://") {
+            break line[at + 4..].to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let alice = key.sign(&claims(&issuer.url, &url, "alice"), "at+jwt");
+    let bob = key.sign(&claims(&issuer.url, &url, "bob"), "at+jwt");
+    let allowed = call_as(&url, &alice, "fs_read_file", json!({"path": "a.txt"})).await;
+    assert!(!allowed.contains("DENIED"), "{allowed}");
+    let denied = call_as(&url, &bob, "fs_read_file", json!({"path": "b.txt"})).await;
+    assert!(denied.contains("no cedar policy permits"), "{denied}");
+    assert_eq!(
+        seen.call_arguments.lock().expect("lock").len(),
+        1,
+        "alice's read only"
+    );
+    drop(child);
+
+    let args = [
+        "recheck".to_owned(),
+        "--config".to_owned(),
+        dir.path().join("proxy.json").to_string_lossy().into_owned(),
+    ];
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = agentrt_proxy::cli::run(&args, &mut out, &mut err).await;
+    let out = String::from_utf8_lossy(&out);
+    assert_eq!(code, 0, "{out}{}", String::from_utf8_lossy(&err));
+    assert!(
+        out.contains("2 decision(s) re-checked") && out.contains("0 run(s) differ"),
+        "each call judged again with its caller as the principal: {out}"
+    );
+}
