@@ -23,7 +23,6 @@ use rmcp::service::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 use tokio::process::{Child, Command};
 
 /// A signing key of the test issuer.
@@ -164,63 +163,13 @@ async fn start_with(
         rule,
     )
     .await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"))
-        .args(["serve", "--config"])
-        .arg(dir.join("proxy.json"))
-        .args(["--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let mut said = Vec::new();
-    let url = loop {
-        let line = lines
-            .next_line()
-            .await
-            .expect("stderr")
-            .unwrap_or_else(|| panic!("the proxy says where it serves: {said:#?}"));
-        said.push(line.clone());
-        if let Some(at) = line.find(" on http://") {
-            break line[at + 4..].to_owned();
-        }
-    };
+    let (child, url, said) = support::serve_http(&dir.join("proxy.json")).await;
     assert!(
         said.iter()
             .any(|l| l.contains(&format!("access tokens of {issuer} for {url}"))),
         "{said:#?}"
     );
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     Serving { child, url }
-}
-
-/// An MCP `initialize` posted with `token` (if any): the answer.
-async fn initialize(url: &str, token: Option<&str>, session: Option<&str>) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .body(
-            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
-        );
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    request.send().await.expect("an answer")
-}
-
-fn challenge(response: &reqwest::Response) -> String {
-    response
-        .headers()
-        .get("www-authenticate")
-        .expect("a challenge")
-        .to_str()
-        .expect("text")
-        .to_owned()
 }
 
 fn metadata_url(url: &str) -> String {
@@ -297,10 +246,10 @@ async fn callers_without_a_good_token_are_refused_with_the_challenge_naming_the_
     let metadata = metadata_url(&url);
 
     // None: 401, the challenge names the metadata and the scope, no error.
-    let refused = initialize(&url, None, None).await;
+    let refused = support::initialize(&url, None, None).await;
     assert_eq!(refused.status(), 401);
     assert_eq!(
-        challenge(&refused),
+        support::challenge(&refused),
         format!(r#"Bearer scope="mcp:tools", resource_metadata="{metadata}""#)
     );
 
@@ -350,9 +299,9 @@ async fn callers_without_a_good_token_are_refused_with_the_challenge_naming_the_
         ),
         ("not a JWT", "abc.def".to_owned(), "not a signed JWT"),
     ] {
-        let refused = initialize(&url, Some(&token), None).await;
+        let refused = support::initialize(&url, Some(&token), None).await;
         assert_eq!(refused.status(), 401, "{what}");
-        let header = challenge(&refused);
+        let header = support::challenge(&refused);
         assert!(
             header.starts_with(r#"Bearer error="invalid_token""#),
             "{what}: {header}"
@@ -366,12 +315,12 @@ async fn callers_without_a_good_token_are_refused_with_the_challenge_naming_the_
 
     // A good token without the scope: 403, insufficient_scope.
     let unscoped = key.sign(&with(&|c| c["scope"] = json!("other")), "at+jwt");
-    let refused = initialize(&url, Some(&unscoped), None).await;
+    let refused = support::initialize(&url, Some(&unscoped), None).await;
     assert_eq!(refused.status(), 403);
-    assert!(challenge(&refused).starts_with(r#"Bearer error="insufficient_scope""#));
+    assert!(support::challenge(&refused).starts_with(r#"Bearer error="insufficient_scope""#));
 
     // And the good token is admitted.
-    let admitted = initialize(&url, Some(&key.sign(&good, "at+jwt")), None).await;
+    let admitted = support::initialize(&url, Some(&key.sign(&good, "at+jwt")), None).await;
     assert_eq!(admitted.status(), 200);
     let store = agentrt::Store::open_existing(dir.path().join("proxy.db"), true).expect("db");
     assert!(
@@ -420,7 +369,7 @@ async fn a_rotated_key_is_fetched_when_a_token_names_it_and_unknown_ones_wait_ou
     assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1, "fetched at start");
     let good = claims(&issuer.url, &url, "alice");
     assert_eq!(
-        initialize(&url, Some(&old.sign(&good, "at+jwt")), None)
+        support::initialize(&url, Some(&old.sign(&good, "at+jwt")), None)
             .await
             .status(),
         200
@@ -432,7 +381,7 @@ async fn a_rotated_key_is_fetched_when_a_token_names_it_and_unknown_ones_wait_ou
     );
     issuer.publish(&new);
     assert_eq!(
-        initialize(&url, Some(&new.sign(&good, "at+jwt")), None)
+        support::initialize(&url, Some(&new.sign(&good, "at+jwt")), None)
             .await
             .status(),
         200
@@ -455,7 +404,7 @@ async fn a_rotated_key_is_fetched_when_a_token_names_it_and_unknown_ones_wait_ou
     for i in 0..5 {
         let made_up = Key::new(&format!("made-up-{i}"));
         assert_eq!(
-            initialize(&url, Some(&made_up.sign(&good, "at+jwt")), None)
+            support::initialize(&url, Some(&made_up.sign(&good, "at+jwt")), None)
                 .await
                 .status(),
             401
@@ -477,7 +426,7 @@ async fn a_session_is_its_openers_and_the_same_call_by_two_callers_is_two_reques
     let Serving { child: _proxy, url } = start(dir.path(), &upstream, &issuer.url, "").await;
     let alice = key.sign(&claims(&issuer.url, &url, "alice"), "at+jwt");
     let bob = key.sign(&claims(&issuer.url, &url, "bob"), "at+jwt");
-    let opened = initialize(&url, Some(&alice), None).await;
+    let opened = support::initialize(&url, Some(&alice), None).await;
     assert_eq!(opened.status(), 200);
     let session = opened
         .headers()
@@ -486,7 +435,7 @@ async fn a_session_is_its_openers_and_the_same_call_by_two_callers_is_two_reques
         .to_str()
         .expect("text")
         .to_owned();
-    let refused = initialize(&url, Some(&bob), Some(&session)).await;
+    let refused = support::initialize(&url, Some(&bob), Some(&session)).await;
     assert_eq!(refused.status(), 403, "bob cannot speak in alice's session");
     let delete = reqwest::Client::new()
         .delete(&url)
@@ -663,23 +612,7 @@ async fn the_callers_subject_is_the_cedar_principal_and_recheck_judges_it_so() {
         r#"{"side_effect": "read_only", "timeout": "5s"}"#,
     )
     .await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"))
-        .args(["serve", "--config"])
-        .arg(dir.path().join("proxy.json"))
-        .args(["--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let url = loop {
-        let line = lines.next_line().await.expect("stderr").expect("a line");
-        if let Some(at) = line.find(" on http://") {
-            break line[at + 4..].to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (child, url, _) = support::serve_http(&dir.path().join("proxy.json")).await;
     let alice = key.sign(&claims(&issuer.url, &url, "alice"), "at+jwt");
     let bob = key.sign(&claims(&issuer.url, &url, "bob"), "at+jwt");
     let allowed = call_as(&url, &alice, "fs_read_file", json!({"path": "a.txt"})).await;

@@ -87,29 +87,7 @@ async fn proxy(dir: &Path, issuer: &str) -> (Child, String) {
         r#"{"side_effect": "read_only", "timeout": "5s"}"#,
     )
     .await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"))
-        .args(["serve", "--config"])
-        .arg(dir.join("proxy.json"))
-        .args(["--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let mut said = Vec::new();
-    let url = loop {
-        let line = lines
-            .next_line()
-            .await
-            .expect("stderr")
-            .unwrap_or_else(|| panic!("the proxy says where it serves: {said:#?}"));
-        said.push(line.clone());
-        if let Some(at) = line.find(" on http://") {
-            break line[at + 4..].to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (child, url, _) = support::serve_http(&dir.join("proxy.json")).await;
     (child, url)
 }
 
@@ -175,29 +153,6 @@ async fn client_token(issuer: &str, resource: &str) -> String {
         .to_owned()
 }
 
-/// Posts an MCP `initialize` with `token` (if any).
-async fn initialize(url: &str, token: Option<&str>) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .body(
-            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
-        );
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    request.send().await.expect("an answer")
-}
-
-fn challenge(response: &reqwest::Response) -> String {
-    response
-        .headers()
-        .get("www-authenticate")
-        .map(|v| v.to_str().expect("text").to_owned())
-        .unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_signs_in_at_the_provider_and_its_call_carries_the_subject() {
     let provider = start_provider().await;
@@ -243,16 +198,16 @@ async fn tokens_for_another_audience_expired_or_of_an_unknown_key_and_none_are_r
     let (_proxy, url) = proxy(dir.path(), &provider.issuer).await;
     let metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
 
-    let none = initialize(&url, None).await;
+    let none = support::initialize(&url, None, None).await;
     assert_eq!(none.status(), 401);
     assert_eq!(
-        challenge(&none),
+        support::challenge(&none),
         format!(r#"Bearer scope="mcp:tools", resource_metadata="{metadata}""#)
     );
 
     let good = client_token(&provider.issuer, &url).await;
     assert_eq!(
-        initialize(&url, Some(&good)).await.status(),
+        support::initialize(&url, Some(&good), None).await.status(),
         200,
         "the provider's token"
     );
@@ -263,9 +218,9 @@ async fn tokens_for_another_audience_expired_or_of_an_unknown_key_and_none_are_r
         ("another audience", &elsewhere, "another audience"),
         ("another provider's key", &unknown_key, "no signing key"),
     ] {
-        let refused = initialize(&url, Some(token)).await;
+        let refused = support::initialize(&url, Some(token), None).await;
         assert_eq!(refused.status(), 401, "{what}");
-        let header = challenge(&refused);
+        let header = support::challenge(&refused);
         assert!(
             header.starts_with(r#"Bearer error="invalid_token""#),
             "{what}: {header}"
@@ -276,11 +231,11 @@ async fn tokens_for_another_audience_expired_or_of_an_unknown_key_and_none_are_r
 
     // The good token, once its lifetime is over.
     tokio::time::sleep(Duration::from_secs(TOKEN_TTL + 1)).await;
-    let expired = initialize(&url, Some(&good)).await;
+    let expired = support::initialize(&url, Some(&good), None).await;
     assert_eq!(expired.status(), 401);
     assert!(
-        challenge(&expired).contains("expired"),
+        support::challenge(&expired).contains("expired"),
         "{}",
-        challenge(&expired)
+        support::challenge(&expired)
     );
 }

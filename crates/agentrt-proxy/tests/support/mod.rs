@@ -118,3 +118,69 @@ done
     .expect("script");
     script
 }
+
+/// `agentrt-proxy serve --config <config> --http 127.0.0.1:0`, started:
+/// the process (killed when dropped), the URL hosts call, and what it said
+/// on stderr up to then (the rest is drained so it never blocks).
+#[allow(dead_code)] // Not every test target serves over HTTP.
+pub async fn serve_http(config: &Path) -> (tokio::process::Child, String, Vec<String>) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"))
+        .args(["serve", "--config"])
+        .arg(config)
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut said = Vec::new();
+    let url = loop {
+        let line = lines
+            .next_line()
+            .await
+            .expect("stderr")
+            .unwrap_or_else(|| panic!("the proxy says where it serves: {said:#?}"));
+        said.push(line.clone());
+        if let Some(at) = line.find(" on http://") {
+            break line[at + 4..].to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url, said)
+}
+
+/// An MCP `initialize` posted to `url` with the bearer `token` (if any)
+/// in MCP session `session` (if any): the answer.
+#[allow(dead_code)] // Not every test target speaks plain HTTP.
+pub async fn initialize(
+    url: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        );
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request.send().await.expect("an answer")
+}
+
+/// The `WWW-Authenticate` challenge of `response` (empty without one).
+#[allow(dead_code)] // Not every test target is refused.
+pub fn challenge(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().expect("text").to_owned())
+        .unwrap_or_default()
+}
