@@ -2,7 +2,8 @@
 //! metadata found (RFC 8414, else OpenID discovery) and checked to name
 //! the issuer asked for, and its signing keys (JWKS) fetched, kept, and
 //! fetched again for a key a token names that the set lacks (at most once
-//! per cool-down) or when the set is an hour old.
+//! per cool-down) or when the set is an hour old; a token checked
+//! against them ([`Keys::check`]).
 //!
 //! Every fetch goes only to HTTPS, or plain HTTP to a loopback host (a
 //! provider on the same machine), follows no redirect, uses no proxy from
@@ -24,10 +25,12 @@ mod error;
 mod fetch;
 mod keys;
 mod metadata;
+mod token;
 mod web_url;
 
 pub use error::OAuthError;
 pub use fetch::{FETCH_TIMEOUT, MAX_DOCUMENT_BYTES, http_client};
 pub use keys::{KeyRefusal, Keys, MAX_KEY_SET_AGE};
 pub use metadata::{IssuerMetadata, discover};
+pub use token::{ASYMMETRIC, Checked, Expected};
 pub use web_url::web_url;

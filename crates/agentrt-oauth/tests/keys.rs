@@ -116,3 +116,65 @@ async fn a_key_published_later_is_fetched_and_made_up_ones_wait_out_the_cooldown
         "no fetch within the cool-down"
     );
 }
+
+#[tokio::test]
+async fn a_token_is_checked_for_its_issuer_audience_time_and_algorithm() {
+    use aws_lc_rs::rand::SystemRandom;
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    let pkcs8 =
+        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+            .expect("a key");
+    let signing = EncodingKey::from_ec_der(pkcs8.as_ref());
+    let mut public = Jwk::from_encoding_key(&signing, Algorithm::ES256).expect("public");
+    public.common.key_id = Some("k1".into());
+    let (url, _, _) = issuer(None, vec![public]).await;
+    let client = http_client().expect("client");
+    let jwks = discover(&client, &url).await.expect("metadata").jwks_uri;
+    let keys = Keys::fetch(client, jwks, Duration::ZERO)
+        .await
+        .expect("keys");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let sign = |claims: serde_json::Value| {
+        let mut header = jsonwebtoken::Header::new(Algorithm::ES256);
+        header.kid = Some("k1".into());
+        jsonwebtoken::encode(&header, &claims, &signing).expect("signed")
+    };
+    let good = json!({"iss": url, "aud": "api", "sub": "alice", "exp": now + 60});
+    let expected = agentrt_oauth::Expected {
+        issuer: &url,
+        audience: "api",
+        leeway: 0,
+        algorithms: &agentrt_oauth::ASYMMETRIC,
+    };
+    let checked = keys
+        .check(&sign(good.clone()), &expected)
+        .await
+        .expect("holds");
+    assert_eq!(checked.claims["sub"], "alice");
+    for (change, says) in [
+        (json!({"aud": "other"}), "another audience"),
+        (json!({"iss": "http://127.0.0.1:1"}), "another issuer"),
+        (json!({"exp": now - 10}), "expired"),
+        (json!({"nbf": now + 600}), "not valid yet"),
+    ] {
+        let mut claims = good.clone();
+        for (k, v) in change.as_object().unwrap() {
+            claims[k] = v.clone();
+        }
+        let refused = keys.check(&sign(claims), &expected).await.expect_err(says);
+        assert!(refused.contains(says), "{says}: {refused}");
+    }
+    // A shared-secret token, even one "signed" with the public key's
+    // bytes, is refused before any key is used.
+    let hs = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(Algorithm::HS256),
+        &good,
+        &EncodingKey::from_secret(b"public").expect("a secret"),
+    )
+    .expect("signed");
+    let refused = keys.check(&hs, &expected).await.expect_err("HS256");
+    assert!(refused.contains("not admitted"), "{refused}");
+}

@@ -24,19 +24,8 @@ pub const DEFAULT_GROUPS_CLAIM: &str = "groups";
 /// ID token (typ `JWT`) is not taken for an access token.
 pub const DEFAULT_TOKEN_TYPES: [&str; 1] = ["at+jwt"];
 
-/// The signature algorithms a token may use: asymmetric ones only (a
-/// shared-secret algorithm would let anyone holding the public key sign).
-const ASYMMETRIC: [Algorithm; 9] = [
-    Algorithm::RS256,
-    Algorithm::RS384,
-    Algorithm::RS512,
-    Algorithm::PS256,
-    Algorithm::PS384,
-    Algorithm::PS512,
-    Algorithm::ES256,
-    Algorithm::ES384,
-    Algorithm::EdDSA,
-];
+/// The signature algorithms a token may use.
+const ASYMMETRIC: [Algorithm; 9] = agentrt_oauth::ASYMMETRIC;
 
 /// How the HTTP door checks OAuth access tokens (MCP authorization: the
 /// proxy is an OAuth 2.1 protected resource).

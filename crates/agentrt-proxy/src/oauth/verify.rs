@@ -3,7 +3,6 @@
 //! issuer, `aud` holding the proxy's resource URL, `exp` and `nbf` within
 //! the leeway, a subject), its scopes, and the caller it names.
 
-use jsonwebtoken::{Validation, decode, decode_header};
 use serde_json::{Map, Value};
 
 use super::config::{OAuthConfig, normal_type};
@@ -49,37 +48,31 @@ impl Verifier {
 
     /// The caller `token` names, if it is good for this resource.
     pub(crate) async fn verify(&self, token: &str) -> Result<Identity, Refusal> {
-        let invalid = |why: String| Refusal::Invalid(why);
-        let header = decode_header(token).map_err(|e| invalid(format!("not a signed JWT: {e}")))?;
-        let typ = header.typ.as_deref().map(normal_type).unwrap_or_default();
+        let expected = agentrt_oauth::Expected {
+            issuer: &self.config.issuer,
+            audience: &self.resource,
+            leeway: self.config.leeway.as_secs(),
+            algorithms: &self.config.algorithms,
+        };
+        let checked = self
+            .keys
+            .check(token, &expected)
+            .await
+            .map_err(|why| Refusal::Invalid(resource_words(why)))?;
+        let typ = checked
+            .header
+            .typ
+            .as_deref()
+            .map(normal_type)
+            .unwrap_or_default();
         if !self.config.token_types.contains(&typ) {
-            return Err(invalid(format!(
+            return Err(Refusal::Invalid(format!(
                 "token type {:?} is not an access token type this resource admits ({})",
-                header.typ.as_deref().unwrap_or(""),
+                checked.header.typ.as_deref().unwrap_or(""),
                 self.config.token_types.join(", ")
             )));
         }
-        if !self.config.algorithms.contains(&header.alg) {
-            return Err(invalid(format!(
-                "algorithm {:?} is not admitted",
-                header.alg
-            )));
-        }
-        let key = self
-            .keys
-            .key_for(header.kid.as_deref(), header.alg)
-            .await
-            .map_err(|e| invalid(e.to_string()))?;
-        let mut validation = Validation::new(header.alg);
-        validation.set_issuer(&[&self.config.issuer]);
-        validation.set_audience(&[&self.resource]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        validation.validate_nbf = true;
-        validation.leeway = self.config.leeway.as_secs();
-        let claims = decode::<Map<String, Value>>(token, &key, &validation)
-            .map_err(|e| invalid(claims_error(&e)))?
-            .claims;
-        let scopes = scopes(&claims);
+        let scopes = scopes(&checked.claims);
         if let Some(missing) = self
             .config
             .scopes
@@ -88,23 +81,16 @@ impl Verifier {
         {
             return Err(Refusal::Scope(format!("the token lacks scope {missing:?}")));
         }
-        identity(&claims, &self.config).map_err(invalid)
+        identity(&checked.claims, &self.config).map_err(Refusal::Invalid)
     }
 }
 
-/// A claims failure in words a caller can act on.
-fn claims_error(e: &jsonwebtoken::errors::Error) -> String {
-    use jsonwebtoken::errors::ErrorKind;
-    match e.kind() {
-        ErrorKind::ExpiredSignature => "the token has expired".into(),
-        ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)".into(),
-        ErrorKind::InvalidAudience => {
-            "the token is for another audience (aud is not this resource)".into()
-        }
-        ErrorKind::InvalidIssuer => "the token is from another issuer".into(),
-        ErrorKind::InvalidSignature => "the signature does not verify".into(),
-        ErrorKind::MissingRequiredClaim(claim) => format!("the token has no {claim} claim"),
-        _ => format!("the token is not valid: {e}"),
+/// A refusal's words, the audience named as this resource.
+fn resource_words(why: String) -> String {
+    if why == "the token is for another audience" {
+        "the token is for another audience (aud is not this resource)".into()
+    } else {
+        why
     }
 }
 
