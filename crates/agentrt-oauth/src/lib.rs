@@ -21,6 +21,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod claims;
 mod error;
 mod fetch;
 mod keys;
@@ -28,6 +29,7 @@ mod metadata;
 mod token;
 mod web_url;
 
+pub use claims::{MAX_SUBJECT_CHARS, names, subject};
 pub use error::OAuthError;
 pub use fetch::{FETCH_TIMEOUT, MAX_DOCUMENT_BYTES, http_client};
 pub use keys::{KeyRefusal, Keys, MAX_KEY_SET_AGE};

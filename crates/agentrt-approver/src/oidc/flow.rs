@@ -278,30 +278,8 @@ impl Provider {
         {
             return Err(refused("it was issued to another client (azp)".into()));
         }
-        let subject = claims
-            .get("sub")
-            .and_then(Value::as_str)
-            .filter(|s| {
-                !s.is_empty() && s.chars().count() <= 200 && !s.chars().any(char::is_control)
-            })
-            .ok_or_else(|| {
-                refused("its sub is empty, too long or holds a control character".into())
-            })?;
-        let groups = match claims.get(&self.config.groups_claim) {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(one)) => vec![one.clone()],
-            Some(Value::Array(list)) => list
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-            Some(_) => {
-                return Err(refused(format!(
-                    "its {} claim is not a list",
-                    self.config.groups_claim
-                )));
-            }
-        };
+        let subject = agentrt_oauth::subject(&claims).map_err(refused)?;
+        let groups = agentrt_oauth::names(&claims, &self.config.groups_claim).map_err(refused)?;
         Ok(SignedIn {
             issuer: self.config.issuer.clone(),
             subject: subject.to_owned(),

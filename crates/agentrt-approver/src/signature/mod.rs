@@ -29,3 +29,18 @@ pub use verify::{Accepted, Refusal, SignedHeaders, Verifier};
 
 pub(crate) use secret::constant_time_eq;
 pub(crate) use sign::hex;
+
+/// What the signing and checking tests sign: one time, path, body and
+/// secret (key bytes 0..32, as the Python cross-checks use).
+#[cfg(test)]
+mod fixture {
+    use super::Secret;
+
+    pub(super) const NOW: i64 = 1_790_000_000;
+    pub(super) const PATH: &str = "/runs/r1/approvals/a1/approve";
+    pub(super) const BODY: &[u8] = br#"{"run_id":"r1"}"#;
+
+    pub(super) fn secret() -> Secret {
+        Secret::new((0u8..32).collect::<Vec<u8>>()).unwrap()
+    }
+}

@@ -203,13 +203,7 @@ fn client_headers(
 mod tests {
     use super::*;
 
-    const NOW: i64 = 1_790_000_000;
-    const PATH: &str = "/runs/r1/approvals/a1/approve";
-    const BODY: &[u8] = br#"{"run_id":"r1"}"#;
-
-    fn secret() -> Secret {
-        Secret::new((0u8..32).collect::<Vec<u8>>()).unwrap()
-    }
+    use super::super::fixture::{BODY, NOW, PATH, secret};
 
     /// The same HMAC as Python's `hmac.new(key, msg, hashlib.sha256)` over
     /// `<ts>\n<nonce>\n<METHOD>\n<path>\n<body>`, key bytes 0..32.

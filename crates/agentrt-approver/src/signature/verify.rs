@@ -258,13 +258,7 @@ mod tests {
     use super::super::sign::{headers_at, sign, sign_with_key, signed_headers};
     use super::*;
 
-    const NOW: i64 = 1_790_000_000;
-    const PATH: &str = "/runs/r1/approvals/a1/approve";
-    const BODY: &[u8] = br#"{"run_id":"r1"}"#;
-
-    fn secret() -> Secret {
-        Secret::new((0u8..32).collect::<Vec<u8>>()).unwrap()
-    }
+    use super::super::fixture::{BODY, NOW, PATH, secret};
 
     /// Five minutes of skew, 10 a second, bursts of 20: the defaults.
     fn verifier() -> Verifier {

@@ -137,42 +137,36 @@ pub async fn serve_http(
     let bound = listener
         .local_addr()
         .map_err(|e| http_error(e.to_string()))?;
-    let admission = match (&config.oauth, token) {
+    // How callers are admitted, and the line that tells the operator.
+    let (admission, admitted) = match (&config.oauth, token) {
         (Some(oauth), _) => {
             let verifier = crate::oauth::verifier(oauth, bound)
                 .await
                 .map_err(|e| http_error(format!("oauth: {e}")))?;
-            admit::Admission::OAuth(Arc::new(verifier))
-        }
-        (None, Some((token, _))) => admit::Admission::Token(token),
-        (None, None) => return Err(http_error("no way to admit callers".into())),
-    };
-    let (proxy, loaded, config) = start(config, err).await?;
-    match &admission {
-        admit::Admission::OAuth(verifier) => {
-            let _ = writeln!(
-                err,
-                "agentrt-proxy: hosts send access tokens of {} for {} (metadata at {})",
-                verifier.config().issuer,
+            let said = format!(
+                "hosts send access tokens of {} for {} (metadata at {})",
+                oauth.issuer,
                 verifier.resource(),
                 crate::oauth::metadata_url(verifier.resource())
             );
+            (admit::Admission::OAuth(Arc::new(verifier)), said)
         }
-        admit::Admission::Token(_) => {
-            let _ = writeln!(
-                err,
-                "agentrt-proxy: hosts send the bearer token in {} (owner-only){}",
-                token::TokenSource::new(options.token_file.clone(), &config.path)
-                    .path()
-                    .display(),
+        (None, Some((token, path))) => {
+            let said = format!(
+                "hosts send the bearer token in {} (owner-only){}",
+                path.display(),
                 if options.token_file.is_some() {
                     ""
                 } else {
                     ", made now: a new one at each start"
                 }
             );
+            (admit::Admission::Token(token), said)
         }
-    }
+        (None, None) => return Err(http_error("no way to admit callers".into())),
+    };
+    let (proxy, loaded, config) = start(config, err).await?;
+    let _ = writeln!(err, "agentrt-proxy: {admitted}");
     let _ = writeln!(
         err,
         "agentrt-proxy: serving session {} on http://{bound}/mcp",

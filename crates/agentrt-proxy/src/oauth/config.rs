@@ -24,9 +24,6 @@ pub const DEFAULT_GROUPS_CLAIM: &str = "groups";
 /// ID token (typ `JWT`) is not taken for an access token.
 pub const DEFAULT_TOKEN_TYPES: [&str; 1] = ["at+jwt"];
 
-/// The signature algorithms a token may use.
-const ASYMMETRIC: [Algorithm; 9] = agentrt_oauth::ASYMMETRIC;
-
 /// How the HTTP door checks OAuth access tokens (MCP authorization: the
 /// proxy is an OAuth 2.1 protected resource).
 ///
@@ -149,7 +146,7 @@ impl OAuthConfig {
             Some(types) => types.into_iter().map(|t| normal_type(&t)).collect(),
         };
         let algorithms = match file.algorithms {
-            None => ASYMMETRIC.to_vec(),
+            None => agentrt_oauth::ASYMMETRIC.to_vec(),
             Some(names) if names.is_empty() => {
                 return Err("algorithms: name at least one".into());
             }
@@ -158,7 +155,7 @@ impl OAuthConfig {
                 .map(|name| {
                     name.parse::<Algorithm>()
                         .ok()
-                        .filter(|a| ASYMMETRIC.contains(a))
+                        .filter(|a| agentrt_oauth::ASYMMETRIC.contains(a))
                         .ok_or_else(|| {
                             format!(
                                 "algorithms: {name:?} is not one of RS256, RS384, RS512, PS256, \

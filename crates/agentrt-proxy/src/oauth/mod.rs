@@ -30,8 +30,8 @@ pub const GROUPS_LABEL: &str = "caller.groups";
 /// The run label holding the OAuth client the caller used.
 pub const CLIENT_LABEL: &str = "caller.client";
 
-/// The longest subject or client id admitted.
-pub const MAX_SUBJECT_CHARS: usize = 200;
+/// The longest subject or client id admitted (agentrt-oauth's).
+pub use agentrt_oauth::MAX_SUBJECT_CHARS;
 /// The longest list of groups admitted (comma-joined, a run label's
 /// value).
 pub const MAX_GROUPS_CHARS: usize = 256;

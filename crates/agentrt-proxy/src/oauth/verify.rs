@@ -118,28 +118,8 @@ fn identity(claims: &Map<String, Value>, config: &OAuthConfig) -> Result<Identit
             Ok(())
         }
     };
-    let subject = claims
-        .get("sub")
-        .and_then(Value::as_str)
-        .ok_or("the token's sub is not a string")?;
-    label_text("sub", subject, MAX_SUBJECT_CHARS)?;
-    let mut groups: Vec<String> = match claims.get(&config.groups_claim) {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(one)) => vec![one.clone()],
-        Some(Value::Array(list)) => list
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| format!("the {} claim is not a list of names", config.groups_claim))?,
-        Some(_) => {
-            return Err(format!(
-                "the {} claim is not a list of names",
-                config.groups_claim
-            ));
-        }
-    };
-    groups.sort();
-    groups.dedup();
+    let subject = agentrt_oauth::subject(claims)?;
+    let groups = agentrt_oauth::names(claims, &config.groups_claim)?;
     if groups.iter().any(|g| g.is_empty() || g.contains(',')) {
         return Err(format!(
             "a name in the {} claim is empty or holds a comma",
