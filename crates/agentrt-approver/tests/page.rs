@@ -517,3 +517,45 @@ async fn the_edit_form_approves_other_arguments_and_refuses_an_edit_that_decides
         .unwrap();
     assert!(shown.contains("was replaced by your edit"), "{shown}");
 }
+
+#[tokio::test]
+async fn a_request_that_needs_two_approvers_says_so_and_refuses_the_same_person_twice() {
+    let world = World::new().await;
+    let (id, hash) = support::pause_for_two(&world.db, "r1", Some(world.clock.clock())).await;
+    let cookie = world.sign_in("n1").await;
+    let (_, _, body) = world.page(Some(&cookie)).await;
+    let csrf = csrf_of(&body);
+    let approve = format!("/ui/runs/r1/approvals/{id}/approve");
+    let form = format!("csrf={csrf}&hash={hash}");
+    let (status, location) = world.post(&cookie, &approve, &form).await;
+    assert_eq!(status, 303);
+    assert!(location.contains("done=endorsed"), "{location}");
+    let body = world
+        .http
+        .get(format!("{}{location}", world.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(body.contains("needs a second approver"), "{body}");
+    assert_eq!(world.approval().status, ApprovalStatus::Pending);
+
+    let (status, location) = world.post(&cookie, &approve, &form).await;
+    assert_eq!(status, 303);
+    assert!(location.contains("done=same_approver"), "{location}");
+    let body = world
+        .http
+        .get(format!("{}{location}", world.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(body.contains("needs another person"), "{body}");
+    assert_eq!(world.approval().status, ApprovalStatus::Pending);
+}

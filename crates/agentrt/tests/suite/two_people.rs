@@ -9,6 +9,7 @@ use crate::engine;
 use std::sync::Arc;
 
 use crate::common::*;
+use agentrt::store::ApprovalChange;
 use agentrt::*;
 use agentrt::{clock::ManualClock, ids::IdSource, ids::sequential_ids};
 
@@ -250,4 +251,30 @@ async fn a_policy_asking_for_more_approvers_than_two_is_a_policy_error() {
         .map(|o| o.summary.clone())
         .unwrap_or_default();
     assert!(seen.contains("approvers 3"), "{seen}");
+}
+
+#[tokio::test]
+async fn a_decision_is_written_only_over_the_first_approver_it_read() {
+    let f = Fixture::new();
+    let approval = f.paused().await;
+    f.decide(true, &approval.id, "alice").unwrap();
+    // A decision that read no first approver (another process's, racing)
+    // changes nothing; one that read alice's does.
+    let change = |by_was| ApprovalChange {
+        status: ApprovalStatus::Approved,
+        from: ApprovalStatus::Pending,
+        hash: &approval.hash,
+        decided_at: None,
+        decided_by: Some("carol"),
+        note: None,
+        by_was: Some(by_was),
+    };
+    let (stale, _) = f
+        .store
+        .write(|tx| tx.update_approval(&approval.id, &change("")))
+        .unwrap();
+    assert!(!stale, "written over a first approver it did not read");
+    let stored = f.store.list_approvals("r").unwrap().pop().unwrap();
+    assert_eq!(stored.status, ApprovalStatus::Pending);
+    assert_eq!(agentrt::approval::first_approver(&stored), Some("alice"));
 }
