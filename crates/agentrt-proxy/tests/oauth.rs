@@ -351,6 +351,15 @@ async fn the_metadata_names_the_resource_its_issuer_and_scopes_for_anyone() {
         assert_eq!(document["scopes_supported"], json!(["mcp:tools"]));
         assert_eq!(document["bearer_methods_supported"], json!(["header"]));
     }
+    // Anyone, but through the same Host check as the rest: a name the
+    // connection did not reach (DNS rebinding) is refused.
+    let rebound = reqwest::Client::new()
+        .get(metadata_url(&url))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(rebound.status(), 403);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
