@@ -133,7 +133,7 @@ fn check_database_file(path: &std::path::Path) -> Result<(), ProxyError> {
 /// Opens the database as serving does (created owner-only when missing,
 /// with the proxy's index), the path checked before and after.
 pub async fn open_store(config: &Config) -> Result<Store, ProxyError> {
-    open_store_with(config, crate::index::store_options()).await
+    open_store_with(config, crate::index::store_options(config.durability)).await
 }
 
 /// [`open_store`] with `options`.

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentrt::{Canonical, Outcome, SideEffect};
+use agentrt::{Canonical, Durability, Outcome, SideEffect};
 use agentrt_mcp::{Endpoint, Rule, RuleEntry, Server, parse_duration, read_private};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -40,6 +40,10 @@ pub struct Config {
     /// The database: a SQLite file (resolved against the file's
     /// directory), or a `postgres://` URL.
     pub database: Database,
+    /// How hard each commit works to survive a crash of the machine
+    /// (`"durability": "full"`, the default, or `"normal"`; a SQLite file
+    /// only): see [`agentrt::Durability`].
+    pub durability: Durability,
     /// The session: the first part of every run id.
     pub session: String,
     /// The upstream servers, in the file's order.
@@ -110,6 +114,7 @@ pub struct ProxyRule {
 #[serde(deny_unknown_fields)]
 struct ConfigFile<'a> {
     database: String,
+    durability: Option<String>,
     session: String,
     #[serde(borrow)]
     servers: Vec<ServerFile<'a>>,
@@ -374,6 +379,18 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
         shadow,
         windows,
     } = policy_from(&file.policy, &file.servers, base)?;
+    let durability = match file.durability.as_deref() {
+        None | Some("full") => Durability::Full,
+        Some("normal") if is_postgres_url(&file.database) => {
+            return Err(
+                "durability \"normal\": a SQLite file's setting; PostgreSQL's own \
+                        synchronous_commit decides how its commits survive"
+                    .into(),
+            );
+        }
+        Some("normal") => Durability::Normal,
+        Some(other) => return Err(format!("durability {other:?}: \"full\" or \"normal\"")),
+    };
     let max_pending = match file.max_pending {
         None => DEFAULT_MAX_PENDING,
         Some(n) => u32::try_from(n).map_err(|_| format!("max_pending {n}: out of range"))?,
@@ -412,6 +429,7 @@ fn config_from(file: ConfigFile<'_>, path: &Path, base: &Path) -> Result<Config,
         } else {
             Database::File(resolve(base, &file.database))
         },
+        durability,
         session: file.session,
         servers,
         policy,
@@ -540,6 +558,7 @@ mod tests {
         assert_eq!(c.grant_ttl, Duration::from_secs(86400));
         assert_eq!(c.status_tool, "gate_status");
         assert_eq!(c.lease_ttl, Duration::from_secs(30));
+        assert_eq!(c.durability, Durability::Full);
         assert!(!c.servers[0].skip_path_check);
     }
 
@@ -550,7 +569,7 @@ mod tests {
                 "policy": {"read_only": "deny", "destructive": "require_approval"},
                 "hold": "0s", "repeat_window": "1m", "max_pending": 0,
                 "approval_ttl": "0s", "grant_ttl": "2h", "status_tool": "status",
-                "lease_ttl": "3s",
+                "lease_ttl": "3s", "durability": "normal",
                 "servers": [{"name": "fs", "endpoint": "http://127.0.0.1:9/mcp",
                              "env": ["A=1"], "inherit_env": ["LANG"],
                              "connect_timeout": "5s", "default_timeout": "2s",
@@ -578,6 +597,7 @@ mod tests {
             (c.status_tool.as_str(), c.lease_ttl),
             ("status", Duration::from_secs(3))
         );
+        assert_eq!(c.durability, Durability::Normal);
         let s = &c.servers[0];
         assert_eq!(
             s.server.endpoint,
@@ -646,6 +666,11 @@ mod tests {
             (with(r#", "max_pending": -1"#), "max_pending -1"),
             (with(r#", "lease_ttl": "2s""#), "at least 3s"),
             (with(r#", "status_tool": "gate status""#), "status_tool"),
+            (with(r#", "durability": "off""#), "durability \"off\""),
+            (
+                with(r#", "durability": "normal""#).replace("p.db", "postgres://h/db"),
+                "synchronous_commit",
+            ),
             (with_server(&format!("{server}, {server}")), "named twice"),
             (
                 with_server(r#"{"name": "fs", "manifest": "m.json"}"#),

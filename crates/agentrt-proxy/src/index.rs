@@ -436,10 +436,10 @@ pub(crate) fn object(members: &[(&str, &str)]) -> String {
 }
 
 /// The store's options with the proxy's index, as serving opens it.
-pub(crate) fn store_options() -> agentrt::StoreOptions {
+pub(crate) fn store_options(durability: agentrt::Durability) -> agentrt::StoreOptions {
     agentrt::StoreOptions {
+        durability,
         extensions: vec![INDEX],
-        ..agentrt::StoreOptions::default()
     }
 }
 

@@ -106,14 +106,14 @@ pub async fn recheck(
     };
     let policy = ProxyPolicy::with_cedar(config, facts, Arc::clone(&reruns), cedar);
     let id = agentrt::Policy::policy_id(&policy).unwrap_or_default();
-    let database = config.database.clone();
+    let (database, durability) = (config.database.clone(), config.durability);
     let session = options
         .session
         .clone()
         .unwrap_or_else(|| config.session.clone());
     let (run, limit) = (options.run.clone(), options.limit as usize);
     let reports = tokio::task::spawn_blocking(move || -> agentrt::Result<Vec<RecheckReport>> {
-        let options = store_options();
+        let options = store_options(durability);
         let store = match &database {
             Database::File(path) => Store::open_existing_with(path, true, options)?,
             Database::Postgres(url) => Database::open_postgres(url, options, false)?,

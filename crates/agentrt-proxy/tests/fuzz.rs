@@ -479,6 +479,8 @@ struct ConfigModel {
     grant_ttl: Option<(String, Duration)>,
     status_tool: Option<String>,
     lease_ttl: Option<(String, Duration)>,
+    /// `"full"` or `"normal"` (a file's only).
+    durability: Option<&'static str>,
 }
 
 fn config_model() -> impl Strategy<Value = ConfigModel> {
@@ -524,13 +526,22 @@ fn config_model() -> impl Strategy<Value = ConfigModel> {
             maybe(duration()),
             maybe(re("[a-zA-Z0-9_-]{1,64}")),
             maybe(lease),
+            maybe(prop::sample::select(&["full", "normal"][..])),
         ),
     )
         .prop_map(
             |(
                 (database, session, servers, policy, hold, repeat_window),
-                (max_pending, approval_ttl, grant_ttl, status_tool, lease_ttl),
+                (max_pending, approval_ttl, grant_ttl, status_tool, lease_ttl, durability),
             )| ConfigModel {
+                // PostgreSQL refuses "normal" (config's unit tests).
+                durability: durability.map(|d| {
+                    if database.starts_with("postgres") {
+                        "full"
+                    } else {
+                        d
+                    }
+                }),
                 database,
                 session,
                 servers,
@@ -578,6 +589,9 @@ impl ConfigModel {
         if let Some(s) = &self.status_tool {
             m.push(("status_tool".into(), enc(s)));
         }
+        if let Some(d) = self.durability {
+            m.push(("durability".into(), enc(d)));
+        }
         m
     }
 
@@ -595,6 +609,10 @@ impl ConfigModel {
                 Database::Postgres(self.database.clone())
             } else {
                 Database::File(resolve(&self.database))
+            },
+            durability: match self.durability {
+                Some("normal") => agentrt::Durability::Normal,
+                _ => agentrt::Durability::Full,
             },
             session: self.session.clone(),
             servers: self.servers.iter().map(ServerModel::expected).collect(),
@@ -664,6 +682,9 @@ fn top_break() -> impl Strategy<Value = Break> {
         set(Level::Top, "session", &enc(&"s".repeat(65))),
         set(Level::Top, "session", "7"),
         set(Level::Top, "servers", "[]"),
+        set(Level::Top, "durability", r#""off""#),
+        set(Level::Top, "durability", r#""FULL""#),
+        set(Level::Top, "durability", "true"),
         set(Level::Top, "servers", "{}"),
         set(Level::Top, "policy", r#"{"risky":"allow"}"#),
         set(Level::Top, "policy", r#"{"read_only":"abort"}"#),

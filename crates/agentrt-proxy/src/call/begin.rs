@@ -90,7 +90,6 @@ impl Proxy {
             open: true,
         };
         let at = Timestamp::now();
-        let deferred = matches!(claiming, Claiming::New);
         settled.extend(self.settled.take(SETTLE_MAX.saturating_sub(settled.len())));
         settled.truncate(SETTLE_MAX);
         let settling = settled.clone();
@@ -112,23 +111,20 @@ impl Proxy {
         {
             reruns.insert(run_id.clone(), attempt);
         }
-        // A request believed new is written with its tool's start (one
-        // commit fewer); a refused claim then shows in `first_step`.
-        let began = if deferred {
-            self.gate
-                .begin_deferred_with_rows(Some(&run_id), &goal, limits, labels, rows)
-                .await
-        } else {
-            self.gate
-                .begin_with_rows(Some(&run_id), &goal, limits, labels, rows)
-                .await
-        };
+        // The run's creation and its claim are written with the first
+        // step's verdict (the tool's start, a refusal or the approval
+        // asked): two commits per call in all. A refused claim then shows
+        // in `first_step`, nothing written.
+        let began = self
+            .gate
+            .begin_deferred_with_rows(Some(&run_id), &goal, limits, labels, rows)
+            .await;
         if began.is_err() {
             // Nothing was written: the rows stay open until a later run.
-            self.settled.put_back(settled);
+            self.settled.put_back(std::mem::take(&mut settled));
         }
         match began {
-            Ok(session) => Plan::Began(Box::new(session)),
+            Ok(session) => Plan::Began(Box::new(session), settled),
             Err(e) if index::is_seen(&e) => Plan::Again,
             // Another process began the same request first: this call is
             // in progress there.
@@ -138,8 +134,15 @@ impl Proxy {
     }
 
     /// Proposes the model's call in the run's first step: the answer, or
-    /// the approval to hold on.
-    pub(super) async fn first_step(&self, mut session: Session, name: &str, args: Vec<u8>) -> Next {
+    /// the approval to hold on. `settling`: the runs the run's first write
+    /// group settles, listed again when nothing was written.
+    pub(super) async fn first_step(
+        &self,
+        mut session: Session,
+        settling: Vec<String>,
+        name: &str,
+        args: Vec<u8>,
+    ) -> Next {
         let next = async {
             session.step().await?;
             let decision = Decision::tool_call(name, args).with_origin(Origin::Model);
@@ -149,6 +152,9 @@ impl Proxy {
         .await;
         let _ = session.close().await;
         let stored = session.stored();
+        if !stored {
+            self.settled.put_back(settling);
+        }
         // The session holds the run's claim until dropped: a hold that
         // collects the approval attaches to the run anew.
         drop(session);

@@ -105,8 +105,9 @@ enum Plan {
     Attach { run_id: String },
     /// The same request executes under a live lease.
     InProgress,
-    /// A new run began.
-    Began(Box<Session>),
+    /// A new run began (nothing written yet), with the runs its first
+    /// write group settles in the call index.
+    Began(Box<Session>, Vec<String>),
     /// An earlier attempt was cut off while it ran: an operator decides.
     Interrupted(String),
     /// Rules 4–5 refuse the call.
@@ -265,7 +266,10 @@ impl Proxy {
                     interruption,
                 },
                 Plan::Attach { run_id } => self.attach_once(&run_id).await,
-                Plan::Began(session) => self.first_step(*session, name, bytes.clone()).await,
+                Plan::Began(session, settling) => {
+                    self.first_step(*session, settling, name, bytes.clone())
+                        .await
+                }
                 Plan::Interrupted(approval_id) => Next::Done(answer::interrupted(&approval_id)),
                 Plan::Refused(answer) => Next::Done(answer),
                 Plan::Again => Next::Again,

@@ -222,7 +222,7 @@ impl Proxy {
                 Vec::new(),
             )
             .await;
-        let Plan::Began(session) = plan else {
+        let Plan::Began(session, settling) = plan else {
             return Err(Unavailable);
         };
         let mut session = *session;
@@ -249,6 +249,9 @@ impl Proxy {
             _ => None,
         };
         let _ = session.close().await;
+        if !session.stored() {
+            self.settled.put_back(settling);
+        }
         asked.ok_or(Unavailable)
     }
 

@@ -19,15 +19,24 @@ pub async fn pin(config: &Path) {
 /// proxy knows).
 #[allow(dead_code)] // Not every test target builds a proxy in process.
 pub async fn proxy_on(dir: &Path) -> agentrt_proxy::Proxy {
+    proxy_and_store_on(dir).await.0
+}
+
+/// [`proxy_on`] and a handle on the store it writes through (a clone:
+/// the same commit counters).
+#[allow(dead_code)] // Not every test target builds a proxy in process.
+pub async fn proxy_and_store_on(dir: &Path) -> (agentrt_proxy::Proxy, agentrt::Store) {
     let config = agentrt_proxy::read_config(&dir.join("proxy.json")).expect("config");
     let loaded = agentrt_proxy::load_all(&config).await.expect("load");
-    agentrt_proxy::build_proxy(
+    let store = store_on(dir);
+    let proxy = agentrt_proxy::build_proxy(
         std::sync::Arc::new(config),
-        store_on(dir),
+        store.clone(),
         &loaded,
         Box::new(std::io::sink()),
     )
-    .expect("proxy")
+    .expect("proxy");
+    (proxy, store)
 }
 
 /// The database `proxy.db` in `dir`, opened with the proxy's call index.

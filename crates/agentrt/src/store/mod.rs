@@ -302,6 +302,32 @@ impl Store {
         }
     }
 
+    /// How hard this store's commits work to survive a crash of the
+    /// machine, as its write connection is set (`PRAGMA synchronous`);
+    /// `None` on a [`Backend`], whose server decides. (A store in memory
+    /// has nothing to sync: it keeps SQLite's default.)
+    ///
+    /// ```
+    /// use agentrt::{Durability, Store, StoreOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let options = StoreOptions { durability: Durability::Normal, ..StoreOptions::default() };
+    /// let store = Store::open_with(dir.path().join("runs.db"), options).unwrap();
+    /// assert_eq!(store.durability(), Some(Durability::Normal));
+    /// ```
+    pub fn durability(&self) -> Option<Durability> {
+        let Engine::Sqlite(db) = &self.inner.engine else {
+            return None;
+        };
+        let level: i64 = lock(&db.conn)
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .ok()?;
+        match level {
+            1 => Some(Durability::Normal),
+            2 => Some(Durability::Full),
+            _ => None,
+        }
+    }
+
     /// The database path (`None` in memory and on a [`Backend`]).
     pub fn path(&self) -> Option<&Path> {
         match &self.inner.engine {
