@@ -67,9 +67,7 @@ fn count(flag: &str, text: &str) -> Result<usize, String> {
 /// durability and prints the tables.
 pub(crate) fn bench_proxy(args: &[String]) -> Result<(), String> {
     let options = options(args)?;
-    super::ensure_node()?;
-    let npm = super::install_npm_servers()?;
-    let server = npm.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let server = super::filesystem_server()?;
     let python = super::install_python_host(&super::ensure_python()?)?;
     let proxy = match &options.proxy {
         Some(proxy) => proxy.clone(),

@@ -135,9 +135,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), String> {
 /// stdin closed, and the installed `agentrt` finding the call's run
 /// completed in the proxy's database, its log intact.
 fn proxy_session(proxy: &Path, agentrt: &Path, elsewhere: &Path) -> Result<(), String> {
-    crate::ensure_node()?;
-    let npm = crate::install_npm_servers()?;
-    let entry = npm.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let entry = crate::filesystem_server()?;
     let notes = elsewhere.join("notes");
     std::fs::create_dir_all(&notes).map_err(|e| format!("{}: {e}", notes.display()))?;
     let greeting = "written before the proxy started";

@@ -360,6 +360,14 @@ fn install_npm_servers() -> Result<std::path::PathBuf, String> {
     )
 }
 
+/// Node.js and the npm filesystem server (see [`install_npm_servers`]);
+/// the server's entry point.
+fn filesystem_server() -> Result<std::path::PathBuf, String> {
+    ensure_node()?;
+    let npm = install_npm_servers()?;
+    Ok(npm.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"))
+}
+
 /// Installs the OpenID provider of the OAuth tests (npm `oidc-provider`,
 /// from `crates/agentrt-proxy/tests/oidc`'s lockfile) with its script into
 /// `target/real-servers/oidc`; returns the script's path.
@@ -432,9 +440,7 @@ fn test_steps() -> Result<(), String> {
         &["test", "-p", "agentrt-cedar", "--bench", "decision"],
         "the Cedar decision benchmark in test mode",
     )?;
-    ensure_node()?;
-    let npm = install_npm_servers()?;
-    let entry = npm.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let entry = filesystem_server()?;
     // The mcp example's test approves with the `agentrt` binary, found
     // beside it in target/: build it first.
     let servers = real_server_test(&entry, "agentrt-mcp", "filesystem_server")

@@ -133,14 +133,7 @@ fn check_database_file(path: &std::path::Path) -> Result<(), ProxyError> {
 /// Opens the database as serving does (created owner-only when missing,
 /// with the proxy's index), the path checked before and after.
 pub async fn open_store(config: &Config) -> Result<Store, ProxyError> {
-    open_store_with(config, crate::index::store_options(config.durability)).await
-}
-
-/// [`open_store`] with `options`.
-pub(crate) async fn open_store_with(
-    config: &Config,
-    options: agentrt::StoreOptions,
-) -> Result<Store, ProxyError> {
+    let options = crate::index::store_options(config.durability);
     let database = config.database.clone();
     tokio::task::spawn_blocking(move || match &database {
         Database::File(path) => {

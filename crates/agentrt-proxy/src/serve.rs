@@ -337,9 +337,7 @@ pub(crate) async fn start(
     // Files are looked at off the async workers.
     let reach = config.clone();
     file_work(&config, move || check_reach(&reach)).await?;
-    let store =
-        crate::check::open_store_with(&config, crate::index::store_options(config.durability))
-            .await?;
+    let store = crate::check::open_store(&config).await?;
     let loaded = load_all(&config).await?;
     for report in &loaded.reports {
         for line in report.lines() {

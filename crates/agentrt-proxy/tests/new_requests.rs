@@ -62,3 +62,47 @@ async fn a_read_repeated_after_a_restart_runs_again_and_closes_the_earlier_row()
         assert_eq!(run.status, RunStatus::Completed);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rows_a_refused_first_write_carried_are_closed_by_the_next() {
+    let (url, _seen) = serve(Mode::Json).await;
+    let dir = tempfile::tempdir().expect("dir");
+    support::configure(
+        dir.path(),
+        &url,
+        r#""session": "carried""#,
+        r#"{"side_effect": "read_only", "timeout": "2s"}"#,
+    )
+    .await;
+    let (first, other) = (r#"{"path":"x.txt"}"#, r#"{"path":"y.txt"}"#);
+    let a = support::proxy_on(dir.path()).await;
+    let b = support::proxy_on(dir.path()).await;
+    // A's read settles; its row is closed by A's next run's first write.
+    call(&a, first).await;
+    // Another process makes a request A then believes new: A's first
+    // write, carrying the settled row, is refused and writes nothing; the
+    // call is decided the long way, whose first write carries it again.
+    call(&b, other).await;
+    call(&a, other).await;
+    let store = support::store_on(dir.path());
+    let rows = store
+        .rows_where(CALLS_TABLE, &[("session", SqlValue::from("carried"))], 0)
+        .expect("rows");
+    let open: Vec<i64> = rows.iter().filter_map(|r| r.int("open")).collect();
+    assert_eq!(
+        open,
+        [0, 0, 1],
+        "A's first row closed, B's closed by A's run, A's own open"
+    );
+}
+
+async fn call(proxy: &Proxy, args: &str) {
+    let answer = proxy
+        .call("fs_read_file", Some(args.as_bytes()), None)
+        .await
+        .expect("offered");
+    assert!(
+        matches!(answer, Answer::Result { ref text, .. } if text == args),
+        "{answer:?}"
+    );
+}

@@ -113,24 +113,32 @@ impl Proxy {
         }
         // The run's creation and its claim are written with the first
         // step's verdict (the tool's start, a refusal or the approval
-        // asked): two commits per call in all. A refused claim then shows
-        // in `first_step`, nothing written.
-        let began = self
+        // asked): two commits per call in all. A refused claim shows in
+        // `first_step`, nothing written; beginning itself writes nothing.
+        match self
             .gate
             .begin_deferred_with_rows(Some(&run_id), &goal, limits, labels, rows)
-            .await;
-        if began.is_err() {
-            // Nothing was written: the rows stay open until a later run.
-            self.settled.put_back(std::mem::take(&mut settled));
-        }
-        match began {
+            .await
+        {
             Ok(session) => Plan::Began(Box::new(session), settled),
-            Err(e) if index::is_seen(&e) => Plan::Again,
-            // Another process began the same request first: this call is
-            // in progress there.
-            Err(e) if index::is_lost_race(&e) => Plan::InProgress,
-            Err(_) => Plan::Unavailable,
+            Err(_) => {
+                // The rows stay open until a later run.
+                self.settled.put_back(settled);
+                Plan::Unavailable
+            }
         }
+    }
+
+    /// Closes a run's session, and lists `settling` again when nothing of
+    /// the run was written (its first write group carried them); whether
+    /// anything was.
+    pub(super) async fn close_began(&self, session: &mut Session, settling: Vec<String>) -> bool {
+        let _ = session.close().await;
+        let stored = session.stored();
+        if !stored {
+            self.settled.put_back(settling);
+        }
+        stored
     }
 
     /// Proposes the model's call in the run's first step: the answer, or
@@ -150,11 +158,7 @@ impl Proxy {
             self.after_verdict(&mut session, verdict).await
         }
         .await;
-        let _ = session.close().await;
-        let stored = session.stored();
-        if !stored {
-            self.settled.put_back(settling);
-        }
+        let stored = self.close_began(&mut session, settling).await;
         // The session holds the run's claim until dropped: a hold that
         // collects the approval attaches to the run anew.
         drop(session);

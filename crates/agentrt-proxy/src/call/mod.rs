@@ -112,9 +112,6 @@ enum Plan {
     Interrupted(String),
     /// Rules 4–5 refuse the call.
     Refused(Answer),
-    /// A run for a request believed new was not begun (the request has
-    /// rows after all): decide the call again, the long way.
-    Again,
     /// The records could not be read or written.
     Unavailable,
 }
@@ -272,7 +269,6 @@ impl Proxy {
                 }
                 Plan::Interrupted(approval_id) => Next::Done(answer::interrupted(&approval_id)),
                 Plan::Refused(answer) => Next::Done(answer),
-                Plan::Again => Next::Again,
             };
             let (run_id, approval_id, interruption) = match next {
                 Next::Done(answer) => return Some(answer),

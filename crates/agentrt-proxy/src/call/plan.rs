@@ -248,10 +248,7 @@ impl Proxy {
             // Never executed here: the question is the only thing asked.
             _ => None,
         };
-        let _ = session.close().await;
-        if !session.stored() {
-            self.settled.put_back(settling);
-        }
+        self.close_began(&mut session, settling).await;
         asked.ok_or(Unavailable)
     }
 
