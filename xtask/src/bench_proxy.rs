@@ -2,21 +2,28 @@
 //! official Python SDK (`tests/host/bench.py`) calls the npm filesystem
 //! server's `read_text_file` over stdio directly and through the release
 //! build of `agentrt-proxy serve`, alternating round by round with a raw
-//! SQLite commit in the same directory, at each durability; printed as
-//! p50/p99 per call and against issue 38's targets. Not part of CI's
-//! pass/fail: figures depend on the machine.
+//! SQLite commit in the same directory, at each durability; then through
+//! `cargo xtask relay` in the proxy's place, which only copies bytes: the
+//! part of the overhead any stdio proxy pays. Printed as p50/p99 per call
+//! and against issue 38's targets. Not part of CI's pass/fail: figures
+//! depend on the machine.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
+/// The mode with the byte relay in the proxy's place.
+const RELAY: &str = "relay";
+
 /// What one invocation measures.
 struct Options {
     rounds: usize,
     warmup: usize,
     dir: PathBuf,
-    durabilities: Vec<&'static str>,
+    /// What stands between the host and the server, in order: the proxy
+    /// at a durability (`full`, `normal`) or the byte relay (`relay`).
+    modes: Vec<&'static str>,
     /// A proxy binary to measure in place of the release build (another
     /// build, to compare).
     proxy: Option<PathBuf>,
@@ -27,7 +34,7 @@ fn options(args: &[String]) -> Result<Options, String> {
         rounds: 300,
         warmup: 30,
         dir: PathBuf::from("target/bench-proxy"),
-        durabilities: vec!["full", "normal"],
+        modes: Vec::new(),
         proxy: None,
     };
     let mut args = args.iter();
@@ -43,18 +50,24 @@ fn options(args: &[String]) -> Result<Options, String> {
             "--dir" => options.dir = PathBuf::from(value()?),
             "--proxy" => options.proxy = Some(PathBuf::from(value()?)),
             "--durability" => {
-                options.durabilities = match value()?.as_str() {
-                    "full" => vec!["full"],
-                    "normal" => vec!["normal"],
+                let mode = match value()?.as_str() {
+                    "full" => "full",
+                    "normal" => "normal",
                     other => return Err(format!("--durability {other:?}: full or normal")),
-                }
+                };
+                options.modes.push(mode);
             }
+            "--relay" => options.modes.push(RELAY),
             other => return Err(format!("bench-proxy: unknown argument {other:?}")),
         }
     }
     if options.rounds == 0 {
         return Err("--rounds: at least 1".into());
     }
+    if options.modes.is_empty() {
+        options.modes = vec!["full", "normal", RELAY];
+    }
+    options.modes.dedup();
     Ok(options)
 }
 
@@ -69,75 +82,97 @@ pub(crate) fn bench_proxy(args: &[String]) -> Result<(), String> {
     let options = options(args)?;
     let server = super::filesystem_server()?;
     let python = super::install_python_host(&super::ensure_python()?)?;
-    let proxy = match &options.proxy {
-        Some(proxy) => proxy.clone(),
-        None => {
-            super::cargo_step(
-                &[
-                    "build",
-                    "--release",
-                    "-p",
-                    "agentrt-proxy",
-                    "--bin",
-                    "agentrt-proxy",
-                ],
-                "building agentrt-proxy (release)",
-            )?;
-            PathBuf::from("target/release/agentrt-proxy")
-        }
+    let proxy = if options.modes.iter().any(|m| *m != RELAY) {
+        let proxy = match &options.proxy {
+            Some(proxy) => proxy.clone(),
+            None => {
+                super::cargo_step(
+                    &[
+                        "build",
+                        "--release",
+                        "-p",
+                        "agentrt-proxy",
+                        "--bin",
+                        "agentrt-proxy",
+                    ],
+                    "building agentrt-proxy (release)",
+                )?;
+                PathBuf::from("target/release/agentrt-proxy")
+            }
+        };
+        Some(
+            proxy
+                .canonicalize()
+                .map_err(|e| format!("{}: {e}", proxy.display()))?,
+        )
+    } else {
+        None
     };
-    let proxy = proxy
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", proxy.display()))?;
     let script = Path::new("crates/agentrt-proxy/tests/host/bench.py")
         .canonicalize()
         .map_err(|e| format!("bench.py: {e}"))?;
+    let relay = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
     let mut reports = Vec::new();
-    for durability in &options.durabilities {
-        let dir = options.dir.join(durability);
-        let samples = measure(
-            &options, &dir, durability, &proxy, &server, &python, &script,
-        )?;
-        reports.push((durability, Report::of(&samples)?));
+    for mode in &options.modes {
+        let dir = options.dir.join(mode);
+        let between = match *mode {
+            RELAY => Between::Relay(&relay),
+            durability => match &proxy {
+                Some(proxy) => Between::Proxy(proxy, durability),
+                None => return Err("no proxy to measure".into()),
+            },
+        };
+        let samples = measure(&options, &dir, between, &server, &python, &script)?;
+        reports.push((mode, Report::of(&samples)?));
     }
     println!(
         "\n{} rounds after {} unmeasured; ms per call; {}; the database in {}\n",
         options.rounds,
         options.warmup,
-        proxy.display(),
+        proxy
+            .as_deref()
+            .map_or_else(|| "no proxy".to_owned(), |p| p.display().to_string()),
         options.dir.display()
     );
     println!(
-        "| durability | direct p50 / p99 | through p50 / p99 | overhead p50 / p99 | raw commit p50 | target (overhead p50) |"
+        "| through | direct p50 / p99 | through p50 / p99 | overhead p50 / p99 | raw commit p50 | target (overhead p50) |"
     );
     println!("|---|---|---|---|---|---|");
-    for (durability, r) in reports {
-        let target = match *durability {
-            "full" => format!("≤ 2 × raw + 0.3 = {:.3}", 2.0 * r.raw.0 + 0.3),
-            _ => "≤ 0.5".to_owned(),
+    for (mode, r) in reports {
+        let (label, target) = match *mode {
+            "full" => (
+                "the proxy, FULL",
+                format!("≤ 2 × raw + 0.3 = {:.3}", 2.0 * r.raw.0 + 0.3),
+            ),
+            RELAY => (
+                "a byte relay (raw at NORMAL)",
+                "none: the floor of a stdio proxy".to_owned(),
+            ),
+            _ => ("the proxy, NORMAL", "≤ 0.5".to_owned()),
         };
         println!(
-            "| {} | {:.3} / {:.3} | {:.3} / {:.3} | **{:.3}** / {:.3} | {:.3} | {target} |",
-            durability.to_uppercase(),
-            r.direct.0,
-            r.direct.1,
-            r.through.0,
-            r.through.1,
-            r.overhead.0,
-            r.overhead.1,
-            r.raw.0,
+            "| {label} | {:.3} / {:.3} | {:.3} / {:.3} | **{:.3}** / {:.3} | {:.3} | {target} |",
+            r.direct.0, r.direct.1, r.through.0, r.through.1, r.overhead.0, r.overhead.1, r.raw.0,
         );
     }
     Ok(())
 }
 
-/// One durability's rounds: a fresh directory with the files, the
-/// proxy's configuration (pinned), then bench.py's samples.
+/// What the calls measured "through" go through.
+#[derive(Clone, Copy)]
+enum Between<'a> {
+    /// This proxy binary, at this durability.
+    Proxy(&'a Path, &'a str),
+    /// `xtask relay` (this program).
+    Relay(&'a Path),
+}
+
+/// One mode's rounds: a fresh directory with the files, the proxy's
+/// configuration (pinned) when it is the proxy, then bench.py's samples.
 fn measure(
     options: &Options,
     dir: &Path,
-    durability: &str,
-    proxy: &Path,
+    between: Between<'_>,
     server: &Path,
     python: &Path,
     script: &Path,
@@ -160,6 +195,72 @@ fn measure(
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         paths.push(path);
     }
+    let direct = json!(["node", server, files]);
+    let (through, through_tool, durability) = match between {
+        Between::Proxy(proxy, durability) => {
+            let config = configure_proxy(&dir, proxy, server, &files, durability)?;
+            (
+                json!([proxy, "serve", "--config", config]),
+                "fs_read_text_file",
+                durability,
+            )
+        }
+        Between::Relay(relay) => (
+            json!([relay, "relay", "--", "node", server, files]),
+            "read_text_file",
+            "normal",
+        ),
+    };
+    let plan = json!({
+        "direct": direct,
+        "through": through,
+        "direct_tool": "read_text_file",
+        "through_tool": through_tool,
+        "paths": paths,
+        "warmup": options.warmup,
+        "raw_db": dir.join("raw.db"),
+        "synchronous": durability.to_uppercase(),
+    });
+    eprintln!(
+        "$ {} {} < plan ({}, {total} rounds)",
+        python.display(),
+        script.display(),
+        match between {
+            Between::Proxy(_, durability) => durability,
+            Between::Relay(_) => RELAY,
+        }
+    );
+    let mut child = Command::new(python)
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write as _;
+        stdin
+            .write_all(plan.to_string().as_bytes())
+            .map_err(|e| format!("writing the plan: {e}"))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("bench.py: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("bench.py failed ({})", out.status));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("bench.py's output: {e}"))
+}
+
+/// Writes the proxy's configuration in `dir` (the server over stdio,
+/// `read_text_file` a read) and pins its manifest; gives its path.
+fn configure_proxy(
+    dir: &Path,
+    proxy: &Path,
+    server: &Path,
+    files: &Path,
+    durability: &str,
+) -> Result<PathBuf, String> {
     let config = dir.join("proxy.json");
     let mut proxy_config = json!({
         "database": "proxy.db",
@@ -188,41 +289,7 @@ fn measure(
             String::from_utf8_lossy(&pinned.stderr)
         ));
     }
-    let plan = json!({
-        "direct": ["node", server, files],
-        "through": [proxy, "serve", "--config", config],
-        "direct_tool": "read_text_file",
-        "through_tool": "fs_read_text_file",
-        "paths": paths,
-        "warmup": options.warmup,
-        "raw_db": dir.join("raw.db"),
-        "synchronous": durability.to_uppercase(),
-    });
-    eprintln!(
-        "$ {} {} < plan ({durability}, {total} rounds)",
-        python.display(),
-        script.display()
-    );
-    let mut child = Command::new(python)
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", python.display()))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        use std::io::Write as _;
-        stdin
-            .write_all(plan.to_string().as_bytes())
-            .map_err(|e| format!("writing the plan: {e}"))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("bench.py: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("bench.py failed ({})", out.status));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("bench.py's output: {e}"))
+    Ok(config)
 }
 
 /// p50 and p99 in milliseconds.
@@ -301,6 +368,10 @@ mod tests {
         );
         assert!(options(&args(&["--rounds", "0"])).is_err());
         let o = options(&args(&["--rounds", "5", "--durability", "normal"])).expect("options");
-        assert_eq!((o.rounds, o.durabilities), (5, vec!["normal"]));
+        assert_eq!((o.rounds, o.modes), (5, vec!["normal"]));
+        let o = options(&args(&[])).expect("options");
+        assert_eq!(o.modes, vec!["full", "normal", RELAY]);
+        let o = options(&args(&["--relay", "--durability", "full"])).expect("options");
+        assert_eq!(o.modes, vec![RELAY, "full"]);
     }
 }

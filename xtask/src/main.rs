@@ -32,10 +32,13 @@
 //!   test target (the parsers that read outside input) in release mode
 //!   with many more cases than `cargo test` runs (see `fuzz`).
 //! - `bench-proxy [--rounds N] [--warmup N] [--dir DIR] [--durability
-//!   full|normal] [--proxy BIN]`: the proxy's overhead as a host sees it (the Python
+//!   full|normal] [--relay] [--proxy BIN]`: the proxy's overhead as a host sees it (the Python
 //!   SDK over stdio, the npm filesystem server, direct and through the
 //!   release build alternating with a raw commit), p50/p99 at each
-//!   durability (see `bench_proxy`). Not part of CI.
+//!   durability, and a byte relay in the proxy's place: the floor of any
+//!   stdio proxy (see `bench_proxy`). Not part of CI.
+//! - `relay -- CMD ARGS...`: CMD behind a relay that only copies bytes
+//!   both ways (see `relay`); what `bench-proxy` measures as the floor.
 //! - `mutants`: cargo-mutants over the files that hold the controls that
 //!   matter most. Slow on two cores, so it is run by hand, not in CI.
 
@@ -43,6 +46,7 @@ mod bench_proxy;
 mod fuzz;
 mod install_test;
 mod postgres;
+mod relay;
 mod release;
 
 use std::ffi::OsStr;
@@ -106,16 +110,22 @@ tasks:
            (default 200 000) and seed S (a fresh one, printed, by
            default); only the PACKAGEs named when some are
   bench-proxy [--rounds N] [--warmup N] [--dir DIR] [--durability full|normal]
-              [--proxy BIN]
+              [--relay] [--proxy BIN]
            the proxy's overhead as a host sees it: the Python MCP SDK
            calls the npm filesystem server's read_text_file over stdio,
            directly and through the release build of agentrt-proxy serve,
            alternating with a raw SQLite commit in DIR (default
            target/bench-proxy; a tmpfs directory measures without the
            disk), N rounds (default 300) after 30 unmeasured, at FULL and
-           NORMAL (default both); BIN in place of the release build (to
-           compare builds); prints p50/p99 and the targets. Installs
-           what it needs as test does; not part of CI
+           NORMAL, then through a relay that only copies bytes (the floor
+           of any stdio proxy; all three by default, only those named
+           when --durability or --relay is given); BIN in place of the
+           release build (to compare builds); prints p50/p99 and the
+           targets. Installs what it needs as test does; not part of CI
+  relay -- CMD [ARGS...]
+           CMD with its standard input and output relayed, bytes copied
+           both ways as they arrive and nothing else: what bench-proxy
+           measures as the floor of a stdio proxy
   mutants  cargo mutants -p agentrt over the control files, with only the
            core's tests, reusing target/ (--copy-target=true); any further
            arguments go to cargo mutants. With --file only the files named
@@ -827,6 +837,10 @@ fn main() -> ExitCode {
         "mutants" => mutants(&args[1..]),
         "fuzz" => exit(fuzz::fuzz(&args[1..])),
         "bench-proxy" => exit(bench_proxy::bench_proxy(&args[1..])),
+        "relay" => relay::relay(&args[1..]).unwrap_or_else(|e| {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }),
         "postgres" => postgres::task(&args[1..]).unwrap_or_else(usage_error),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
