@@ -15,9 +15,10 @@
 //! - **Cedar** (NORMAL only): the proxy deciding by a Cedar policy of 100
 //!   policies (all scoped to the tool) against the same proxy deciding by
 //!   the class outcomes, in alternation.
-//! - **host** (FULL only; the binary has no durability setting): the
-//!   `agentrt-proxy serve` binary over stdio with an rmcp client, against
-//!   the fixture called directly with rmcp's HTTP client.
+//! - **host** (FULL, then NORMAL through the configuration's
+//!   `"durability"`): the `agentrt-proxy serve` binary over stdio with an
+//!   rmcp client, against the fixture called directly with rmcp's HTTP
+//!   client.
 //!
 //! Criterion measures each alone (means and medians). Then, printed, the
 //! percentiles: `ROUNDS` rounds after `WARM` unmeasured ones, each round one
@@ -200,9 +201,9 @@ struct Host {
     direct: RunningService<RoleClient, ()>,
 }
 
-async fn host(setup: &Setup) -> Host {
+async fn host(setup: &Setup, config_path: &Path) -> Host {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentrt-proxy"));
-    command.args(["serve", "--config", &setup.config_path.to_string_lossy()]);
+    command.args(["serve", "--config", &config_path.to_string_lossy()]);
     let (transport, _) = TokioChildProcess::builder(command)
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -470,37 +471,46 @@ fn percentiles(_: &mut Criterion) {
     rt.block_on(classes_loaded.close());
     rt.block_on(cedar_loaded.close());
 
-    // The binary as a host launches it, at its default durability (FULL).
-    let host = rt.block_on(host(&setup));
-    let (mut direct, mut through) = (Vec::new(), Vec::new());
-    rt.block_on(async {
-        for round in 0..warm + rounds / 3 {
-            let (mut d, mut t) = (Duration::ZERO, Duration::ZERO);
-            for which in 0..2 {
-                let start = Instant::now();
-                if (round + which) % 2 == 0 {
-                    call_host(&host.direct, "read_file").await;
-                    d = start.elapsed();
-                } else {
-                    call_host(&host.proxy, TOOL).await;
-                    t = start.elapsed();
+    // The binary as a host launches it: at its default durability
+    // (FULL), then with `"durability": "normal"` on a database of its own.
+    let normal_path = setup.dir.path().join("proxy-normal.json");
+    let mut normal: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&setup.config_path).expect("config")).expect("json");
+    normal["durability"] = "normal".into();
+    normal["database"] = "proxy-normal.db".into();
+    std::fs::write(&normal_path, normal.to_string()).expect("config");
+    for (label, config_path) in [("full", &setup.config_path), ("normal", &normal_path)] {
+        let host = rt.block_on(host(&setup, config_path));
+        let (mut direct, mut through) = (Vec::new(), Vec::new());
+        rt.block_on(async {
+            for round in 0..warm + rounds / 3 {
+                let (mut d, mut t) = (Duration::ZERO, Duration::ZERO);
+                for which in 0..2 {
+                    let start = Instant::now();
+                    if (round + which) % 2 == 0 {
+                        call_host(&host.direct, "read_file").await;
+                        d = start.elapsed();
+                    } else {
+                        call_host(&host.proxy, TOOL).await;
+                        t = start.elapsed();
+                    }
+                }
+                if round >= warm {
+                    direct.push(d);
+                    through.push(t);
                 }
             }
-            if round >= warm {
-                direct.push(d);
-                through.push(t);
-            }
-        }
-    });
-    lines.push(report(
-        "full (host: the binary over stdio, rmcp clients)",
-        &direct,
-        &through,
-    ));
-    rt.block_on(async {
-        let _ = host.proxy.cancel().await;
-        let _ = host.direct.cancel().await;
-    });
+        });
+        lines.push(report(
+            &format!("{label} (host: the binary over stdio, rmcp clients)"),
+            &direct,
+            &through,
+        ));
+        rt.block_on(async {
+            let _ = host.proxy.cancel().await;
+            let _ = host.direct.cancel().await;
+        });
+    }
 
     eprintln!(
         "\nper-call overhead, {rounds} rounds after {warm} (host: {}):",

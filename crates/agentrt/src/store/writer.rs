@@ -26,7 +26,7 @@ use super::sqlite::SqliteRows;
 use super::watch::Head;
 use crate::clock::lock;
 use crate::error::{Error, Result};
-use crate::model::{Event, EventType};
+use crate::model::Event;
 
 /// Jobs waiting for the writer. A full queue makes submitters wait (async),
 /// never grow memory without bound.
@@ -51,9 +51,6 @@ const SPIN: std::time::Duration = std::time::Duration::from_micros(1000);
 pub(super) struct Counters {
     pub transactions: AtomicU64,
     pub groups: AtomicU64,
-    /// Batches after which the writer parked without looking for more
-    /// work (every group in them ended its run).
-    pub parked_at_once: AtomicU64,
 }
 
 /// One write group handed to the writer.
@@ -314,16 +311,8 @@ fn serve(shared: &Shared, mut queue: mpsc::Receiver<Job>) {
         head,
         extensions,
     } = shared;
-    // Whether the last batch leaves work likely to follow within the spin.
-    let mut more_soon = true;
     loop {
-        let spun = if more_soon {
-            spin_recv(&mut queue)
-        } else {
-            counters.parked_at_once.fetch_add(1, Ordering::Relaxed);
-            None
-        };
-        let first = match spun {
+        let first = match spin_recv(&mut queue) {
             Some(job) => job,
             None => match queue.blocking_recv() {
                 Some(job) => job,
@@ -340,7 +329,7 @@ fn serve(shared: &Shared, mut queue: mpsc::Receiver<Job>) {
                 Job::Group(g) => groups.push(g),
                 Job::Between(f) => {
                     // Everything queued before it commits first.
-                    more_soon = commit_batch(
+                    commit_batch(
                         &conn,
                         std::mem::take(&mut groups),
                         counters,
@@ -354,9 +343,7 @@ fn serve(shared: &Shared, mut queue: mpsc::Receiver<Job>) {
                 next = queue.try_recv().ok();
             }
         }
-        if !groups.is_empty() {
-            more_soon = commit_batch(&conn, groups, counters, head, extensions);
-        }
+        commit_batch(&conn, groups, counters, head, extensions);
     }
 }
 
@@ -384,21 +371,15 @@ fn spin_recv(queue: &mut mpsc::Receiver<Job>) -> Option<Job> {
 /// then settles each with its events or its own error, still holding the
 /// connection: a group's after-commit work is done before any later work
 /// on the connection sees the commit.
-///
-/// Whether more writes are likely soon: not when every group committed
-/// ended its run. A run's last group leaves nothing of that run to follow
-/// (in the proxy, every call's second write), and a writer looking for
-/// work then only takes CPU from the programs that will make the next
-/// call; it parks at once instead.
 fn commit_batch(
     conn: &Connection,
     groups: Vec<Box<dyn Group>>,
     counters: &Counters,
     head: &Head,
     extensions: &Registry,
-) -> bool {
+) {
     if groups.is_empty() {
-        return true;
+        return;
     }
     let (outcomes, committed) = {
         let tx = match Batch::begin(conn) {
@@ -407,7 +388,7 @@ fn commit_batch(
                 for g in groups {
                     g.settle(Err(e.for_each_group()));
                 }
-                return true;
+                return;
             }
         };
         let mut outcomes = Vec::with_capacity(groups.len());
@@ -459,25 +440,19 @@ fn commit_batch(
                 counters.transactions.fetch_add(1, Ordering::Relaxed);
             }
             counters.groups.fetch_add(done, Ordering::Relaxed);
-            let mut runs_ended = done > 0;
             for (_, r) in &outcomes {
                 if let Ok(events) = r {
                     head.committed(events);
-                    runs_ended &= events
-                        .iter()
-                        .any(|e| e.event_type == EventType::RunFinished);
                 }
             }
             for (g, r) in outcomes {
                 g.settle(r);
             }
-            !runs_ended
         }
         Err(e) => {
             for (g, r) in outcomes {
                 g.settle(r.and_then(|_| Err(e.for_each_group())));
             }
-            true
         }
     }
 }
@@ -505,71 +480,5 @@ fn run_group(
             tx.run("RELEASE agentrt_group")?;
             Ok(Err(e))
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::atomic::Ordering;
-
-    use crate::store::NewRun;
-    use crate::{EventType, Store, Timestamp};
-
-    fn at() -> Timestamp {
-        Timestamp::from_unix_nanos(1_790_000_000_000_000_000)
-    }
-
-    /// A group creating run `id`, and ending it when `end`.
-    async fn group(store: &Store, id: &'static str, end: bool) {
-        store
-            .write_async(move |tx| {
-                tx.insert_run(&NewRun {
-                    id,
-                    goal: "g",
-                    limits_json: "{}",
-                    created_at: at(),
-                    lease_owner: "me",
-                    lease_expires_at: at(),
-                })?;
-                tx.append_event(id, "", &at(), EventType::RunCreated, "{}")?;
-                if end {
-                    tx.append_event(id, "", &at(), EventType::RunFinished, "{}")?;
-                }
-                Ok(())
-            })
-            .await
-            .expect("write");
-    }
-
-    /// The writer's parks without a look for work, once it has settled
-    /// its last batch and decided (waits for the decision, up to 10 s).
-    async fn parked_at_once(store: &Store, at_least: u64) -> u64 {
-        let count = || store.inner.counters.parked_at_once.load(Ordering::Relaxed);
-        for _ in 0..1000 {
-            if count() >= at_least {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        count()
-    }
-
-    #[tokio::test]
-    async fn the_writer_parks_at_once_only_after_a_batch_that_ended_its_runs() {
-        let dir = tempfile::tempdir().expect("dir");
-        let store = Store::open(dir.path().join("s.db")).expect("store");
-        group(&store, "r1", true).await;
-        assert_eq!(parked_at_once(&store, 1).await, 1, "a run's last group");
-        group(&store, "r2", false).await;
-        group(&store, "r3", false).await;
-        // Long past r2's and r3's looks for work: neither was skipped.
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert_eq!(
-            parked_at_once(&store, 1).await,
-            1,
-            "a run still going: more of it may follow"
-        );
-        group(&store, "r4", true).await;
-        assert_eq!(parked_at_once(&store, 2).await, 2);
     }
 }
