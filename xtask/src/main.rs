@@ -43,6 +43,7 @@
 //!   matter most. Slow on two cores, so it is run by hand, not in CI.
 
 mod bench_proxy;
+mod child;
 mod fuzz;
 mod install_test;
 mod postgres;

@@ -17,9 +17,10 @@
 use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::child::{command, exit_code};
 use crate::{capture, cargo_in, is_root, run};
 
 /// The environment variable that hands the tests the connection string.
@@ -160,25 +161,6 @@ pub fn real_postgres_tests() -> Result<(), String> {
             failed.join(", ")
         ))
     }
-}
-
-/// The command in the task's arguments: all of them, less a leading `--`;
-/// `None` when that leaves nothing.
-fn command(args: &[String]) -> Option<&[String]> {
-    let args = match args.split_first() {
-        Some((first, rest)) if first == "--" => rest,
-        _ => args,
-    };
-    (!args.is_empty()).then_some(args)
-}
-
-/// A command's exit status as this process's: its code when it has one
-/// that fits, else failure (killed by a signal).
-fn exit_code(status: ExitStatus) -> ExitCode {
-    status
-        .code()
-        .and_then(|code| u8::try_from(code).ok())
-        .map_or(ExitCode::FAILURE, ExitCode::from)
 }
 
 /// A running throwaway cluster. Dropping it stops the server and removes
@@ -701,20 +683,5 @@ mod tests {
             let mode = std::fs::metadata(&first).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700);
         }
-    }
-
-    #[test]
-    fn the_command_follows_an_optional_double_dash() {
-        let args = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
-        assert_eq!(
-            command(&args(&["--", "false"])),
-            Some(&args(&["false"])[..])
-        );
-        assert_eq!(
-            command(&args(&["psql", "-c"])),
-            Some(&args(&["psql", "-c"])[..])
-        );
-        assert_eq!(command(&args(&["--"])), None);
-        assert_eq!(command(&args(&[])), None);
     }
 }

@@ -7,6 +7,8 @@
 use std::io::{Read, Write};
 use std::process::{Command, ExitCode, Stdio};
 
+use crate::child::{command, exit_code};
+
 /// Copies `from` to `to` until `from` ends, writing each read at once.
 fn pump(mut from: impl Read, mut to: impl Write) -> std::io::Result<()> {
     let mut buf = vec![0u8; 64 * 1024];
@@ -22,12 +24,11 @@ fn pump(mut from: impl Read, mut to: impl Write) -> std::io::Result<()> {
     }
 }
 
-/// Runs the relay; its exit status is the child's (1 if it has none).
+/// Runs the relay; its exit status is the child's (failure if it has
+/// none).
 pub(crate) fn relay(args: &[String]) -> Result<ExitCode, String> {
-    let (program, rest) = match args {
-        [dashes, program, rest @ ..] if dashes == "--" => (program, rest),
-        [program, rest @ ..] if program != "--" => (program, rest),
-        _ => return Err("relay: a command to run (relay -- CMD ARGS...)".into()),
+    let Some((program, rest)) = command(args).and_then(<[String]>::split_first) else {
+        return Err("relay: a command to run (relay -- CMD ARGS...)".into());
     };
     let mut child = Command::new(program)
         .args(rest)
@@ -48,10 +49,7 @@ pub(crate) fn relay(args: &[String]) -> Result<ExitCode, String> {
     // end with the process.
     drop(inbound);
     outbound.map_err(|e| format!("relay: copying the child's output: {e}"))?;
-    Ok(match status.code() {
-        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-        None => ExitCode::from(1),
-    })
+    Ok(exit_code(status))
 }
 
 #[cfg(test)]

@@ -84,16 +84,14 @@ struct Setup {
     config: Config,
 }
 
+/// How the proxy's configuration classes the fixture's `read_file`.
+const READ_FILE_RULE: &str = r#"{"side_effect": "read_only", "timeout": "5s"}"#;
+
 async fn setup() -> Setup {
     let (url, _seen) = serve(Mode::Json).await;
     let dir = tempfile::tempdir().expect("dir");
-    let config_path = support::configure(
-        dir.path(),
-        &url,
-        r#""session": "bench""#,
-        r#"{"side_effect": "read_only", "timeout": "5s"}"#,
-    )
-    .await;
+    let config_path =
+        support::configure(dir.path(), &url, r#""session": "bench""#, READ_FILE_RULE).await;
     let config = agentrt_proxy::read_config(&config_path).expect("config");
     Setup {
         dir,
@@ -473,12 +471,15 @@ fn percentiles(_: &mut Criterion) {
 
     // The binary as a host launches it: at its default durability
     // (FULL), then with `"durability": "normal"` on a database of its own.
-    let normal_path = setup.dir.path().join("proxy-normal.json");
-    let mut normal: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&setup.config_path).expect("config")).expect("json");
-    normal["durability"] = "normal".into();
-    normal["database"] = "proxy-normal.db".into();
-    std::fs::write(&normal_path, normal.to_string()).expect("config");
+    let normal_dir = setup.dir.path().join("normal");
+    std::fs::create_dir(&normal_dir).expect("dir");
+    let normal_path = rt.block_on(support::configure_on(
+        &normal_dir,
+        "proxy.db",
+        &setup.url,
+        r#""session": "bench", "durability": "normal""#,
+        READ_FILE_RULE,
+    ));
     for (label, config_path) in [("full", &setup.config_path), ("normal", &normal_path)] {
         let host = rt.block_on(host(&setup, config_path));
         let (mut direct, mut through) = (Vec::new(), Vec::new());

@@ -13,8 +13,12 @@ use agentrt_proxy::{Answer, CALLS_TABLE, Proxy};
 const ARGS: &str = r#"{"path":"again.txt"}"#;
 
 async fn read(proxy: &Proxy) -> Answer {
+    read_args(proxy, ARGS).await
+}
+
+async fn read_args(proxy: &Proxy, args: &str) -> Answer {
     proxy
-        .call("fs_read_file", Some(ARGS.as_bytes()), None)
+        .call("fs_read_file", Some(args.as_bytes()), None)
         .await
         .expect("the tool is offered")
 }
@@ -97,10 +101,7 @@ async fn the_rows_a_refused_first_write_carried_are_closed_by_the_next() {
 }
 
 async fn call(proxy: &Proxy, args: &str) {
-    let answer = proxy
-        .call("fs_read_file", Some(args.as_bytes()), None)
-        .await
-        .expect("offered");
+    let answer = read_args(proxy, args).await;
     assert!(
         matches!(answer, Answer::Result { ref text, .. } if text == args),
         "{answer:?}"
